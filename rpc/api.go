@@ -1,0 +1,159 @@
+package rpc
+
+import "encoding/json"
+
+// Method names of LanguageServerService used by the project.
+const (
+	MethodHeartbeat                    = "Heartbeat"
+	MethodGetConversationMetadata      = "GetConversationMetadata"
+	MethodGetCascadeTrajectorySteps    = "GetCascadeTrajectorySteps"
+	MethodStreamAgentStateUpdates      = "StreamAgentStateUpdates"
+	MethodStreamCascadeReactiveUpdates = "StreamCascadeReactiveUpdates"
+	MethodHandleCascadeUserInteraction = "HandleCascadeUserInteraction"
+	MethodSendUserCascadeMessage       = "SendUserCascadeMessage"
+	MethodSendAgentMessage             = "SendAgentMessage"
+	MethodCancelCascadeSteps           = "CancelCascadeSteps"
+	MethodCancelCascadeInvocation      = "CancelCascadeInvocation"
+	MethodForceStopCascadeTree         = "ForceStopCascadeTree"
+	MethodGetAllCascadeTrajectories    = "GetAllCascadeTrajectories"
+	MethodGetAvailableModels           = "GetAvailableModels"
+	MethodStartCascade                 = "StartCascade"
+)
+
+// CancelMethods are the interrupt methods in the order to try them: agy
+// builds differ in which one stops generation.
+var CancelMethods = []string{MethodCancelCascadeSteps, MethodCancelCascadeInvocation, MethodForceStopCascadeTree}
+
+// ConversationRequest is {"conversationId"}.
+type ConversationRequest struct {
+	ConversationID string `json:"conversationId,omitempty"`
+}
+
+// ConversationMetadataResponse is GetConversationMetadata's answer.
+type ConversationMetadataResponse struct {
+	Metadata struct {
+		RootConversationID string `json:"rootConversationId,omitempty"`
+	} `json:"metadata"`
+}
+
+// CascadeRequest is {"cascadeId"}.
+type CascadeRequest struct {
+	CascadeID string `json:"cascadeId,omitempty"`
+}
+
+// StepsResponse is GetCascadeTrajectorySteps' answer: one snapshot.
+type StepsResponse struct {
+	Steps []Step `json:"steps"`
+}
+
+// StreamRequest is the single enveloped message of StreamAgentStateUpdates.
+// A subscriber id must be unique: a repeated one closes the older stream.
+type StreamRequest struct {
+	ConversationID string `json:"conversationId,omitempty"`
+	SubscriberID   string `json:"subscriberId,omitempty"`
+}
+
+// StreamFrame is one data envelope of StreamAgentStateUpdates.
+type StreamFrame struct {
+	Update StateUpdate `json:"update"`
+}
+
+// StateUpdate is a frame's update: the conversation it concerns, the
+// cascade's run status, and the changed steps.
+type StateUpdate struct {
+	ConversationID       string           `json:"conversationId,omitempty"`
+	TrajectoryID         string           `json:"trajectoryId,omitempty"`
+	Status               RunStatus        `json:"status,omitempty"`
+	MainTrajectoryUpdate TrajectoryUpdate `json:"mainTrajectoryUpdate"`
+}
+
+// TrajectoryUpdate wraps stepsUpdate.
+type TrajectoryUpdate struct {
+	StepsUpdate StepsUpdate `json:"stepsUpdate"`
+}
+
+// StepsUpdate is sparse and index-addressed: Indices[i] is the step index of
+// Steps[i], and each step is a cumulative snapshot of that step. The first
+// frame of a stream carries every prior step.
+type StepsUpdate struct {
+	Indices     []Int  `json:"indices,omitempty"`
+	Steps       []Step `json:"steps,omitempty"`
+	TotalLength Int    `json:"totalLength,omitempty"`
+}
+
+// InteractionRequest is HandleCascadeUserInteraction's body.
+type InteractionRequest struct {
+	CascadeID   string              `json:"cascadeId,omitempty"`
+	Interaction InteractionResponse `json:"interaction"`
+}
+
+// SendMessageRequest is SendUserCascadeMessage's body. The model is required
+// per turn in CascadeConfig.PlannerConfig.PlanModel.
+type SendMessageRequest struct {
+	CascadeID     string         `json:"cascadeId,omitempty"`
+	Items         []TextItem     `json:"items,omitempty"`
+	CascadeConfig *CascadeConfig `json:"cascadeConfig,omitempty"`
+}
+
+// CascadeConfig is cascadeConfig of a turn.
+type CascadeConfig struct {
+	PlannerConfig *PlannerConfig `json:"plannerConfig,omitempty"`
+}
+
+// TrajectoriesResponse is GetAllCascadeTrajectories' answer, keyed by
+// conversation id.
+type TrajectoriesResponse struct {
+	TrajectorySummaries map[string]TrajectorySummary `json:"trajectorySummaries,omitempty"`
+}
+
+// TrajectorySummary describes one conversation. Times are RFC 3339 strings
+// and are absent (null) for a conversation just minted.
+type TrajectorySummary struct {
+	Status                 RunStatus          `json:"status,omitempty"`
+	StepCount              Int                `json:"stepCount,omitempty"`
+	TrajectoryID           string             `json:"trajectoryId,omitempty"`
+	TrajectoryType         string             `json:"trajectoryType,omitempty"`
+	TrajectoryMetadata     TrajectoryMetadata `json:"trajectoryMetadata"`
+	LastUserInputTime      string             `json:"lastUserInputTime,omitempty"`
+	LastModifiedTime       string             `json:"lastModifiedTime,omitempty"`
+	LastUserInputStepIndex Int                `json:"lastUserInputStepIndex,omitempty"`
+}
+
+// TrajectoryMetadata tells a subagent child (parentConversationId set, and a
+// rootConversationId not its own) from a root conversation.
+type TrajectoryMetadata struct {
+	ParentConversationID string `json:"parentConversationId,omitempty"`
+	RootConversationID   string `json:"rootConversationId,omitempty"`
+}
+
+// ModelsResponse is GetAvailableModels' answer.
+type ModelsResponse struct {
+	Response struct {
+		Models map[string]ModelInfo `json:"models,omitempty"`
+	} `json:"response"`
+}
+
+// ModelInfo describes one model; Model is the enum to send as planModel.
+type ModelInfo struct {
+	Model            string `json:"model,omitempty"`
+	DisplayName      string `json:"displayName,omitempty"`
+	Recommended      bool   `json:"recommended,omitempty"`
+	SupportsThinking bool   `json:"supportsThinking,omitempty"`
+	ThinkingBudget   Int    `json:"thinkingBudget,omitempty"`
+}
+
+// Empty is the {} request or response.
+type Empty struct{}
+
+// ErrorBody is a Connect error as JSON: {"code","message","details"}.
+type ErrorBody struct {
+	Code    string            `json:"code,omitempty"`
+	Message string            `json:"message,omitempty"`
+	Details []json.RawMessage `json:"details,omitempty"`
+}
+
+// EndStream is the JSON of a stream's final 0x02 envelope.
+type EndStream struct {
+	Error    *ErrorBody          `json:"error,omitempty"`
+	Metadata map[string][]string `json:"metadata,omitempty"`
+}
