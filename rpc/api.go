@@ -157,3 +157,10 @@ type EndStream struct {
 	Error    *ErrorBody          `json:"error,omitempty"`
 	Metadata map[string][]string `json:"metadata,omitempty"`
 }
+
+// AgentMessageRequest is SendAgentMessage's body. agy records it as a
+// SYSTEM_MESSAGE: never use it for user turns.
+type AgentMessageRequest struct {
+	CascadeID string `json:"cascadeId,omitempty"`
+	Message   string `json:"message,omitempty"`
+}

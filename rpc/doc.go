@@ -1,0 +1,26 @@
+// Package rpc is the client for agy's language server: the connect-RPC
+// service exa.language_server_pb.LanguageServerService that agy serves on a
+// random loopback port over TLS (self-signed) and HTTP/2.
+//
+// A Client speaks the Connect protocol with the JSON codec: unary calls
+// (GetCascadeTrajectorySteps, SendUserCascadeMessage,
+// HandleCascadeUserInteraction, the interrupts, ...) and the
+// StreamAgentStateUpdates server stream, whose envelopes (envelope.go) are
+// decoded one at a time. Payloads are proto3 JSON, read tolerantly: unknown
+// fields are ignored, and every Step keeps its raw JSON.
+//
+// Failures are translated here, once, into *Error values with a Connect
+// Code; callers classify them with errors.Is against the sentinels
+// (ErrPortGone, ErrInputNotRegistered, ErrModelRequired, ...) and
+// IsTransient, and never parse messages.
+//
+// The package also holds discovery primitives without any actor logic:
+// CandidatePorts of a process tree, PortFromLogLine, AddressFromEnv,
+// CSRFTokenFromCmdline, and Probe. WriteEnvelope, WriteEndStream and
+// WriteError are the server half of the framing, for the fake server in
+// rpc/agytest.
+//
+// The client only ever connects to loopback: NewClient refuses any other
+// host, and TLS verification is replaced by pinning the first certificate
+// seen on the port.
+package rpc

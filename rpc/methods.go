@@ -1,0 +1,167 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+)
+
+// Heartbeat checks that the port is a live language server (200 to {}).
+// Without a context deadline, Config.ProbeTimeout applies.
+func (c *Client) Heartbeat(ctx context.Context) error {
+	return c.call(ctx, c.cfg.ProbeTimeout, MethodHeartbeat, Empty{}, nil)
+}
+
+// GetConversationMetadata asks the server about a conversation; a server that
+// hosts it echoes metadata.rootConversationId, one that does not answers 500
+// "trajectory not found" (ErrTrajectoryNotFound). Without a context
+// deadline, Config.ProbeTimeout applies.
+func (c *Client) GetConversationMetadata(ctx context.Context, conversationID string) (*ConversationMetadataResponse, error) {
+	if conversationID == "" {
+		return nil, invalidArgument(MethodGetConversationMetadata, "empty conversation id")
+	}
+	var resp ConversationMetadataResponse
+	if err := c.call(ctx, c.cfg.ProbeTimeout, MethodGetConversationMetadata, ConversationRequest{ConversationID: conversationID}, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// ConversationMatches reports whether this port serves the conversation: a
+// Heartbeat succeeds and GetConversationMetadata echoes the id as
+// rootConversationId. "trajectory not found" is (false, nil); any other
+// failure is returned.
+func (c *Client) ConversationMatches(ctx context.Context, conversationID string) (bool, error) {
+	if err := c.Heartbeat(ctx); err != nil {
+		return false, err
+	}
+	md, err := c.GetConversationMetadata(ctx, conversationID)
+	if errors.Is(err, ErrTrajectoryNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return md.Metadata.RootConversationID == conversationID, nil
+}
+
+// GetCascadeTrajectorySteps reads one snapshot of every step of a cascade
+// (cascadeId == conversationId).
+func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string) ([]Step, error) {
+	if cascadeID == "" {
+		return nil, invalidArgument(MethodGetCascadeTrajectorySteps, "empty cascade id")
+	}
+	var resp StepsResponse
+	if err := c.Call(ctx, MethodGetCascadeTrajectorySteps, CascadeRequest{CascadeID: cascadeID}, &resp); err != nil {
+		return nil, err
+	}
+	return resp.Steps, nil
+}
+
+// HandleCascadeUserInteraction answers a WAITING step. in must name the
+// step (TrajectoryID, StepIndex: they go inside the interaction, where agy
+// reads them) and carry exactly one answer variant (AskQuestion or
+// Permission; Permission{Allow: false} denies). A step that already timed
+// out fails with ErrInputNotRegistered.
+func (c *Client) HandleCascadeUserInteraction(ctx context.Context, cascadeID string, in InteractionResponse) error {
+	const m = MethodHandleCascadeUserInteraction
+	switch {
+	case cascadeID == "":
+		return invalidArgument(m, "empty cascade id")
+	case in.TrajectoryID == "":
+		return invalidArgument(m, "interaction without trajectoryId (agy would answer \"input not registered\")")
+	case in.StepIndex < 0:
+		return invalidArgument(m, "negative step index %d", in.StepIndex)
+	case (in.AskQuestion == nil) == (in.Permission == nil):
+		return invalidArgument(m, "interaction needs exactly one of askQuestion or permission")
+	}
+	return c.Call(ctx, m, InteractionRequest{CascadeID: cascadeID, Interaction: in}, nil)
+}
+
+// SendUserCascadeMessage sends a user turn: items [{text}] and the model in
+// cascadeConfig.plannerConfig.planModel. agy records a USER_INPUT step. The
+// model is required per turn; an empty one fails with ErrModelRequired
+// without calling agy (which would record an ERROR step).
+func (c *Client) SendUserCascadeMessage(ctx context.Context, cascadeID, text, model string) error {
+	const m = MethodSendUserCascadeMessage
+	switch {
+	case cascadeID == "":
+		return invalidArgument(m, "empty cascade id")
+	case text == "":
+		return invalidArgument(m, "empty turn text")
+	case model == "":
+		return &Error{Method: m, Code: CodeInvalidArgument, Message: "no model for the turn", Err: ErrModelRequired}
+	}
+	return c.Call(ctx, m, SendMessageRequest{
+		CascadeID:     cascadeID,
+		Items:         []TextItem{{Text: text}},
+		CascadeConfig: &CascadeConfig{PlannerConfig: &PlannerConfig{PlanModel: model}},
+	}, nil)
+}
+
+// SendAgentMessage calls SendAgentMessage {"cascadeId","message"}. It exists
+// for completeness only: agy records the text as a SYSTEM_MESSAGE, not as
+// the user's turn. Never use it to send a turn; use SendUserCascadeMessage.
+func (c *Client) SendAgentMessage(ctx context.Context, cascadeID, text string) error {
+	if cascadeID == "" {
+		return invalidArgument(MethodSendAgentMessage, "empty cascade id")
+	}
+	return c.Call(ctx, MethodSendAgentMessage, AgentMessageRequest{CascadeID: cascadeID, Message: text}, nil)
+}
+
+// Cancel calls one of CancelMethods with {"cascadeId"}. agy builds differ in
+// which one stops generation; callers try them in order until the cascade
+// reports IDLE.
+func (c *Client) Cancel(ctx context.Context, method, cascadeID string) error {
+	if !slices.Contains(CancelMethods, method) {
+		return invalidArgument(method, "%q is not an interrupt method (want one of %v)", method, CancelMethods)
+	}
+	if cascadeID == "" {
+		return invalidArgument(method, "empty cascade id")
+	}
+	return c.Call(ctx, method, CascadeRequest{CascadeID: cascadeID}, nil)
+}
+
+// CancelCascadeSteps is Cancel(ctx, MethodCancelCascadeSteps, cascadeID).
+func (c *Client) CancelCascadeSteps(ctx context.Context, cascadeID string) error {
+	return c.Cancel(ctx, MethodCancelCascadeSteps, cascadeID)
+}
+
+// CancelCascadeInvocation is Cancel(ctx, MethodCancelCascadeInvocation, cascadeID).
+func (c *Client) CancelCascadeInvocation(ctx context.Context, cascadeID string) error {
+	return c.Cancel(ctx, MethodCancelCascadeInvocation, cascadeID)
+}
+
+// ForceStopCascadeTree is Cancel(ctx, MethodForceStopCascadeTree, cascadeID).
+func (c *Client) ForceStopCascadeTree(ctx context.Context, cascadeID string) error {
+	return c.Cancel(ctx, MethodForceStopCascadeTree, cascadeID)
+}
+
+// GetAllCascadeTrajectories lists the server's conversations, keyed by id.
+func (c *Client) GetAllCascadeTrajectories(ctx context.Context) (*TrajectoriesResponse, error) {
+	var resp TrajectoriesResponse
+	if err := c.Call(ctx, MethodGetAllCascadeTrajectories, Empty{}, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// GetAvailableModels lists the models a turn may name as planModel.
+func (c *Client) GetAvailableModels(ctx context.Context) (*ModelsResponse, error) {
+	var resp ModelsResponse
+	if err := c.Call(ctx, MethodGetAvailableModels, Empty{}, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// StartCascade starts a new cascade programmatically and returns the answer
+// undecoded (its shape is not pinned down; /clear does not need it).
+func (c *Client) StartCascade(ctx context.Context) (json.RawMessage, error) {
+	var resp json.RawMessage
+	if err := c.Call(ctx, MethodStartCascade, Empty{}, &resp); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}

@@ -1,0 +1,211 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+)
+
+// Stream is an open StreamAgentStateUpdates subscription. Next decodes one
+// envelope at a time from the response body; nothing is buffered ahead.
+// Next is for one goroutine; Close may be called from any goroutine, at any
+// time, any number of times, and makes a blocked Next return.
+type Stream struct {
+	method       string
+	subscriberID string
+	ctx          context.Context
+	cancel       context.CancelFunc
+	body         io.ReadCloser
+	reader       *EnvelopeReader
+	releaseOnce  sync.Once
+	done         error // sticky result once the stream has ended
+}
+
+// StreamAgentStateUpdates subscribes to a conversation's state updates. The
+// first frame is a snapshot of prior steps; later frames are sparse and
+// index-addressed. subscriberID must be unique per live subscription (a
+// repeated one closes the older stream); "" picks a fresh random one. The
+// stream has no deadline: cancelling ctx, or Close, ends it. A server that
+// refuses the stream (non-200, e.g. 404) yields a *Error here.
+func (c *Client) StreamAgentStateUpdates(ctx context.Context, conversationID, subscriberID string) (*Stream, error) {
+	const m = MethodStreamAgentStateUpdates
+	if conversationID == "" {
+		return nil, invalidArgument(m, "empty conversation id")
+	}
+	if subscriberID == "" {
+		subscriberID = NewSubscriberID()
+	}
+	return c.openStream(ctx, m, StreamRequest{ConversationID: conversationID, SubscriberID: subscriberID})
+}
+
+// NewSubscriberID returns a fresh random subscriber id.
+func NewSubscriberID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return "agyharness-" + hex.EncodeToString(b[:])
+}
+
+// StreamCascadeReactiveUpdates exists to document that the method is dead:
+// agy answers "reactive state is deprecated" (ErrDeprecated). It always
+// returns an error and never yields data; use StreamAgentStateUpdates.
+func (c *Client) StreamCascadeReactiveUpdates(ctx context.Context, conversationID string) error {
+	const m = MethodStreamCascadeReactiveUpdates
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.UnaryTimeout)
+		defer cancel()
+	}
+	s, err := c.openStream(ctx, m, StreamRequest{ConversationID: conversationID})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := s.Next(); err != nil && err != io.EOF {
+		return err
+	}
+	return &Error{Method: m, Code: CodeFailedPrecondition, Message: "reactive state updates are deprecated and not consumed", Err: ErrDeprecated}
+}
+
+// openStream sends the single enveloped request of a server stream and
+// checks the response head.
+func (c *Client) openStream(ctx context.Context, method string, req any) (*Stream, error) {
+	payload, err := json.Marshal(req)
+	if err != nil {
+		return nil, invalidArgument(method, "encode request: %v", err)
+	}
+	var body bytes.Buffer
+	if err := WriteEnvelope(&body, 0, payload); err != nil {
+		return nil, invalidArgument(method, "encode request: %v", err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	hreq, err := c.newRequest(sctx, method, "application/connect+json", body.Bytes())
+	if err != nil {
+		cancel()
+		return nil, invalidArgument(method, "build request: %v", err)
+	}
+	hresp, err := c.transport.RoundTrip(hreq)
+	if err != nil {
+		cancel()
+		return nil, transportError(sctx, method, err)
+	}
+	if err := checkStreamResponse(method, hresp); err != nil {
+		hresp.Body.Close()
+		cancel()
+		return nil, err
+	}
+	sr, _ := req.(StreamRequest)
+	return &Stream{
+		method:       method,
+		subscriberID: sr.SubscriberID,
+		ctx:          sctx,
+		cancel:       cancel,
+		body:         hresp.Body,
+		reader:       NewEnvelopeReader(hresp.Body, c.cfg.MaxMessageSize),
+	}, nil
+}
+
+// maxStreamErrorBody bounds what is read of a refused stream's body.
+const maxStreamErrorBody = 64 << 10
+
+// checkStreamResponse turns a refused stream (non-200, or a unary-style JSON
+// answer) into a *Error, and an unexpected content type into ErrProtocol.
+func checkStreamResponse(method string, resp *http.Response) error {
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxStreamErrorBody))
+		return errorFromStatus(method, resp.StatusCode, data)
+	}
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	switch mt {
+	case "application/connect+json":
+		return nil
+	case "application/json":
+		// Not a stream: some servers answer a refused stream like a unary call.
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxStreamErrorBody))
+		var wire struct {
+			Error *ErrorBody `json:"error"`
+			ErrorBody
+		}
+		if json.Unmarshal(data, &wire) == nil {
+			if wire.Error != nil {
+				return errorFromEndStream(method, wire.Error)
+			}
+			if wire.Code != "" || wire.Message != "" {
+				return errorFromEndStream(method, &wire.ErrorBody)
+			}
+		}
+	}
+	return &Error{Method: method, HTTPStatus: resp.StatusCode, Code: CodeInternal,
+		Err: fmt.Errorf("%w: stream answered with content type %q, want application/connect+json", ErrProtocol, ct)}
+}
+
+// SubscriberID is the subscriber id the stream was opened with.
+func (s *Stream) SubscriberID() string { return s.subscriberID }
+
+// Next returns the next data frame. It returns io.EOF after a clean
+// end-stream ({}), a *Error carrying the server's code and message after an
+// end-stream error, and a *Error for transport and framing failures
+// (ErrProtocol, ErrMessageTooLarge, ErrPortGone, or CodeCanceled after
+// Close or ctx cancellation). Once it has returned an error it returns the
+// same error again.
+func (s *Stream) Next() (*StreamFrame, error) {
+	if s.done != nil {
+		return nil, s.done
+	}
+	flags, payload, err := s.reader.Next()
+	if err == io.EOF {
+		err = fmt.Errorf("%w: stream ended without an end-stream message: %w", ErrProtocol, io.ErrUnexpectedEOF)
+	}
+	if err != nil {
+		return nil, s.finish(transportError(s.ctx, s.method, err))
+	}
+	empty := len(bytes.TrimSpace(payload)) == 0
+	if flags&FlagEndStream != 0 {
+		var end EndStream
+		if !empty {
+			if err := json.Unmarshal(payload, &end); err != nil {
+				return nil, s.finish(transportError(s.ctx, s.method, fmt.Errorf("%w: decode end-stream message: %w", ErrProtocol, err)))
+			}
+		}
+		if end.Error != nil {
+			return nil, s.finish(errorFromEndStream(s.method, end.Error))
+		}
+		return nil, s.finish(io.EOF)
+	}
+	frame := new(StreamFrame)
+	// A zero-length data message is a message with every field at its default.
+	if !empty {
+		if err := json.Unmarshal(payload, frame); err != nil {
+			return nil, s.finish(transportError(s.ctx, s.method, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)))
+		}
+	}
+	return frame, nil
+}
+
+// finish records the stream's final result and releases its connection
+// stream.
+func (s *Stream) finish(err error) error {
+	s.done = err
+	s.release()
+	return err
+}
+
+func (s *Stream) release() {
+	s.releaseOnce.Do(func() {
+		s.cancel()
+		s.body.Close()
+	})
+}
+
+// Close ends the stream and releases its HTTP/2 stream. It always returns nil.
+func (s *Stream) Close() error {
+	s.release()
+	return nil
+}
