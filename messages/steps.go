@@ -1,0 +1,61 @@
+package messages
+
+import (
+	"time"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// FrameReceived is sent by StreamReader to its session for every data frame
+// of StreamAgentStateUpdates, in order. No reply. Received is when the frame
+// was decoded (the mapper stamps events with it).
+type FrameReceived struct {
+	Gen      Gen
+	Frame    *rpc.StreamFrame
+	Received time.Time
+}
+
+// StreamState is sent by StreamReader to its session when its stream opens
+// (Up) and by the session to its Poller when the stream goes up or down, so
+// the poller picks its interval. No reply.
+type StreamState struct {
+	Gen Gen
+	Up  bool
+}
+
+// SnapshotRead is sent by Poller (root conversation) and Subagent (a child
+// conversation) to the session: one GetCascadeTrajectorySteps snapshot, and
+// the cascade run status read just before it when the reader read one ("" when
+// not). No reply.
+type SnapshotRead struct {
+	Gen            Gen
+	ConversationID string
+	Steps          []rpc.Step
+	RunStatus      rpc.RunStatus
+	Received       time.Time
+}
+
+// ReadNow is sent by the session to its Poller when agy reported the cascade
+// IDLE: the steps are read once more, with the run status, before the turn
+// is declared idle. No reply.
+type ReadNow struct {
+	Gen Gen
+}
+
+// ConversationRotated is sent by RotationWatcher to its session when agy
+// started a new root conversation (/clear): a root conversation strictly more
+// recently active than the bound one, or one that appeared after the watcher
+// started. Subagent children never rotate. No reply.
+type ConversationRotated struct {
+	Gen  Gen
+	From string
+	To   string
+}
+
+// SubagentDone is sent by a Subagent to the session when its child
+// conversation is idle and has nothing left to read. No reply; the session
+// stops the Subagent once the parent step is terminal too.
+type SubagentDone struct {
+	Gen            Gen
+	ConversationID string
+}

@@ -1,0 +1,59 @@
+package messages
+
+import "github.com/agyharness/agyharness/rpc"
+
+// SendTurn asks a session (from the embedding API) and then its TurnSender to
+// send a user turn. Model "" resolves at run time: the last model agy used on
+// a turn (LastModel, filled in by the session), else GetAvailableModels'
+// recommended one. Reply: *TurnResult.
+type SendTurn struct {
+	Text      string
+	Model     string
+	LastModel string
+}
+
+// TurnResult replies to SendTurn and Interrupt: Err is nil when agy took it.
+// Model is the model the turn was sent with.
+type TurnResult struct {
+	Model string
+	Err   error
+}
+
+// Interrupt asks a session and then its TurnSender to stop the running
+// cascade: the cancel methods in order until agy reports IDLE, within a
+// deadline. Reply: *TurnResult.
+type Interrupt struct{}
+
+// Detach asks a session to stop: its children stop, its RPCs are cancelled,
+// its subscribers' channels close. Reply: *Detached once stopped.
+type Detach struct{}
+
+// Detached replies to Detach.
+type Detached struct{}
+
+// Subscribe asks a session for a new subscriber (from the embedding API).
+// AfterSeq > 0 resumes after that seq from the session's bounded log.
+// Reply: *Subscribed.
+type Subscribe struct {
+	AfterSeq uint64
+	Sink     EventSink
+}
+
+// Subscribed replies to Subscribe.
+type Subscribed struct{}
+
+// EventSink receives a session's events. The session calls Push from its own
+// goroutine, so Push must not block; the embedding API's subscription queues
+// and coalesces. Push returns false once the consumer is gone, and the
+// session drops the sink. Finish says no event will follow.
+type EventSink interface {
+	Push(*Event) bool
+	Finish()
+}
+
+// ModelsLoaded is sent by TurnSender to its session when it has read agy's
+// model catalog (GetAvailableModels), so events can name models. No reply.
+type ModelsLoaded struct {
+	Gen    Gen
+	Models map[string]rpc.ModelInfo
+}
