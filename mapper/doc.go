@@ -1,0 +1,86 @@
+// Package mapper turns agy's trajectory steps into the conversation events of
+// the public contract (messages.Event, DESIGN.md section 5).
+//
+// It is pure: no I/O, no goroutines, no clock reads (every observation carries
+// its time). A session owns one Reconciler per conversation (its root, and one
+// per subagent child) and feeds it every Observation it gets, from the stream
+// (FromFrame) and from the poller (FromSnapshot), in any mix and with any
+// repetition. Apply returns the events those steps imply, each exactly once.
+//
+// # Step identity
+//
+// A step is identified by its index in the trajectory: its position in a
+// snapshot, or indices[i] in a stream frame. metadata.sourceTrajectoryStepInfo.stepIndex
+// is not used, because proto3 omits it when it is 0 and USER_INPUT steps lack
+// it. A slot whose step type changes is treated as a new step.
+//
+// # Staleness
+//
+// Every observation may be stale (a poll read before a frame that arrives
+// first, a replay after a reader restart). The reconciler only moves forward:
+// once a step is terminal, live copies of it are ignored; a text that is a
+// prefix of (or shorter than) what was already emitted is ignored while the
+// step is live; a text that diverges and is not shorter is reported as a
+// snapshot, never as a wrong delta. At the terminal copy the emitted text is
+// always brought to the committed text (one last delta, or a snapshot) before
+// the message, so deltas concatenated from the last snapshot always equal the
+// committed text. Unchanged steps are skipped by comparing a hash of their raw
+// bytes, so a frame costs what its changed steps cost, whatever the length of
+// the trajectory.
+//
+// # Event ids
+//
+// Ids are deterministic: the same steps give the same ids in every run, so
+// consumers can dedup. With c the conversation id and i the step index:
+//
+//	c/i/user                 user_message of a USER_INPUT step
+//	c/i/model                model_changed on that turn
+//	c/i/reasoning@k          reasoning_delta at byte offset k of the thinking
+//	c/i/reasoning#n          the n-th reasoning snapshot (a rewrite); later
+//	                         deltas are c/i/reasoning#n@k
+//	c/i/text@k, c/i/text#n   output_text_delta, likewise (c/i/text#n@k after
+//	                         the n-th snapshot)
+//	c/i/message              message (also the item_id of the text deltas;
+//	                         c/i/reasoning is the item_id of reasoning deltas)
+//	c/i/usage                usage of that PLANNER_RESPONSE
+//	c/i/call, c/i/output     function_call and function_call_output
+//	c/prompt/i               elicitation id of a prompt first seen at step i
+//	                         (kept across timeout-retries); its events are
+//	                         c/prompt/i/request and c/prompt/i/resolved
+//	c/unknown/T              unknown_step for step type T
+//	c/status/a/S             status S caused at anchor a: the step index of the
+//	                         user turn or prompt, else the number of steps
+//	                         known; a repeat of the same id gets .2, .3, ...
+//
+// # Status edges
+//
+// running: on a user turn, on a cascade RUNNING (or BUSY) after idle or at
+// the start, and when the last open prompt closes while the cascade runs.
+// waiting: when a prompt opens. idle: when agy reported the cascade IDLE and
+// the steps were read after that report, that is a Snapshot carrying IDLE (the
+// poller reads the status first, then the steps), or any Snapshot after a
+// Frame carrying IDLE with no RUNNING frame between. A state is never
+// reported twice in a row.
+//
+// # Prompts
+//
+// A WAITING step with a requestedInteraction is a prompt. Its logical key
+// (PromptKey: kind and content) survives agy's timeout-retry, which turns the
+// WAITING step ERROR and asks again at a higher index: while a prompt with the
+// same key is open, a new WAITING step with that key is the same prompt (its
+// StepIndex moves to the freshest step; no second elicitation_request). agy
+// asks one thing at a time, so an open prompt with the same key is the same
+// prompt even before its ERROR copy has been seen.
+//
+// A prompt closes with elicitation_resolved:
+//   - by harness: MarkResolved, called by the session after delivering;
+//   - by terminal: its freshest step went DONE (or RUNNING with a
+//     completedInteractions echo) without MarkResolved; the action comes from
+//     the echoed response (permission allow -> accept, else decline);
+//   - by expired (action cancel): its step went CANCELED (or another terminal
+//     state but DONE and ERROR); or, after its step went ERROR (kept open,
+//     expecting a retry), the turn ended (idle), a later USER_INPUT appeared, or
+//     a later tool step ended without asking the same thing.
+//
+// A pre-answer RUNNING copy of a prompt step (stale) does not close it.
+package mapper

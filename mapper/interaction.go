@@ -1,0 +1,310 @@
+package mapper
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// Prompt is one logical prompt agy waits on: a question or a permission.
+type Prompt struct {
+	ElicitationID string                // deterministic, stable across timeout-retries of the same logical prompt
+	Key           string                // logical prompt key (PromptKey): survives a retry at a higher stepIndex
+	Kind          string                // messages.KindQuestion / KindPermission
+	TrajectoryID  string                // the trajectory of its steps, for the interaction payload
+	StepIndex     int                   // the freshest WAITING step index seen for this prompt
+	Questions     []messages.Question   // question prompts
+	Command       *messages.CommandLine // run_command permission prompts
+	Resource      *messages.Resource    // permission prompts: requestedInteraction.permission.resource
+	Request       messages.Event        // the elicitation_request event
+}
+
+// ErrInvalidResolve is wrapped by every error of BuildInteraction: the
+// resolve command cannot be turned into an answer for the prompt.
+var ErrInvalidResolve = errors.New("mapper: invalid resolve")
+
+// PendingInteraction reads the prompt of a WAITING step with a
+// requestedInteraction at index. ElicitationID is left for the reconciler to
+// assign, as is the header of Request (id, conversation, time).
+func PendingInteraction(step *rpc.Step, index int) (*Prompt, bool) {
+	if step == nil || step.Status != rpc.StatusWaiting {
+		return nil, false
+	}
+	return promptOf(step, index)
+}
+
+// promptOf reads the prompt of a step whatever its status.
+func promptOf(step *rpc.Step, index int) (*Prompt, bool) {
+	ri := step.RequestedInteraction
+	if ri == nil || (ri.AskQuestion == nil && ri.Permission == nil) {
+		return nil, false
+	}
+	p := &Prompt{
+		Key:          PromptKey(step),
+		TrajectoryID: step.TrajectoryID(),
+		StepIndex:    index,
+	}
+	if ri.AskQuestion != nil {
+		p.Kind = messages.KindQuestion
+		p.Questions = questionsOf(step)
+	} else {
+		p.Kind = messages.KindPermission
+		if res := ri.Permission.Resource; res != nil {
+			p.Resource = &messages.Resource{Action: res.Action, Target: res.Target}
+		}
+		if rc := step.RunCommand; rc != nil {
+			line := rc.CommandLine
+			if line == "" {
+				line = rc.ProposedCommandLine
+			}
+			p.Command = &messages.CommandLine{Line: line, Cwd: rc.Cwd}
+		} else if step.Type == rpc.StepRunCommand && p.Resource != nil {
+			p.Command = &messages.CommandLine{Line: p.Resource.Target}
+		}
+	}
+	p.Request = messages.Event{
+		Type:      messages.EventElicitationRequest,
+		Kind:      p.Kind,
+		Questions: p.Questions,
+		Command:   p.Command,
+		Resource:  p.Resource,
+	}
+	return p, true
+}
+
+// toolQuestion is one question of ask_question's argumentsJson, the only place
+// agy says whether it is multi-select.
+type toolQuestion struct {
+	Question      string `json:"question"`
+	IsMultiSelect bool   `json:"is_multi_select"`
+	AllowWriteIn  bool   `json:"allow_write_in"`
+	AllowWriteIn2 bool   `json:"allowWriteIn"`
+}
+
+func questionsOf(step *rpc.Step) []messages.Question {
+	var args struct {
+		Questions []toolQuestion `json:"questions"`
+	}
+	if tc := step.Metadata.ToolCall; tc != nil && tc.ArgumentsJSON != "" {
+		// A malformed argumentsJson only loses the multi-select flags.
+		_ = json.Unmarshal([]byte(tc.ArgumentsJSON), &args)
+	}
+	qs := step.RequestedInteraction.AskQuestion.Questions
+	out := make([]messages.Question, 0, len(qs))
+	for i, q := range qs {
+		mq := messages.Question{Question: q.Question, Options: make([]messages.Option, 0, len(q.Options))}
+		for _, o := range q.Options {
+			mq.Options = append(mq.Options, messages.Option{ID: o.ID, Text: o.Text})
+		}
+		var tq *toolQuestion
+		for j := range args.Questions {
+			if args.Questions[j].Question == q.Question {
+				tq = &args.Questions[j]
+				break
+			}
+		}
+		if tq == nil && len(args.Questions) == len(qs) {
+			tq = &args.Questions[i]
+		}
+		if tq != nil {
+			mq.MultiSelect = tq.IsMultiSelect
+			mq.AllowWriteIn = tq.AllowWriteIn || tq.AllowWriteIn2
+		}
+		out = append(out, mq)
+	}
+	return out
+}
+
+// PromptKey is the logical key of a step's requested interaction: its kind
+// and content (question texts and options; or resource and command line). A
+// timeout-retry asks the same thing at a higher index, so it has the same
+// key. "" when the step requests nothing.
+func PromptKey(step *rpc.Step) string {
+	if step == nil || step.RequestedInteraction == nil {
+		return ""
+	}
+	ri := step.RequestedInteraction
+	var b strings.Builder
+	switch {
+	case ri.AskQuestion != nil:
+		b.WriteString(messages.KindQuestion)
+		for _, q := range ri.AskQuestion.Questions {
+			b.WriteString("\x1e")
+			b.WriteString(q.Question)
+			for _, o := range q.Options {
+				b.WriteString("\x1f")
+				b.WriteString(o.ID)
+				b.WriteString("=")
+				b.WriteString(o.Text)
+			}
+		}
+	case ri.Permission != nil:
+		b.WriteString(messages.KindPermission)
+		b.WriteString("\x1e")
+		b.WriteString(string(step.Type))
+		if res := ri.Permission.Resource; res != nil {
+			b.WriteString("\x1e")
+			b.WriteString(res.Action)
+			b.WriteString("\x1f")
+			b.WriteString(res.Target)
+		}
+		if rc := step.RunCommand; rc != nil {
+			line := rc.CommandLine
+			if line == "" {
+				line = rc.ProposedCommandLine
+			}
+			b.WriteString("\x1e")
+			b.WriteString(line)
+			b.WriteString("\x1f")
+			b.WriteString(rc.Cwd)
+		}
+	default:
+		return ""
+	}
+	return b.String()
+}
+
+// FreshestWaiting finds the highest-index WAITING step whose PromptKey is
+// key, in a snapshot of steps (index = position). Used at delivery time: a
+// prompt may have timed out and been asked again since it was detected.
+func FreshestWaiting(steps []rpc.Step, key string) (index int, step *rpc.Step, ok bool) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		s := &steps[i]
+		if s.Status == rpc.StatusWaiting && s.RequestedInteraction != nil && PromptKey(s) == key {
+			return i, s, true
+		}
+	}
+	return -1, nil, false
+}
+
+// BuildInteraction turns a resolve command into the interaction payload of
+// HandleCascadeUserInteraction for the step at (trajectoryID, stepIndex),
+// which the caller has re-read as the freshest WAITING step of p.
+//
+// Permission: accept -> allow true; decline and cancel -> allow false.
+// Question (accept only): each question gets one answer, matched by verbatim
+// question text, or by order when no answer names its question and the counts
+// match (a single question takes a single unnamed answer); option ids, not
+// texts; a write-in where the question allows it. Anything else is an error
+// wrapping ErrInvalidResolve, and no payload.
+func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, stepIndex int) (rpc.InteractionResponse, error) {
+	var none rpc.InteractionResponse
+	if p == nil {
+		return none, fmt.Errorf("%w: no prompt", ErrInvalidResolve)
+	}
+	if trajectoryID == "" {
+		return none, fmt.Errorf("%w: no trajectory id for step %d", ErrInvalidResolve, stepIndex)
+	}
+	if stepIndex < 0 {
+		return none, fmt.Errorf("%w: negative step index %d", ErrInvalidResolve, stepIndex)
+	}
+	switch res.Action {
+	case messages.ActionAccept, messages.ActionDecline, messages.ActionCancel:
+	default:
+		return none, fmt.Errorf("%w: unknown action %q (want accept, decline or cancel)", ErrInvalidResolve, res.Action)
+	}
+	out := rpc.InteractionResponse{TrajectoryID: trajectoryID, StepIndex: rpc.Int(stepIndex)}
+	switch p.Kind {
+	case messages.KindPermission:
+		if len(res.Answers) > 0 {
+			return none, fmt.Errorf("%w: answers given for a permission prompt", ErrInvalidResolve)
+		}
+		out.Permission = &rpc.PermissionAnswer{Allow: res.Action == messages.ActionAccept}
+		return out, nil
+	case messages.KindQuestion:
+		if res.Action != messages.ActionAccept {
+			return none, fmt.Errorf("%w: a question cannot be answered with %q over RPC (answer it, or interrupt the turn)", ErrInvalidResolve, res.Action)
+		}
+		rs, err := questionResponses(p.Questions, res.Answers)
+		if err != nil {
+			return none, err
+		}
+		out.AskQuestion = &rpc.QuestionResponses{Responses: rs}
+		return out, nil
+	}
+	return none, fmt.Errorf("%w: unknown prompt kind %q", ErrInvalidResolve, p.Kind)
+}
+
+func questionResponses(qs []messages.Question, answers []messages.Answer) ([]rpc.QuestionResponse, error) {
+	if len(qs) == 0 {
+		return nil, fmt.Errorf("%w: the prompt has no questions", ErrInvalidResolve)
+	}
+	matched := make([]*messages.Answer, len(qs))
+	unnamed := 0
+	for i := range answers {
+		if answers[i].Question == "" {
+			unnamed++
+		}
+	}
+	switch {
+	case unnamed > 0 && unnamed == len(answers) && len(answers) == len(qs):
+		for i := range answers {
+			matched[i] = &answers[i]
+		}
+	case unnamed > 0:
+		return nil, fmt.Errorf("%w: %d answer(s) do not name their question; name each, or give one per question in order", ErrInvalidResolve, unnamed)
+	default:
+		for i := range answers {
+			a := &answers[i]
+			found := false
+			for j := range qs {
+				if qs[j].Question == a.Question {
+					if matched[j] != nil {
+						return nil, fmt.Errorf("%w: two answers to question %q", ErrInvalidResolve, a.Question)
+					}
+					matched[j] = a
+					found = true
+					break
+				}
+			}
+			if !found {
+				return nil, fmt.Errorf("%w: no question %q in this prompt", ErrInvalidResolve, a.Question)
+			}
+		}
+	}
+	out := make([]rpc.QuestionResponse, 0, len(qs))
+	for j, q := range qs {
+		a := matched[j]
+		if a == nil || (len(a.SelectedOptionIDs) == 0 && a.WriteIn == "") {
+			return nil, fmt.Errorf("%w: missing answer for question %q", ErrInvalidResolve, q.Question)
+		}
+		if len(a.SelectedOptionIDs) > 1 && !q.MultiSelect {
+			return nil, fmt.Errorf("%w: question %q is single-select, got %d options", ErrInvalidResolve, q.Question, len(a.SelectedOptionIDs))
+		}
+		for _, id := range a.SelectedOptionIDs {
+			if !hasOption(q.Options, id) {
+				return nil, fmt.Errorf("%w: question %q has no option id %q (option ids are %s)", ErrInvalidResolve, q.Question, id, optionIDs(q.Options))
+			}
+		}
+		if a.WriteIn != "" && !q.AllowWriteIn {
+			return nil, fmt.Errorf("%w: question %q does not allow a write-in", ErrInvalidResolve, q.Question)
+		}
+		out = append(out, rpc.QuestionResponse{
+			Question:          q.Question,
+			SelectedOptionIDs: append([]string(nil), a.SelectedOptionIDs...),
+			WriteInResponse:   a.WriteIn,
+		})
+	}
+	return out, nil
+}
+
+func hasOption(opts []messages.Option, id string) bool {
+	for _, o := range opts {
+		if o.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func optionIDs(opts []messages.Option) string {
+	ids := make([]string, len(opts))
+	for i, o := range opts {
+		ids[i] = o.ID
+	}
+	return strings.Join(ids, ", ")
+}

@@ -1,0 +1,83 @@
+package mapper
+
+import (
+	"time"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// ObservationKind tells a full snapshot from a sparse stream frame.
+type ObservationKind int
+
+// Observation kinds.
+const (
+	// Snapshot is every step of the trajectory (GetCascadeTrajectorySteps):
+	// a step's index is its position.
+	Snapshot ObservationKind = iota
+	// Frame is a sparse, index-addressed StreamAgentStateUpdates frame.
+	Frame
+)
+
+// String names the kind.
+func (k ObservationKind) String() string {
+	switch k {
+	case Snapshot:
+		return "snapshot"
+	case Frame:
+		return "frame"
+	}
+	return "unknown"
+}
+
+// Observation is one read of a trajectory, the unit Reconciler.Apply takes.
+type Observation struct {
+	Kind           ObservationKind
+	ConversationID string        // frame's update.conversationId ("" for snapshots)
+	RunStatus      rpc.RunStatus // cascade run status if known ("" = unknown)
+	Indices        []int         // Frame: Indices[i] is the step index of Steps[i]; Snapshot: nil (index = position)
+	Steps          []rpc.Step
+	TotalLength    int       // frames: stepsUpdate.totalLength (0 = unknown)
+	Time           time.Time // stamped on the events it yields
+}
+
+// FromFrame makes an observation of a stream frame. A frame without indices
+// is read as a snapshot of its steps by position (a stream's first frame may
+// come so); when indices and steps differ in number, steps without an index
+// are dropped.
+func FromFrame(f *rpc.StreamFrame, t time.Time) Observation {
+	if f == nil {
+		return Observation{Kind: Frame, Time: t}
+	}
+	u := &f.Update.MainTrajectoryUpdate.StepsUpdate
+	obs := Observation{
+		Kind:           Frame,
+		ConversationID: f.Update.ConversationID,
+		RunStatus:      f.Update.Status,
+		Steps:          u.Steps,
+		TotalLength:    int(u.TotalLength),
+		Time:           t,
+	}
+	n := len(u.Steps)
+	if len(u.Indices) == 0 {
+		obs.Indices = make([]int, n)
+		for i := range obs.Indices {
+			obs.Indices[i] = i
+		}
+		return obs
+	}
+	if len(u.Indices) < n {
+		n = len(u.Indices)
+		obs.Steps = u.Steps[:n]
+	}
+	obs.Indices = make([]int, n)
+	for i := 0; i < n; i++ {
+		obs.Indices[i] = int(u.Indices[i])
+	}
+	return obs
+}
+
+// FromSnapshot makes an observation of a full read of the steps. runStatus is
+// the cascade status read before the steps, or "" when unknown.
+func FromSnapshot(steps []rpc.Step, runStatus rpc.RunStatus, t time.Time) Observation {
+	return Observation{Kind: Snapshot, RunStatus: runStatus, Steps: steps, Time: t}
+}

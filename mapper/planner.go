@@ -1,0 +1,122 @@
+package mapper
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// planner maps a PLANNER_RESPONSE step: reasoning and text deltas while it is
+// live, then (at its terminal copy) the last delta, the message and usage.
+// A step first seen terminal (a replay) yields the message and usage only.
+func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
+	if st.committed {
+		return
+	}
+	pr := s.PlannerResponse
+	if pr == nil {
+		pr = &rpc.PlannerResponse{}
+	}
+	terminal := s.Status.Terminal()
+	if first && !terminal {
+		st.streamed = true
+	}
+	if st.streamed {
+		if pr.Thinking != "" {
+			r.advance(index, &st.thinking, &st.reasonSnaps, pr.Thinking, false, "reasoning")
+		}
+		if !terminal {
+			live := pr.ModifiedResponse
+			if live == "" {
+				live = pr.Response
+			}
+			if live != "" {
+				r.advance(index, &st.text, &st.textSnaps, live, false, "text")
+			}
+		}
+	}
+	if !terminal {
+		return
+	}
+	final := pr.Response
+	if final == "" {
+		final = pr.ModifiedResponse
+	}
+	if final == "" {
+		// A terminal copy without text (an interrupted step, a thin stream
+		// copy): the text shown so far is what there is.
+		final = st.text
+	}
+	if st.streamed && final != "" {
+		r.advance(index, &st.text, &st.textSnaps, final, true, "text")
+	}
+	st.committed = true
+	st.thinking, st.text = "", "" // no longer needed as a delta base
+	if final != "" {
+		e := r.event(messages.EventMessage, r.itemID(index, "message"))
+		e.ItemID = e.ID
+		e.Role = "assistant"
+		e.Text = final
+		r.emit(e)
+	}
+	if mu := s.Metadata.ModelUsage; mu != nil {
+		r.usage(index, s, mu)
+	}
+}
+
+// advance moves the emitted text *cur toward next: a delta when next extends
+// it, nothing when next is stale (a prefix of it, or shorter) unless forced,
+// else a snapshot of next. kind is "text" or "reasoning".
+func (r *Reconciler) advance(index int, cur *string, snaps *int, next string, forced bool, kind string) {
+	if next == *cur {
+		return
+	}
+	evType := messages.EventOutputTextDelta
+	item := r.itemID(index, "message")
+	if kind == "reasoning" {
+		evType = messages.EventReasoningDelta
+		item = r.itemID(index, "reasoning")
+	}
+	base := r.itemID(index, kind)
+	if *snaps > 0 {
+		base += "#" + strconv.Itoa(*snaps)
+	}
+	if strings.HasPrefix(next, *cur) {
+		e := r.event(evType, base+"@"+strconv.Itoa(len(*cur)))
+		e.ItemID = item
+		e.Delta = next[len(*cur):]
+		r.emit(e)
+		*cur = next
+		return
+	}
+	if !forced && len(next) < len(*cur) {
+		return // an older copy: only move forward
+	}
+	*snaps++
+	e := r.event(evType, r.itemID(index, kind)+"#"+strconv.Itoa(*snaps))
+	e.ItemID = item
+	e.Snapshot = next
+	r.emit(e)
+	*cur = next
+}
+
+// usage reports a model call's tokens and the conversation's running totals.
+func (r *Reconciler) usage(index int, s *rpc.Step, mu *rpc.ModelUsage) {
+	r.totalIn += int64(mu.InputTokens)
+	r.totalOut += int64(mu.OutputTokens)
+	e := r.event(messages.EventUsage, r.itemID(index, "usage"))
+	e.Model = mu.Model
+	if e.Model == "" {
+		e.Model = s.Metadata.GeneratorModel
+	}
+	e.InputTokens = messages.Ptr(int64(mu.InputTokens))
+	e.OutputTokens = messages.Ptr(int64(mu.OutputTokens))
+	e.ThinkingTokens = messages.Ptr(int64(mu.ThinkingOutputTokens))
+	e.ResponseTokens = messages.Ptr(int64(mu.ResponseOutputTokens))
+	e.CacheReadTokens = messages.Ptr(int64(mu.CacheReadTokens))
+	e.TotalInputTokens = messages.Ptr(r.totalIn)
+	e.TotalOutputTokens = messages.Ptr(r.totalOut)
+	r.emit(e)
+}

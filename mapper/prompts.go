@@ -1,0 +1,206 @@
+package mapper
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// prompt tracks the prompt a step asks (see "Prompts" in the package doc).
+func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
+	if st.prompt == nil {
+		if s.RequestedInteraction == nil {
+			return
+		}
+		switch {
+		case s.Status == rpc.StatusWaiting:
+		case s.Status.Terminal() && s.Status != rpc.StatusError:
+			// A retry that ended before we saw it wait: it resolves the open
+			// prompt asking the same thing. Otherwise it is history.
+		default:
+			return
+		}
+		fresh, ok := promptOf(s, index)
+		if !ok {
+			return
+		}
+		if p := r.openPrompt(fresh.Key); p != nil {
+			st.prompt = p
+			if index > p.StepIndex {
+				p.StepIndex = index
+				if fresh.TrajectoryID != "" {
+					p.TrajectoryID = fresh.TrajectoryID
+				}
+			}
+		} else if s.Status == rpc.StatusWaiting {
+			r.openNew(fresh)
+			st.prompt = r.prompts[len(r.prompts)-1]
+			return
+		} else {
+			return
+		}
+	}
+	p := st.prompt
+	if p.closed || index != p.StepIndex {
+		return // closed already, or an older step of a retried prompt
+	}
+	switch {
+	case s.Status == rpc.StatusWaiting:
+		p.timedOut = false
+	case s.Status == rpc.StatusError:
+		p.timedOut = true // agy may ask again at a higher index
+	case s.Status == rpc.StatusDone:
+		r.closePrompt(p, answeredAction(s, p.Kind), messages.ByTerminal, messages.Ptr(index))
+	case s.Status.Terminal():
+		r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
+	case len(s.CompletedInteractions) > 0:
+		// Answered (in agy's own terminal) and now running.
+		r.closePrompt(p, answeredAction(s, p.Kind), messages.ByTerminal, messages.Ptr(index))
+	}
+}
+
+// openNew opens a prompt and reports it: elicitation_request, then waiting.
+func (r *Reconciler) openNew(p *Prompt) {
+	p.ElicitationID = r.cfg.ConversationID + "/prompt/" + strconv.Itoa(p.StepIndex)
+	req := p.Request
+	p.Request = r.event(messages.EventElicitationRequest, p.ElicitationID+"/request")
+	p.Request.ElicitationID = p.ElicitationID
+	p.Request.Kind = req.Kind
+	p.Request.Questions = req.Questions
+	p.Request.Command = req.Command
+	p.Request.Resource = req.Resource
+	ps := &promptState{Prompt: *p}
+	r.prompts = append(r.prompts, ps)
+	r.promptIDs[p.ElicitationID] = ps
+	r.emit(p.Request)
+	r.setState(messages.StateWaiting, p.StepIndex)
+}
+
+// answeredAction reads the action of an answer agy echoed in
+// completedInteractions: a permission is accept when allowed, else decline;
+// a question answered is accept.
+func answeredAction(s *rpc.Step, kind string) string {
+	if kind != messages.KindPermission {
+		return messages.ActionAccept
+	}
+	for i := len(s.CompletedInteractions) - 1; i >= 0; i-- {
+		resp := s.CompletedInteractions[i].Response
+		if resp == nil {
+			continue
+		}
+		if resp.Permission != nil && resp.Permission.Allow {
+			return messages.ActionAccept
+		}
+		return messages.ActionDecline
+	}
+	// No echo: a command that ran to DONE was allowed.
+	return messages.ActionAccept
+}
+
+func (r *Reconciler) openPrompt(key string) *promptState {
+	for _, p := range r.prompts {
+		if !p.closed && p.Key == key {
+			return p
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) openCount() int {
+	n := 0
+	for _, p := range r.prompts {
+		if !p.closed {
+			n++
+		}
+	}
+	return n
+}
+
+// expireBehind closes prompts that timed out and were not asked again before
+// the conversation moved on: a later user turn, or a later tool step that
+// ended without asking the same thing.
+func (r *Reconciler) expireBehind(index int, s *rpc.Step) {
+	for _, p := range r.prompts {
+		if p.closed || !p.timedOut || index <= p.StepIndex {
+			continue
+		}
+		moved := s.Type == rpc.StepUserInput ||
+			(isTool(s) && s.Status.Terminal() && PromptKey(s) != p.Key)
+		if moved {
+			r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
+		}
+	}
+}
+
+// closePrompt reports a prompt closed (not by the harness: MarkResolved does
+// that) and goes back to running when it was the last one open.
+func (r *Reconciler) closePrompt(p *promptState, action, by string, delivered *int) {
+	p.closed = true
+	e := r.event(messages.EventElicitationResolved, p.ElicitationID+"/resolved")
+	e.ElicitationID = p.ElicitationID
+	e.Action = action
+	e.By = by
+	e.DeliveredStepIndex = delivered
+	r.emit(e)
+	if !r.idleBound() {
+		r.resumeIfClear()
+	}
+}
+
+// resumeIfClear reports running when no prompt is open any more.
+func (r *Reconciler) resumeIfClear() {
+	if r.state == messages.StateWaiting && r.openCount() == 0 {
+		r.setState(messages.StateRunning, r.known)
+	}
+}
+
+// OpenPrompts lists the open prompts in the order they opened (copies), for
+// re-sending to a re-attached driver.
+func (r *Reconciler) OpenPrompts() []*Prompt {
+	var out []*Prompt
+	for _, p := range r.prompts {
+		if !p.closed {
+			c := p.Prompt
+			out = append(out, &c)
+		}
+	}
+	return out
+}
+
+// Prompt returns (a copy of) the open prompt with this elicitation id, with
+// the freshest step index seen; false if unknown or closed.
+func (r *Reconciler) Prompt(elicitationID string) (*Prompt, bool) {
+	p, ok := r.promptIDs[elicitationID]
+	if !ok || p.closed {
+		return nil, false
+	}
+	c := p.Prompt
+	return &c, true
+}
+
+// MarkResolved records that the harness delivered an answer to the prompt
+// at deliveredStepIndex: the prompt closes, and its elicitation_resolved (by
+// harness) is returned for the session to publish; false if the prompt is
+// unknown or already closed. The reconciler never reports it terminal or
+// expired afterwards, and reports running on the next Apply if no prompt is
+// left open.
+func (r *Reconciler) MarkResolved(elicitationID, action string, deliveredStepIndex int, t time.Time) (messages.Event, bool) {
+	p, ok := r.promptIDs[elicitationID]
+	if !ok || p.closed {
+		return messages.Event{}, false
+	}
+	p.closed = true
+	if deliveredStepIndex > p.StepIndex {
+		p.StepIndex = deliveredStepIndex
+	}
+	e := r.event(messages.EventElicitationResolved, p.ElicitationID+"/resolved")
+	e.Time = t
+	e.ElicitationID = p.ElicitationID
+	e.Action = action
+	e.By = messages.ByHarness
+	e.DeliveredStepIndex = messages.Ptr(deliveredStepIndex)
+	r.resume = true
+	return e, true
+}

@@ -1,0 +1,381 @@
+package mapper
+
+import (
+	"encoding/json"
+	"hash/maphash"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// Config configures a Reconciler.
+type Config struct {
+	ConversationID       string                   // the conversation whose steps it maps; its events carry it
+	ParentConversationID string                   // set for a subagent's reconciler: its events carry it
+	Models               map[string]rpc.ModelInfo // catalog keyed by model enum (display names); may be nil
+}
+
+// Reconciler maps the observations of one conversation to events, each
+// exactly once, whatever mix of snapshots, frames, replays and stale reads it
+// is fed. It is not safe for concurrent use: its owner (the session actor) is
+// its only caller. The zero value is not usable; call NewReconciler.
+type Reconciler struct {
+	cfg Config
+
+	slots map[int]*slot // per step index: what has been emitted for it
+	known int           // highest step index seen + 1
+
+	expected  []string // texts of turns this session sent, not yet seen
+	lastModel string
+
+	state     string // the last status state emitted ("" before any)
+	idleArmed bool   // a frame said IDLE: the next snapshot closes the turn
+	resume    bool   // MarkResolved closed the last prompt: report running next
+
+	prompts   []*promptState // in the order they opened
+	promptIDs map[string]*promptState
+
+	unknown   map[rpc.StepType]bool
+	children  []Child
+	childAt   map[string]int
+	statusIDs map[string]int
+
+	totalIn, totalOut int64
+
+	// Set for the duration of one Apply.
+	out []messages.Event
+	obs *Observation
+}
+
+// slot is what the reconciler knows of one step index.
+type slot struct {
+	hash     uint64 // of the raw bytes of the last copy seen: unchanged copies are skipped
+	typ      rpc.StepType
+	terminal bool // a terminal copy was accepted: live copies are stale from now on
+
+	// user turns
+	userDone bool
+
+	// planner responses: the text emitted so far (the base of the next delta)
+	streamed               bool // first seen live: deltas are due
+	thinking, text         string
+	reasonSnaps, textSnaps int
+	committed              bool
+
+	// tool steps
+	callID               string
+	callDone, outputDone bool
+
+	prompt *promptState // the prompt this step asked, if any
+}
+
+type promptState struct {
+	Prompt
+	closed   bool
+	timedOut bool // its freshest step went ERROR: kept open, a retry may follow
+}
+
+var hashSeed = maphash.MakeSeed()
+
+// NewReconciler returns a Reconciler for one conversation.
+func NewReconciler(cfg Config) *Reconciler {
+	return &Reconciler{
+		cfg:       cfg,
+		slots:     make(map[int]*slot),
+		promptIDs: make(map[string]*promptState),
+		unknown:   make(map[rpc.StepType]bool),
+		childAt:   make(map[string]int),
+		statusIDs: make(map[string]int),
+	}
+}
+
+// SetModels replaces the model catalog used for display names.
+func (r *Reconciler) SetModels(models map[string]rpc.ModelInfo) { r.cfg.Models = models }
+
+// ExpectTurn records that this session sent a turn with text: the next
+// USER_INPUT with that text (matched in order of sending) is reported with
+// origin harness rather than terminal.
+func (r *Reconciler) ExpectTurn(text string) { r.expected = append(r.expected, text) }
+
+// LastModel is the last per-turn model seen on a USER_INPUT ("" if none).
+func (r *Reconciler) LastModel() string { return r.lastModel }
+
+// Steps is the number of step slots known (the highest index seen + 1).
+func (r *Reconciler) Steps() int { return r.known }
+
+// Apply maps one observation and returns the events it implies, in order.
+// SessionID and Seq are left empty: the session sets them. A frame for
+// another conversation than the configured one yields nothing.
+func (r *Reconciler) Apply(obs Observation) []messages.Event {
+	if obs.Kind == Frame && obs.ConversationID != "" && r.cfg.ConversationID != "" && obs.ConversationID != r.cfg.ConversationID {
+		return nil
+	}
+	r.obs = &obs
+	r.out = nil
+	defer func() { r.obs, r.out = nil, nil }()
+
+	if r.resume {
+		r.resume = false
+		r.resumeIfClear()
+	}
+	switch obs.Kind {
+	case Frame:
+		for i := range obs.Steps {
+			if i < len(obs.Indices) {
+				r.step(obs.Indices[i], &obs.Steps[i])
+			}
+		}
+	default:
+		for i := range obs.Steps {
+			r.step(i, &obs.Steps[i])
+		}
+	}
+	r.runStatus()
+	return r.out
+}
+
+// step maps one copy of the step at index.
+func (r *Reconciler) step(index int, s *rpc.Step) {
+	if index < 0 {
+		return
+	}
+	if index >= r.known {
+		r.known = index + 1
+	}
+	h := hashStep(s)
+	st := r.slots[index]
+	if st != nil && st.hash == h {
+		return
+	}
+	first := st == nil
+	if st != nil && s.Type != "" && st.typ != "" && s.Type != st.typ {
+		// The slot holds another step now (history rewritten): start over.
+		first = true
+	}
+	if first {
+		st = &slot{typ: s.Type}
+		r.slots[index] = st
+	}
+	st.hash = h
+	if st.typ == "" {
+		st.typ = s.Type
+	}
+	terminal := s.Status.Terminal()
+	if st.terminal && !terminal {
+		return // a stale live copy of a finished step
+	}
+	st.terminal = terminal
+
+	r.expireBehind(index, s)
+
+	switch s.Type {
+	case rpc.StepUserInput:
+		r.userInput(index, s, st)
+	case rpc.StepPlannerResponse:
+		r.planner(index, s, st, first)
+	case rpc.StepCheckpoint, rpc.StepConversationHistory, rpc.StepSystemMessage:
+		// Not conversation items.
+	default:
+		if isTool(s) {
+			r.tool(index, s, st)
+			return
+		}
+		if !r.unknown[s.Type] {
+			r.unknown[s.Type] = true
+			e := r.event(messages.EventUnknownStep, r.cfg.ConversationID+"/unknown/"+string(s.Type))
+			e.StepType = string(s.Type)
+			e.StepIndex = messages.Ptr(index)
+			r.emit(e)
+		}
+		r.prompt(index, s, st)
+	}
+}
+
+// hashStep hashes the raw bytes of a step (or its encoding, for steps built
+// in Go without Raw).
+func hashStep(s *rpc.Step) uint64 {
+	raw := s.Raw
+	if len(raw) == 0 {
+		b, err := json.Marshal(s)
+		if err != nil {
+			return 0
+		}
+		raw = b
+	}
+	return maphash.Bytes(hashSeed, raw)
+}
+
+// runStatus applies the cascade run status of the observation.
+func (r *Reconciler) runStatus() {
+	obs := r.obs
+	switch obs.RunStatus {
+	case rpc.RunRunning, rpc.RunBusy:
+		r.idleArmed = false
+		if r.state == "" || r.state == messages.StateIdle {
+			r.setState(messages.StateRunning, r.known)
+		}
+	case rpc.RunIdle:
+		if obs.Kind == Snapshot {
+			r.goIdle()
+		} else {
+			r.idleArmed = true
+		}
+	case "":
+		if obs.Kind == Snapshot && r.idleArmed {
+			r.goIdle()
+		}
+	}
+}
+
+// goIdle closes the turn: prompts left open after a timeout expire, then idle.
+// A prompt still WAITING means the IDLE report was not the end: no idle.
+func (r *Reconciler) goIdle() {
+	r.idleArmed = false
+	for _, p := range r.prompts {
+		if !p.closed && !p.timedOut {
+			return
+		}
+	}
+	for _, p := range r.prompts {
+		if !p.closed {
+			r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
+		}
+	}
+	r.setState(messages.StateIdle, r.known)
+}
+
+// idleBound reports whether this observation will close the turn, so a
+// prompt closing inside it does not flap the status to running first.
+func (r *Reconciler) idleBound() bool {
+	return r.obs != nil && r.obs.Kind == Snapshot && (r.obs.RunStatus == rpc.RunIdle || (r.obs.RunStatus == "" && r.idleArmed))
+}
+
+func (r *Reconciler) setState(state string, anchor int) {
+	if r.state == state {
+		return
+	}
+	r.state = state
+	id := r.cfg.ConversationID + "/status/" + strconv.Itoa(anchor) + "/" + state
+	if n := r.statusIDs[id]; n > 0 {
+		r.statusIDs[id] = n + 1
+		id += "." + strconv.Itoa(n+1)
+	} else {
+		r.statusIDs[id] = 1
+	}
+	e := r.event(messages.EventStatus, id)
+	e.State = state
+	r.emit(e)
+}
+
+// event makes an event with the header the reconciler knows.
+func (r *Reconciler) event(t messages.EventType, id string) messages.Event {
+	var at time.Time
+	if r.obs != nil {
+		at = r.obs.Time
+	}
+	return messages.Event{
+		Type:                 t,
+		ID:                   id,
+		ConversationID:       r.cfg.ConversationID,
+		ParentConversationID: r.cfg.ParentConversationID,
+		Time:                 at,
+	}
+}
+
+func (r *Reconciler) emit(e messages.Event) { r.out = append(r.out, e) }
+
+func (r *Reconciler) itemID(index int, suffix string) string {
+	return r.cfg.ConversationID + "/" + strconv.Itoa(index) + "/" + suffix
+}
+
+// userInput maps a USER_INPUT step: user_message, model_changed, running.
+func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
+	if st.userDone {
+		return
+	}
+	text := userText(s)
+	if text == "" && !s.Status.Terminal() {
+		return // not filled in yet
+	}
+	st.userDone = true
+	if text != "" {
+		e := r.event(messages.EventUserMessage, r.itemID(index, "user"))
+		e.Text = text
+		e.Origin = messages.OriginTerminal
+		if r.takeExpected(text) {
+			e.Origin = messages.OriginHarness
+		}
+		r.emit(e)
+	}
+	if model := turnModel(s); model != "" {
+		if r.lastModel != "" && model != r.lastModel {
+			e := r.event(messages.EventModelChanged, r.itemID(index, "model"))
+			e.From, e.To, e.DisplayName = r.lastModel, model, r.displayName(model)
+			r.emit(e)
+		}
+		r.lastModel = model
+	}
+	r.setState(messages.StateRunning, index)
+}
+
+func userText(s *rpc.Step) string {
+	ui := s.UserInput
+	if ui == nil {
+		return ""
+	}
+	if ui.UserResponse != "" {
+		return ui.UserResponse
+	}
+	text := ""
+	for i, it := range ui.Items {
+		if i > 0 {
+			text += "\n"
+		}
+		text += it.Text
+	}
+	return text
+}
+
+func turnModel(s *rpc.Step) string {
+	if ui := s.UserInput; ui != nil && ui.UserConfig != nil {
+		if m := ui.UserConfig.PlannerConfig.Model(); m != "" {
+			return m
+		}
+	}
+	if rm := s.Metadata.RequestedModel; rm != nil {
+		return rm.Model
+	}
+	return ""
+}
+
+func (r *Reconciler) takeExpected(text string) bool {
+	for i, t := range r.expected {
+		if t == text {
+			r.expected = append(r.expected[:i:i], r.expected[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// displayName looks a model enum up in the catalog: by key, else by the
+// entries' model field (smallest key first, for determinism).
+func (r *Reconciler) displayName(model string) string {
+	if m, ok := r.cfg.Models[model]; ok && m.DisplayName != "" {
+		return m.DisplayName
+	}
+	keys := make([]string, 0, len(r.cfg.Models))
+	for k, m := range r.cfg.Models {
+		if m.Model == model {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	sort.Strings(keys)
+	return r.cfg.Models[keys[0]].DisplayName
+}
