@@ -144,7 +144,7 @@ func (r *Reconciler) closePrompt(p *promptState, action, by string, delivered *i
 	e.By = by
 	e.DeliveredStepIndex = delivered
 	r.emit(e)
-	if !r.idleBound() {
+	if !r.closingTurn && !r.idleBound() {
 		r.resumeIfClear()
 	}
 }

@@ -35,6 +35,8 @@ type Reconciler struct {
 	idleArmed bool   // a frame said IDLE: the next snapshot closes the turn
 	resume    bool   // MarkResolved closed the last prompt: report running next
 
+	closingTurn bool // goIdle is expiring prompts: no running in between
+
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
@@ -239,11 +241,13 @@ func (r *Reconciler) goIdle() {
 			return
 		}
 	}
+	r.closingTurn = true
 	for _, p := range r.prompts {
 		if !p.closed {
 			r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
 		}
 	}
+	r.closingTurn = false
 	r.setState(messages.StateIdle, r.known)
 }
 

@@ -158,6 +158,10 @@ func toolOutput(s *rpc.Step) (string, *int) {
 	}
 	switch s.Type {
 	case rpc.StepRunCommand:
+		if s.RequestedInteraction != nil && s.RequestedInteraction.Permission != nil &&
+			answeredAction(s, messages.KindPermission) == messages.ActionDecline {
+			return "the command was not allowed", nil
+		}
 		out := ""
 		var code int
 		if rc := s.RunCommand; rc != nil {

@@ -1,0 +1,408 @@
+package mapper
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/*.jsonl from the scenarios")
+
+// A scenario is a conversation as a sequence of moments: the whole
+// trajectory at that time, the cascade's run status, and what the harness did
+// just before (sent a turn, delivered an answer).
+type scenario struct {
+	name    string
+	moments []moment
+	check   func(t *testing.T, r *Reconciler, evs []messages.Event)
+}
+
+type moment struct {
+	steps   []rpc.Step
+	run     rpc.RunStatus
+	harness func(r *Reconciler, k int) []messages.Event
+}
+
+// script builds a scenario's moments by editing a trajectory.
+type script struct {
+	steps   []rpc.Step
+	moments []moment
+	pending func(r *Reconciler, k int) []messages.Event
+}
+
+func (s *script) push(st rpc.Step) int   { s.steps = append(s.steps, st); return len(s.steps) - 1 }
+func (s *script) set(i int, st rpc.Step) { s.steps[i] = st }
+
+// harness queues a harness action before the next moment.
+func (s *script) harness(f func(r *Reconciler, k int) []messages.Event) { s.pending = f }
+
+func (s *script) expectTurn(text string) {
+	s.harness(func(r *Reconciler, _ int) []messages.Event { r.ExpectTurn(text); return nil })
+}
+
+func (s *script) resolve(eid, action string, index int) {
+	s.harness(func(r *Reconciler, k int) []messages.Event {
+		e, ok := r.MarkResolved(eid, action, index, at(k))
+		if !ok {
+			panic("MarkResolved: unknown prompt " + eid)
+		}
+		return []messages.Event{e}
+	})
+}
+
+// now records the trajectory as it stands as the next moment.
+func (s *script) now(run rpc.RunStatus) {
+	s.moments = append(s.moments, moment{steps: indexed(s.steps), run: run, harness: s.pending})
+	s.pending = nil
+}
+
+func scenarios() []scenario {
+	return []scenario{
+		textTurn(), commandApproval(), questionAnswered(), promptRetried(),
+		promptExpired(), interrupt(), modelSwitch(), subagent(),
+	}
+}
+
+func textTurn() scenario {
+	var s script
+	s.expectTurn("Say hello in one short sentence.")
+	s.push(userStep("Say hello in one short sentence.", "MODEL_M20"))
+	s.push(systemStep(rpc.StepConversationHistory))
+	s.now(rpc.RunRunning)
+	p := s.push(plannerStep(rpc.StatusGenerating, "The user wants", ""))
+	s.now(rpc.RunRunning)
+	s.set(p, plannerStep(rpc.StatusGenerating, "The user wants a greeting.", "Hello!"))
+	s.now(rpc.RunRunning)
+	s.set(p, plannerStep(rpc.StatusGenerating, "The user wants a greeting.", "Hello! I am Antigravity"))
+	s.now(rpc.RunRunning)
+	s.set(p, plannerStep(rpc.StatusDone, "The user wants a greeting.", "Hello! I am Antigravity, ready to help."))
+	s.push(systemStep(rpc.StepCheckpoint))
+	s.now(rpc.RunRunning)
+	s.now(rpc.RunIdle)
+	return scenario{name: "text_turn", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		assert.Equal(t, messages.OriginHarness, findEvent(t, evs, messages.EventUserMessage).Origin)
+		assert.Equal(t, "Hello! I am Antigravity, ready to help.", findEvent(t, evs, messages.EventMessage).Text)
+		assert.Equal(t, "MODEL_M20", r.LastModel())
+	}}
+}
+
+func commandApproval() scenario {
+	var s script
+	s.push(userStep("Where am I?", "MODEL_M20"))
+	s.now(rpc.RunRunning)
+	s.push(plannerStep(rpc.StatusDone, "Run pwd.", ""))
+	c := s.push(commandStep(rpc.StatusPending, "pwd"))
+	s.now(rpc.RunRunning)
+	s.set(c, commandStep(rpc.StatusWaiting, "pwd"))
+	s.now(rpc.RunRunning)
+	s.resolve(testConv+"/prompt/2", messages.ActionAccept, 2)
+	s.set(c, answered(commandStep(rpc.StatusRunning, "pwd"), 2, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}))
+	s.now(rpc.RunRunning)
+	s.set(c, withOutput(answered(commandStep(rpc.StatusDone, "pwd"), 2, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}), "/work\n", 0))
+	s.push(plannerStep(rpc.StatusGenerating, "", "You are in"))
+	s.now(rpc.RunRunning)
+	s.set(3, plannerStep(rpc.StatusDone, "", "You are in /work."))
+	s.now(rpc.RunIdle)
+	return scenario{name: "command_approval", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		req := findEvent(t, evs, messages.EventElicitationRequest)
+		assert.Equal(t, &messages.CommandLine{Line: "pwd", Cwd: "/work"}, req.Command)
+		res := findEvent(t, evs, messages.EventElicitationResolved)
+		assert.Equal(t, messages.ByHarness, res.By)
+		assert.Empty(t, r.OpenPrompts())
+	}}
+}
+
+var (
+	qLang  = testQuestion{text: "Which language?", options: []string{"Go", "Rust", "Python"}}
+	qExtra = testQuestion{text: "Which extras?", multi: true, options: []string{"Tests", "Docs"}}
+)
+
+func questionAnswered() scenario {
+	var s script
+	s.expectTurn("Start a project")
+	s.push(userStep("Start a project", "MODEL_M20"))
+	s.now(rpc.RunRunning)
+	q := s.push(questionStep(rpc.StatusWaiting, qLang, qExtra))
+	s.now(rpc.RunRunning)
+	// Answered in agy's own terminal.
+	s.set(q, answered(questionStep(rpc.StatusDone, qLang, qExtra), q, rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{
+		{Question: qLang.text, SelectedOptionIDs: []string{"1"}},
+		{Question: qExtra.text, SelectedOptionIDs: []string{"1", "2"}},
+	}}}))
+	s.now(rpc.RunRunning)
+	s.push(plannerStep(rpc.StatusDone, "", "A Go project with tests and docs, then."))
+	s.now(rpc.RunIdle)
+	return scenario{name: "question_answered", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		req := findEvent(t, evs, messages.EventElicitationRequest)
+		require.Len(t, req.Questions, 2)
+		assert.False(t, req.Questions[0].MultiSelect)
+		assert.True(t, req.Questions[1].MultiSelect)
+		res := findEvent(t, evs, messages.EventElicitationResolved)
+		assert.Equal(t, messages.ByTerminal, res.By)
+		assert.Equal(t, messages.ActionAccept, res.Action)
+		out := findEvent(t, evs, messages.EventFunctionCallOutput)
+		assert.Equal(t, "Which language?: Go\nWhich extras?: Tests; Docs", out.Output)
+	}}
+}
+
+func promptRetried() scenario {
+	var s script
+	s.push(userStep("Delete the build dir", "MODEL_M20"))
+	s.push(plannerStep(rpc.StatusDone, "", ""))
+	c := s.push(commandStep(rpc.StatusWaiting, "rm -rf build"))
+	s.now(rpc.RunRunning)
+	// Nobody answered in time: agy turns the step ERROR and asks again.
+	s.set(c, commandStep(rpc.StatusError, "rm -rf build"))
+	s.now(rpc.RunRunning)
+	retry := s.push(commandStep(rpc.StatusWaiting, "rm -rf build"))
+	s.now(rpc.RunRunning)
+	s.resolve(testConv+"/prompt/2", messages.ActionDecline, retry)
+	s.set(retry, answered(commandStep(rpc.StatusDone, "rm -rf build"), retry, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}}))
+	s.push(plannerStep(rpc.StatusDone, "", "Understood, I left build/ alone."))
+	s.now(rpc.RunIdle)
+	return scenario{name: "prompt_retried", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		n := 0
+		for _, e := range evs {
+			if e.Type == messages.EventElicitationRequest {
+				n++
+			}
+		}
+		assert.Equal(t, 1, n, "one request per logical prompt")
+		res := findEvent(t, evs, messages.EventElicitationResolved)
+		assert.Equal(t, retry, *res.DeliveredStepIndex)
+	}}
+}
+
+func promptExpired() scenario {
+	var s script
+	s.push(userStep("Show my hosts file", "MODEL_M20"))
+	g := s.push(genericStep(rpc.StatusWaiting, "read_file", `{"path":"/etc/hosts"}`, ""))
+	st := s.steps[g]
+	st.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "read", Target: "/etc/hosts"}}}
+	s.set(g, st)
+	s.now(rpc.RunRunning)
+	st.Status = rpc.StatusError
+	s.set(g, st)
+	s.push(plannerStep(rpc.StatusDone, "", "I could not read /etc/hosts without permission."))
+	s.now(rpc.RunRunning)
+	s.now(rpc.RunIdle)
+	return scenario{name: "prompt_expired", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		req := findEvent(t, evs, messages.EventElicitationRequest)
+		assert.Equal(t, &messages.Resource{Action: "read", Target: "/etc/hosts"}, req.Resource)
+		assert.Nil(t, req.Command)
+		res := findEvent(t, evs, messages.EventElicitationResolved)
+		assert.Equal(t, messages.ByExpired, res.By)
+	}}
+}
+
+func interrupt() scenario {
+	var s script
+	s.expectTurn("Write a long essay")
+	s.push(userStep("Write a long essay", "MODEL_M20"))
+	p := s.push(plannerStep(rpc.StatusGenerating, "", "Once upon"))
+	s.now(rpc.RunRunning)
+	s.set(p, plannerStep(rpc.StatusGenerating, "", "Once upon a time"))
+	s.now(rpc.RunRunning)
+	s.set(p, plannerStep(rpc.StatusCanceled, "", "Once upon a time"))
+	s.now(rpc.RunCanceling)
+	s.now(rpc.RunIdle)
+	return scenario{name: "interrupt", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		assert.Equal(t, "Once upon a time", findEvent(t, evs, messages.EventMessage).Text)
+		assert.Equal(t, messages.StateIdle, evs[len(evs)-1].State)
+	}}
+}
+
+func modelSwitch() scenario {
+	var s script
+	s.push(userStep("First question", "MODEL_M20"))
+	s.push(plannerStep(rpc.StatusDone, "", "First answer."))
+	s.now(rpc.RunIdle)
+	s.expectTurn("Second question")
+	s.push(userStep("Second question", "MODEL_M26"))
+	s.now(rpc.RunRunning)
+	second := plannerStep(rpc.StatusDone, "", "Second answer.")
+	second.Metadata.ModelUsage.Model = "MODEL_M26"
+	s.push(second)
+	s.now(rpc.RunIdle)
+	return scenario{name: "model_switch", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		mc := findEvent(t, evs, messages.EventModelChanged)
+		assert.Equal(t, "MODEL_M20", mc.From)
+		assert.Equal(t, "MODEL_M26", mc.To)
+		assert.Equal(t, "Claude Opus 4.6 (Thinking)", mc.DisplayName)
+		assert.Equal(t, "MODEL_M26", r.LastModel())
+	}}
+}
+
+func subagent() scenario {
+	var s script
+	s.push(userStep("Review the repo with two reviewers", "MODEL_M20"))
+	s.push(plannerStep(rpc.StatusDone, "Spawn reviewers.", ""))
+	a := s.push(subagentStep(rpc.StatusRunning, "child-a"))
+	s.now(rpc.RunRunning)
+	s.set(a, subagentStep(rpc.StatusDone, "child-a", "child-b"))
+	s.push(plannerStep(rpc.StatusDone, "", "Both reviewers are done."))
+	s.now(rpc.RunIdle)
+	return scenario{name: "subagent", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
+		assert.Equal(t, []Child{
+			{ConversationID: "child-a", ParentStepIndex: a, ParentTerminal: true},
+			{ConversationID: "child-b", ParentStepIndex: a, ParentTerminal: true},
+		}, r.Children())
+	}}
+}
+
+// feedSnapshots reads every moment as a poll.
+func feedSnapshots(sc scenario) (*Reconciler, []messages.Event) {
+	r := newTestReconciler()
+	var evs []messages.Event
+	for k, m := range sc.moments {
+		if m.harness != nil {
+			evs = append(evs, m.harness(r, k)...)
+		}
+		evs = append(evs, r.Apply(FromSnapshot(m.steps, m.run, at(k)))...)
+	}
+	return r, evs
+}
+
+// framesOf turns moments into stream frames carrying only the steps that
+// changed, each with the run status; after an IDLE frame the poller reads the
+// steps once more (a snapshot without status), as the session does.
+func framesOf(sc scenario) [][]Observation {
+	var prev []rpc.Step
+	out := make([][]Observation, len(sc.moments))
+	for k, m := range sc.moments {
+		f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, TrajectoryID: testTraj, Status: m.run}}
+		u := &f.Update.MainTrajectoryUpdate.StepsUpdate
+		for i, st := range m.steps {
+			if i < len(prev) && bytes.Equal(prev[i].Raw, st.Raw) {
+				continue
+			}
+			u.Indices = append(u.Indices, rpc.Int(i))
+			u.Steps = append(u.Steps, st)
+		}
+		u.TotalLength = rpc.Int(len(m.steps))
+		obs := []Observation{FromFrame(f, at(k))}
+		if m.run == rpc.RunIdle {
+			obs = append(obs, FromSnapshot(m.steps, "", at(k)))
+		}
+		out[k] = obs
+		prev = m.steps
+	}
+	return out
+}
+
+func feedFrames(sc scenario) (*Reconciler, []messages.Event) {
+	r := newTestReconciler()
+	var evs []messages.Event
+	for k, obs := range framesOf(sc) {
+		if h := sc.moments[k].harness; h != nil {
+			evs = append(evs, h(r, k)...)
+		}
+		for _, o := range obs {
+			evs = append(evs, r.Apply(o)...)
+		}
+	}
+	return r, evs
+}
+
+// feedMixed feeds the frames with, around them, what a session really sees:
+// duplicates, replays of older frames (a reader restart), stale polls read
+// before the frame that arrived first, and the poller catching up.
+func feedMixed(sc scenario, seed int64) (*Reconciler, []messages.Event) {
+	rng := rand.New(rand.NewSource(seed))
+	r := newTestReconciler()
+	frames := framesOf(sc)
+	var evs []messages.Event
+	for k, obs := range frames {
+		if h := sc.moments[k].harness; h != nil {
+			evs = append(evs, h(r, k)...)
+		}
+		for _, o := range obs {
+			evs = append(evs, r.Apply(o)...)
+		}
+		for n := rng.Intn(4); n > 0; n-- {
+			var o Observation
+			switch rng.Intn(4) {
+			case 0: // the same frame again
+				o = frames[k][0]
+			case 1: // an older frame's steps replayed (a run status is
+				// never replayed: it has no version to tell it stale)
+				o = frames[rng.Intn(k+1)][0]
+				o.RunStatus = ""
+			case 2: // a stale poll, read before the current moment
+				if sc.moments[k].run == rpc.RunIdle {
+					continue // a poll read before IDLE never closes a turn
+				}
+				old := sc.moments[rng.Intn(k+1)]
+				o = FromSnapshot(old.steps, "", at(k))
+			default: // the poller catching up
+				o = FromSnapshot(sc.moments[k].steps, sc.moments[k].run, at(k))
+			}
+			evs = append(evs, r.Apply(o)...)
+		}
+	}
+	// A reader restart replays everything once more.
+	last := sc.moments[len(sc.moments)-1]
+	evs = append(evs, r.Apply(FromSnapshot(last.steps, last.run, at(len(sc.moments))))...)
+	return r, evs
+}
+
+func renderAll(evs []messages.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		b.WriteString(render(e))
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func TestGolden(t *testing.T) {
+	for _, sc := range scenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			r, evs := feedSnapshots(sc)
+			got := renderAll(evs)
+			sc.check(t, r, evs)
+			assertUniqueIDs(t, evs)
+
+			rf, fevs := feedFrames(sc)
+			assert.Equal(t, got, renderAll(fevs), "frames must yield the same events as snapshots")
+			sc.check(t, rf, fevs)
+			for seed := int64(1); seed <= 20; seed++ {
+				rm, mevs := feedMixed(sc, seed)
+				require.Equal(t, got, renderAll(mevs), "mixed feed (seed %d) must yield the same events", seed)
+				sc.check(t, rm, mevs)
+			}
+
+			path := filepath.Join("..", "testdata", "golden", sc.name+".jsonl")
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test ./mapper -update to create the golden file")
+			assert.Equal(t, string(want), got)
+			for i, line := range strings.Split(strings.TrimSpace(string(want)), "\n") {
+				assert.True(t, json.Valid([]byte(line)), "golden line %d is not JSON", i+1)
+			}
+		})
+	}
+}
+
+func assertUniqueIDs(t *testing.T, evs []messages.Event) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, e := range evs {
+		assert.False(t, seen[e.ID], "duplicate event id %s", e.ID)
+		seen[e.ID] = true
+	}
+}
