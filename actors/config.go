@@ -1,0 +1,126 @@
+package actors
+
+import (
+	"log/slog"
+	"time"
+)
+
+// ReadMode says how a session reads agy's trajectory.
+type ReadMode string
+
+// Read modes. ReadBoth (the default) streams and polls slowly to reconcile;
+// ReadPoll polls only, at the fast interval; ReadStream streams, and polls
+// only to reconcile after IDLE and while the stream is down.
+const (
+	ReadBoth   ReadMode = "both"
+	ReadStream ReadMode = "stream"
+	ReadPoll   ReadMode = "poll"
+)
+
+// Config configures a Host. The zero value is usable: NewHost fills every
+// zero field with the default written beside it.
+type Config struct {
+	// Logger receives the host's logs (never secrets). Default: discard.
+	Logger *slog.Logger
+
+	// PollFast is the poll interval while the stream is down (or in poll
+	// mode). Default 200ms.
+	PollFast time.Duration
+	// PollSlow is the reconciliation poll interval while the stream is up.
+	// Default 10s.
+	PollSlow time.Duration
+	// RotationInterval is how often GetAllCascadeTrajectories is read to
+	// notice /clear rotations. Default 2s.
+	RotationInterval time.Duration
+	// SubagentPoll is how often a subagent's child conversation is read.
+	// Default 300ms.
+	SubagentPoll time.Duration
+
+	// DiscoveryBackoffMin and DiscoveryBackoffMax bound the capped
+	// exponential backoff between discovery rounds. Defaults 100ms and 5s.
+	DiscoveryBackoffMin time.Duration
+	DiscoveryBackoffMax time.Duration
+	// LostAfter is how long agy may stay unreachable before the session
+	// tells its driver (an error event, retryable). Default 10s.
+	LostAfter time.Duration
+	// GiveUpAfter is how long discovery retries before the session fails
+	// for good (error event, status error, session ends). Default 2m.
+	GiveUpAfter time.Duration
+
+	// RestartBackoffMin and RestartBackoffMax bound the capped exponential
+	// backoff before a failed child (a stream reader) is restarted.
+	// Defaults 50ms and 5s.
+	RestartBackoffMin time.Duration
+	RestartBackoffMax time.Duration
+	// RestartBudget is how many restarts of one child are allowed within
+	// RestartWindow before the session treats the port as lost and
+	// re-discovers. Defaults 10 within 1m.
+	RestartBudget int
+	RestartWindow time.Duration
+
+	// InterruptDeadline bounds an interrupt: the cancel methods are tried
+	// in order until agy reports IDLE. Default 10s.
+	InterruptDeadline time.Duration
+	// PromptRetryWait is how long an answer waits for agy to re-open a
+	// prompt that timed out before the answer reached it. Default 2m.
+	PromptRetryWait time.Duration
+	// DeliveryAttempts bounds retries of an answer on transient errors.
+	// Default 5.
+	DeliveryAttempts int
+
+	// EventLog is how many recent events a session keeps for resuming
+	// subscribers (Last-Event-ID). Default 4096.
+	EventLog int
+	// CoalesceAfter is how many events may wait for a slow subscriber
+	// before consecutive deltas of one item are merged. Default 256.
+	CoalesceAfter int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	def(&c.PollFast, 200*time.Millisecond)
+	def(&c.PollSlow, 10*time.Second)
+	def(&c.RotationInterval, 2*time.Second)
+	def(&c.SubagentPoll, 300*time.Millisecond)
+	def(&c.DiscoveryBackoffMin, 100*time.Millisecond)
+	def(&c.DiscoveryBackoffMax, 5*time.Second)
+	def(&c.LostAfter, 10*time.Second)
+	def(&c.GiveUpAfter, 2*time.Minute)
+	def(&c.RestartBackoffMin, 50*time.Millisecond)
+	def(&c.RestartBackoffMax, 5*time.Second)
+	def(&c.RestartWindow, time.Minute)
+	def(&c.InterruptDeadline, 10*time.Second)
+	def(&c.PromptRetryWait, 2*time.Minute)
+	if c.RestartBudget <= 0 {
+		c.RestartBudget = 10
+	}
+	if c.DeliveryAttempts <= 0 {
+		c.DeliveryAttempts = 5
+	}
+	if c.EventLog <= 0 {
+		c.EventLog = 4096
+	}
+	if c.CoalesceAfter <= 0 {
+		c.CoalesceAfter = 256
+	}
+	return c
+}
+
+// backoff returns the capped exponential delay before attempt n (1-based).
+func backoff(n int, min, max time.Duration) time.Duration {
+	d := min
+	for i := 1; i < n && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}

@@ -1,0 +1,193 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// discovery is the actor that finds agy's language server for a session.
+// Its one job: from a PID (or an explicit port) to a verified port — a
+// server that answers Heartbeat and hosts the session's conversation (or,
+// without one, the most recently active root conversation).
+//
+// It probes in a goroutine it owns and sends *messages.PortFound to its
+// parent when a port checks out. Each round that finds nothing sends
+// *messages.DiscoveryStalled and schedules the next round after a capped
+// exponential backoff; past Config.GiveUpAfter the stalled report carries
+// GiveUp and the actor stops trying. It does not fail: a missing agy is a
+// normal state to wait out, not a crash.
+type discovery struct {
+	spec  Spec
+	conv  string
+	cfg   Config
+	gen   messages.Gen
+	wg    *sync.WaitGroup
+	t     *tasks
+	start time.Time
+	tries int
+}
+
+// probeRound is sent by discovery to itself after each round.
+type probeRound struct {
+	found *messages.PortFound
+	err   error
+}
+
+// probeAgain is sent by discovery to itself when the backoff has elapsed.
+type probeAgain struct{}
+
+func newDiscovery(spec Spec, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
+	return &discovery{spec: spec, conv: conv, cfg: cfg, gen: gen, wg: wg}
+}
+
+// Receive runs rounds of probing until a port is found.
+func (d *discovery) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		d.t = newTasks(d.wg, ctx.ActorSystem().Root)
+		d.start = time.Now()
+		d.round(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		d.t.stop()
+	case *probeAgain:
+		d.round(ctx)
+	case *probeRound:
+		if m.found != nil {
+			m.found.Gen = d.gen
+			ctx.Send(ctx.Parent(), m.found)
+			return
+		}
+		d.tries++
+		since := time.Since(d.start)
+		giveUp := since >= d.cfg.GiveUpAfter
+		ctx.Send(ctx.Parent(), &messages.DiscoveryStalled{
+			Gen: d.gen, Attempts: d.tries, Err: m.err, Since: since.Round(time.Millisecond).String(), GiveUp: giveUp,
+		})
+		if !giveUp {
+			d.t.after(backoff(d.tries, d.cfg.DiscoveryBackoffMin, d.cfg.DiscoveryBackoffMax), ctx.Self(), &probeAgain{})
+		}
+	}
+}
+
+func (d *discovery) round(ctx actor.Context) {
+	self, spec, conv, cfg := ctx.Self(), d.spec, d.conv, d.cfg
+	d.t.run(func(c context.Context) {
+		found, err := discoverOnce(c, spec, conv, cfg)
+		d.t.send(self, &probeRound{found: found, err: err})
+	})
+}
+
+// discoverOnce probes every candidate port once and returns the first that
+// hosts conv (or, conv empty, the port's most recently active root
+// conversation).
+func discoverOnce(ctx context.Context, spec Spec, conv string, cfg Config) (*messages.PortFound, error) {
+	ports, err := candidatePorts(spec)
+	if err != nil {
+		return nil, err
+	}
+	if len(ports) == 0 {
+		return nil, fmt.Errorf("no loopback listener found for pid %d", spec.PID)
+	}
+	var errs []error
+	for _, port := range ports {
+		client, err := rpc.NewClient(rpc.Config{Host: spec.Host, Port: port, CSRFToken: spec.CSRFToken})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadConfig, err)
+		}
+		bound, err := probePort(ctx, client, conv)
+		if err == nil {
+			return &messages.PortFound{Port: port, Client: client, ConversationID: bound}, nil
+		}
+		client.Close()
+		errs = append(errs, fmt.Errorf("port %d: %w", port, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func candidatePorts(spec Spec) ([]int, error) {
+	if spec.Port > 0 {
+		return []int{spec.Port}, nil
+	}
+	ports, err := rpc.CandidatePorts(spec.PID)
+	if err != nil {
+		return nil, fmt.Errorf("scan pid %d: %w", spec.PID, err)
+	}
+	return ports, nil
+}
+
+// probePort checks one port: Heartbeat, then the conversation.
+func probePort(ctx context.Context, c *rpc.Client, conv string) (string, error) {
+	if err := c.Heartbeat(ctx); err != nil {
+		return "", err
+	}
+	if conv != "" {
+		ok, err := c.ConversationMatches(ctx, conv)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			return "", fmt.Errorf("does not host conversation %s", conv)
+		}
+		return conv, nil
+	}
+	all, err := c.GetAllCascadeTrajectories(ctx)
+	if err != nil {
+		return "", err
+	}
+	id, ok := mostRecentRoot(all.TrajectorySummaries)
+	if !ok {
+		return "", errors.New("hosts no root conversation")
+	}
+	return id, nil
+}
+
+// isRoot tells a root conversation from a subagent child.
+func isRoot(id string, s rpc.TrajectorySummary) bool {
+	md := s.TrajectoryMetadata
+	return md.ParentConversationID == "" && (md.RootConversationID == "" || md.RootConversationID == id)
+}
+
+// activity is when a conversation was last active (zero when never).
+func activity(s rpc.TrajectorySummary) time.Time {
+	var t time.Time
+	for _, v := range []string{s.LastUserInputTime, s.LastModifiedTime} {
+		if p, err := time.Parse(time.RFC3339Nano, v); err == nil && p.After(t) {
+			t = p
+		}
+	}
+	return t
+}
+
+// mostRecentRoot picks the most recently active root conversation; ties
+// (a fresh agy whose conversation has no times yet) go to the smallest id,
+// so the choice is stable.
+func mostRecentRoot(all map[string]rpc.TrajectorySummary) (string, bool) {
+	ids := make([]string, 0, len(all))
+	for id, s := range all {
+		if isRoot(id, s) {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "", false
+	}
+	sort.Slice(ids, func(i, j int) bool {
+		ai, aj := activity(all[ids[i]]), activity(all[ids[j]])
+		if !ai.Equal(aj) {
+			return ai.After(aj)
+		}
+		return ids[i] < ids[j]
+	})
+	return ids[0], true
+}

@@ -1,0 +1,27 @@
+// Package actors is the supervision tree that drives agy sessions, and the
+// embedding API (Host, Session).
+//
+//	Host (root supervisor; one-for-one: a crashing session never touches another)
+//	└── session <id>          single writer of the session's events; owns the reconcilers
+//	    ├── discovery         finds and verifies agy's port (PortFound / DiscoveryStalled)
+//	    ├── streamReader      StreamAgentStateUpdates -> FrameReceived; fails when the stream ends
+//	    ├── poller            GetCascadeTrajectorySteps: fast while the stream is down, slow always
+//	    ├── rotationWatcher   GetAllCascadeTrajectories -> ConversationRotated (/clear)
+//	    ├── turnSender        serialised turns (model resolved at run time) and interrupts
+//	    ├── interaction <id>  one per open prompt: answer -> freshest WAITING step
+//	    └── subagent <conv>   one per child conversation, mirrored into the session
+//
+// Actors talk only by the messages in package messages. Nothing blocks
+// inside Receive: RPCs run in goroutines each actor owns (tasks), under a
+// context it cancels when it stops, and their results come back as
+// messages tagged with the session's generation, so a late message from an
+// old child is ignored. Each parent's supervision policy is a named decider
+// (sessionDecider, hostDecider) with its table in supervision.go.
+//
+// Embedding:
+//
+//	host := actors.NewHost(actors.Config{})
+//	defer host.Shutdown(context.Background())
+//	s, err := host.Attach(ctx, actors.Spec{PID: agyPID})
+//	for ev := range s.Events() { ... }
+package actors

@@ -1,0 +1,239 @@
+package actors
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// ErrHostClosed is returned by Attach after Shutdown.
+var ErrHostClosed = errors.New("actors: host is shut down")
+
+// Spec says which agy a session drives.
+type Spec struct {
+	// PID of agy, or of the terminal pane that runs it: its loopback
+	// listeners and its descendants' are probed. One of PID and Port is
+	// required.
+	PID int
+	// Port is agy's HTTPS language-server port; it skips the PID scan.
+	Port int
+	// Host is the loopback host to dial (default 127.0.0.1).
+	Host string
+	// ConversationID binds that conversation; without it the most recently
+	// active root conversation is bound.
+	ConversationID string
+	// CSRFToken goes on every call when agy requires one. Never logged.
+	CSRFToken string
+	// SessionID names the session (default: a random id).
+	SessionID string
+	// ReadMode is how the trajectory is read (default ReadBoth).
+	ReadMode ReadMode
+}
+
+// Host is the root supervisor of sessions, and the embedding API: attach
+// sessions to running agy processes, list them, shut everything down. A
+// session that fails never disturbs another.
+type Host struct {
+	cfg    Config
+	system *actor.ActorSystem
+	pid    *actor.PID
+	wg     sync.WaitGroup // every goroutine the host's actors start
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	closed   bool
+}
+
+// NewHost starts a host. Call Shutdown to stop it.
+func NewHost(cfg Config) *Host {
+	cfg = cfg.withDefaults()
+	logger := cfg.Logger
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }),
+		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
+	)
+	h := &Host{cfg: cfg, system: system, sessions: make(map[string]*Session)}
+	props := actor.PropsFromProducer(func() actor.Actor { return &hostActor{} },
+		actor.WithSupervisor(actor.NewOneForOneStrategy(5, time.Minute, hostDecider)))
+	h.pid = system.Root.Spawn(props)
+	return h
+}
+
+// Attach starts a session on the agy that spec names and returns once the
+// session has bound a port that hosts its conversation, or with an error
+// when ctx ends first (the session is then stopped). The session keeps
+// running, re-discovering agy as it moves, until Detach or Shutdown.
+func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
+	if spec.PID <= 0 && spec.Port <= 0 {
+		return nil, fmt.Errorf("actors: attach: a PID or a port is required")
+	}
+	if spec.Host != "" && !isLoopback(spec.Host) {
+		return nil, fmt.Errorf("actors: attach: host %q is not loopback", spec.Host)
+	}
+	switch spec.ReadMode {
+	case "":
+		spec.ReadMode = ReadBoth
+	case ReadBoth, ReadPoll, ReadStream:
+	default:
+		return nil, fmt.Errorf("actors: attach: unknown read mode %q (want both, stream or poll)", spec.ReadMode)
+	}
+	if spec.SessionID == "" {
+		spec.SessionID = newID()
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, ErrHostClosed
+	}
+	if _, dup := h.sessions[spec.SessionID]; dup {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("actors: attach: session %q exists", spec.SessionID)
+	}
+	core := newSessionCore(spec, h.cfg, &h.wg, h.system)
+	s := &Session{core: core, host: h}
+	s.events = core.subscribeLocked(0)
+	h.sessions[spec.SessionID] = s
+	h.mu.Unlock()
+
+	props := actor.PropsFromProducer(func() actor.Actor { return newSession(core) })
+	res, err := h.system.Root.RequestFuture(h.pid, &spawnSession{props: props, name: "session-" + spec.SessionID}, 5*time.Second).Result()
+	if err != nil {
+		h.forget(spec.SessionID)
+		return nil, fmt.Errorf("actors: attach: %w", err)
+	}
+	s.pid = res.(*actor.PID)
+	core.setPID(s.pid)
+
+	select {
+	case <-core.bound:
+		return s, nil
+	case <-core.done:
+		h.forget(spec.SessionID)
+		return nil, fmt.Errorf("actors: attach: %w", core.Err())
+	case <-ctx.Done():
+		last := core.lastError()
+		_ = s.Detach(context.Background())
+		h.forget(spec.SessionID)
+		if last != nil {
+			return nil, fmt.Errorf("actors: attach: %w (last discovery error: %v)", ctx.Err(), last)
+		}
+		return nil, fmt.Errorf("actors: attach: %w", ctx.Err())
+	}
+}
+
+// Sessions lists the live sessions, ordered by id.
+func (h *Host) Sessions() []*Session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]*Session, 0, len(h.sessions))
+	for id, s := range h.sessions {
+		select {
+		case <-s.core.done:
+			delete(h.sessions, id)
+			continue
+		default:
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	return out
+}
+
+// Session returns the live session with that id.
+func (h *Host) Session(id string) (*Session, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s, ok := h.sessions[id]
+	if !ok {
+		return nil, false
+	}
+	select {
+	case <-s.core.done:
+		delete(h.sessions, id)
+		return nil, false
+	default:
+	}
+	return s, true
+}
+
+func (h *Host) forget(id string) {
+	h.mu.Lock()
+	delete(h.sessions, id)
+	h.mu.Unlock()
+}
+
+// Shutdown stops every session (each stops its children and cancels its
+// RPCs; subscribers' channels close after their queued events), waits for
+// every goroutine the host started, then stops the actor system. It returns
+// ctx's error if that takes longer than ctx allows.
+func (h *Host) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil
+	}
+	h.closed = true
+	h.mu.Unlock()
+
+	stopped := make(chan struct{})
+	go func() {
+		_ = h.system.Root.PoisonFuture(h.pid).Wait()
+		h.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		h.system.Shutdown()
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("actors: shutdown: %w", ctx.Err())
+	}
+}
+
+// spawnSession asks the host actor to spawn a session as its child.
+// Reply: the session's *actor.PID.
+type spawnSession struct {
+	props *actor.Props
+	name  string
+}
+
+// hostActor is the root supervisor. Its one job: own the sessions as
+// children under the one-for-one policy of hostDecider.
+type hostActor struct{}
+
+// Receive spawns sessions on request.
+func (a *hostActor) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*spawnSession); ok {
+		pid, err := ctx.SpawnNamed(m.props, m.name)
+		if err != nil {
+			pid = ctx.Spawn(m.props)
+		}
+		ctx.Respond(pid)
+	}
+}
+
+func newID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+var _ = messages.EventStatus

@@ -1,0 +1,166 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// interaction is the actor of one open prompt (a question or a permission
+// request agy is WAITING on). Its one job: get the driver's answer to the
+// freshest WAITING step of that prompt.
+//
+// The session spawns it when the reconciler emits the prompt's
+// elicitation_request, and sends it *messages.DeliverAnswer once the driver
+// answers. Delivery re-reads the trajectory, finds the freshest WAITING step
+// with the prompt's key (agy re-opens a timed-out prompt at a higher step
+// index), and calls HandleCascadeUserInteraction there. Outcomes:
+//   - accepted: *messages.AnswerDelivered to the session (which emits
+//     elicitation_resolved and stops the actor);
+//   - "input not registered" and the step is no longer WAITING: it timed
+//     out; wait (up to Config.PromptRetryWait) for agy's retry step and
+//     deliver there;
+//   - "input not registered" with the step still WAITING: a shape error;
+//     *messages.AnswerFailed (not retryable) with a clear error;
+//   - transient (5xx, timeouts) or a lost port: retry with capped backoff up
+//     to Config.DeliveryAttempts, on the newest client the session sends
+//     (*messages.ClientChanged), then AnswerFailed (retryable).
+//
+// When the prompt leaves WAITING without us (answered in agy's terminal, or
+// gone), the session sees it in the trajectory, emits elicitation_resolved
+// and stops the actor.
+type interaction struct {
+	client *rpc.Client
+	conv   string
+	prompt mapper.Prompt
+	cfg    Config
+	gen    messages.Gen
+	wg     *sync.WaitGroup
+	t      *tasks
+
+	answer    *messages.Resolve
+	attempts  int
+	busy      bool
+	waitSince time.Time // when we started waiting for a retry step
+}
+
+// deliveryOutcome is sent by the delivery goroutine to the actor.
+type deliveryOutcome struct {
+	step      int
+	err       error
+	waitRetry bool // the prompt timed out or is not WAITING: wait for agy's retry
+	shape     bool // agy refused the payload for a step that is WAITING
+}
+
+type deliverAgain struct{}
+
+func newInteraction(client *rpc.Client, conv string, prompt mapper.Prompt, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
+	return &interaction{client: client, conv: conv, prompt: prompt, cfg: cfg, gen: gen, wg: wg}
+}
+
+// Receive waits for the answer, then delivers it.
+func (in *interaction) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		in.t = newTasks(in.wg, ctx.ActorSystem().Root)
+	case *actor.Stopping, *actor.Restarting:
+		in.t.stop()
+	case *messages.ClientChanged:
+		in.client = m.Client
+		in.gen = m.Gen
+	case *messages.DeliverAnswer:
+		r := m.Resolve
+		in.answer = &r
+		in.attempts = 0
+		in.waitSince = time.Time{}
+		in.deliver(ctx)
+	case *deliverAgain:
+		in.deliver(ctx)
+	case *deliveryOutcome:
+		in.onOutcome(ctx, m)
+	}
+}
+
+func (in *interaction) deliver(ctx actor.Context) {
+	if in.busy || in.answer == nil {
+		return
+	}
+	in.busy = true
+	self, client, prompt, answer, conv := ctx.Self(), in.client, in.prompt, *in.answer, in.conv
+	in.t.run(func(c context.Context) {
+		in.t.send(self, deliverOnce(c, client, conv, &prompt, answer))
+	})
+}
+
+// deliverOnce is one attempt: re-read, find the freshest WAITING step, answer it.
+func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prompt, answer messages.Resolve) *deliveryOutcome {
+	steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
+	if err != nil {
+		return &deliveryOutcome{err: err}
+	}
+	idx, step, ok := mapper.FreshestWaiting(steps, p.Key)
+	if !ok {
+		return &deliveryOutcome{waitRetry: true, err: errors.New("the prompt is not WAITING in agy")}
+	}
+	payload, err := mapper.BuildInteraction(p, answer, step.TrajectoryID(), idx)
+	if err != nil {
+		return &deliveryOutcome{step: idx, err: err, shape: true}
+	}
+	err = c.HandleCascadeUserInteraction(ctx, conv, payload)
+	if err == nil {
+		return &deliveryOutcome{step: idx}
+	}
+	if !errors.Is(err, rpc.ErrInputNotRegistered) {
+		return &deliveryOutcome{step: idx, err: err}
+	}
+	// The overloaded 500: a timed-out step, or a payload agy cannot place.
+	// The step's status tells which.
+	again, rerr := c.GetCascadeTrajectorySteps(ctx, conv)
+	if rerr != nil {
+		return &deliveryOutcome{step: idx, err: rerr}
+	}
+	if idx < len(again) && again[idx].Status == rpc.StatusWaiting {
+		return &deliveryOutcome{step: idx, err: fmt.Errorf("agy refused the answer for WAITING step %d: %w", idx, err), shape: true}
+	}
+	return &deliveryOutcome{step: idx, err: err, waitRetry: true}
+}
+
+func (in *interaction) onOutcome(ctx actor.Context, o *deliveryOutcome) {
+	in.busy = false
+	id := in.prompt.ElicitationID
+	switch {
+	case o.err == nil:
+		ctx.Send(ctx.Parent(), &messages.AnswerDelivered{Gen: in.gen, ElicitationID: id, Action: in.answer.Action, StepIndex: o.step})
+		in.answer = nil
+	case o.shape:
+		ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id, Err: o.err, Retryable: false})
+		in.answer = nil
+	case o.waitRetry:
+		if in.waitSince.IsZero() {
+			in.waitSince = time.Now()
+		}
+		if time.Since(in.waitSince) > in.cfg.PromptRetryWait {
+			ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id,
+				Err: fmt.Errorf("agy did not re-open the prompt within %s: %w", in.cfg.PromptRetryWait, o.err)})
+			in.answer = nil
+			return
+		}
+		in.t.after(in.cfg.PollFast, ctx.Self(), &deliverAgain{})
+	default:
+		in.attempts++
+		if in.attempts >= in.cfg.DeliveryAttempts {
+			ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id,
+				Err: fmt.Errorf("after %d attempts: %w", in.attempts, o.err), Retryable: true})
+			in.answer = nil
+			return
+		}
+		in.t.after(backoff(in.attempts, in.cfg.RestartBackoffMin, in.cfg.RestartBackoffMax), ctx.Self(), &deliverAgain{})
+	}
+}

@@ -1,0 +1,174 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSessionDecider(t *testing.T) {
+	cases := []struct {
+		reason any
+		want   verdict
+	}{
+		{&failure{Actor: "stream", Err: rpc.ErrPortGone}, rediscover},
+		{&failure{Actor: "stream", Err: fmt.Errorf("wrapped: %w", rpc.ErrCertificateChanged)}, rediscover},
+		{&failure{Actor: "poller", Err: rpc.ErrTrajectoryNotFound}, rediscover},
+		{&failure{Actor: "stream", Err: errStreamEnded}, restartChild},
+		{&failure{Actor: "stream", Err: errors.New("503 unavailable")}, restartChild},
+		{&failure{Actor: "x", Err: fmt.Errorf("%w: no such host", errBadConfig)}, stopChild},
+		{"a panic in our own code", restartChild},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, sessionDecider(c.reason), "%v", c.reason)
+	}
+	require.Equal(t, actor.StopDirective, hostDecider(errBadConfig))
+	require.Equal(t, actor.RestartDirective, hostDecider("boom"))
+}
+
+func TestBackoffIsCappedExponential(t *testing.T) {
+	min, max := 10*time.Millisecond, 100*time.Millisecond
+	got := []time.Duration{}
+	for n := 1; n <= 6; n++ {
+		got = append(got, backoff(n, min, max))
+	}
+	require.Equal(t, []time.Duration{10, 20, 40, 80, 100, 100}, scale(got, time.Millisecond))
+}
+
+func scale(ds []time.Duration, unit time.Duration) []time.Duration {
+	out := make([]time.Duration, len(ds))
+	for i, d := range ds {
+		out[i] = d / unit
+	}
+	return out
+}
+
+func delta(seq uint64, item, text string) *messages.Event {
+	return &messages.Event{Type: messages.EventOutputTextDelta, Seq: seq, ID: fmt.Sprint("d", seq), ItemID: item, Delta: text}
+}
+
+func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
+	var wg sync.WaitGroup
+	sub := newSubscription(2, &wg)
+	// Nobody reads yet: the pump holds one event; the queue grows.
+	sub.Push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
+	for i := uint64(2); i <= 10; i++ {
+		sub.Push(delta(i, "a", fmt.Sprint(i, " ")))
+	}
+	sub.Push(&messages.Event{Type: messages.EventMessage, Seq: 11, ItemID: "a", Text: "all"})
+	sub.Push(delta(12, "b", "x"))
+	sub.Push(&messages.Event{Type: messages.EventOutputTextDelta, Seq: 13, ItemID: "b", Snapshot: "rewritten"})
+	sub.Finish()
+
+	var got []*messages.Event
+	for ev := range sub.C() {
+		got = append(got, ev)
+	}
+	wg.Wait()
+	var text string
+	var types []messages.EventType
+	for _, ev := range got {
+		types = append(types, ev.Type)
+		if ev.ItemID == "a" && ev.Type == messages.EventOutputTextDelta {
+			text += ev.Delta
+		}
+	}
+	require.Equal(t, "2 3 4 5 6 7 8 9 10 ", text, "coalesced deltas keep every byte")
+	require.Less(t, len(got), 13, "deltas were merged")
+	require.Contains(t, types, messages.EventMessage)
+	require.Equal(t, messages.EventStatus, got[0].Type)
+	last := got[len(got)-1]
+	require.Equal(t, "rewritten", last.Snapshot)
+	require.Equal(t, uint64(13), last.Seq)
+	for i := 1; i < len(got); i++ {
+		require.Greater(t, got[i].Seq, got[i-1].Seq)
+	}
+	require.Greater(t, sub.Coalesced(), uint64(0))
+}
+
+func TestSubscriptionClosedByConsumerStopsTakingEvents(t *testing.T) {
+	var wg sync.WaitGroup
+	sub := newSubscription(4, &wg)
+	require.True(t, sub.Push(delta(1, "a", "x")))
+	sub.Close()
+	wg.Wait()
+	require.False(t, sub.Push(delta(2, "a", "y")))
+}
+
+func summary(parent, root, lastInput string) rpc.TrajectorySummary {
+	return rpc.TrajectorySummary{
+		TrajectoryMetadata: rpc.TrajectoryMetadata{ParentConversationID: parent, RootConversationID: root},
+		LastUserInputTime:  lastInput,
+	}
+}
+
+func TestMostRecentRootSkipsChildren(t *testing.T) {
+	all := map[string]rpc.TrajectorySummary{
+		"old":   summary("", "", "2026-01-01T00:00:00Z"),
+		"new":   summary("", "new", "2026-01-02T00:00:00Z"),
+		"child": summary("new", "new", "2026-01-03T00:00:00Z"),
+	}
+	id, ok := mostRecentRoot(all)
+	require.True(t, ok)
+	require.Equal(t, "new", id)
+	_, ok = mostRecentRoot(map[string]rpc.TrajectorySummary{"c": summary("p", "p", "")})
+	require.False(t, ok)
+	// A fresh agy: one root conversation without times.
+	id, ok = mostRecentRoot(map[string]rpc.TrajectorySummary{"fresh": summary("", "", "")})
+	require.True(t, ok)
+	require.Equal(t, "fresh", id)
+}
+
+func TestRotationRule(t *testing.T) {
+	w := &rotationWatcher{conv: "a"}
+	first := map[string]rpc.TrajectorySummary{
+		"a":     summary("", "", "2026-01-02T00:00:00Z"),
+		"older": summary("", "", "2026-01-01T00:00:00Z"),
+	}
+	_, ok := w.rotationTarget(first)
+	require.False(t, ok, "nothing newer at the first read")
+
+	withChild := map[string]rpc.TrajectorySummary{
+		"a":     first["a"],
+		"older": first["older"],
+		"kid":   summary("a", "a", "2026-01-05T00:00:00Z"),
+	}
+	_, ok = w.rotationTarget(withChild)
+	require.False(t, ok, "a subagent child is never a rotation")
+
+	cleared := map[string]rpc.TrajectorySummary{
+		"a":     first["a"],
+		"older": first["older"],
+		"kid":   withChild["kid"],
+		"fresh": summary("", "", ""), // just minted by /clear: no times yet
+	}
+	to, ok := w.rotationTarget(cleared)
+	require.True(t, ok)
+	require.Equal(t, "fresh", to)
+
+	w2 := &rotationWatcher{conv: "a"}
+	active := map[string]rpc.TrajectorySummary{
+		"a": first["a"],
+		"b": summary("", "", "2026-01-03T00:00:00Z"),
+	}
+	to, ok = w2.rotationTarget(active)
+	require.True(t, ok, "a root strictly more recently active rotates even at the first read")
+	require.Equal(t, "b", to)
+}
+
+func TestRecommendedModel(t *testing.T) {
+	cat := map[string]rpc.ModelInfo{
+		"M2": {Model: "M2"}, "M1": {Model: "M1"}, "M3": {Model: "M3", Recommended: true},
+	}
+	require.Equal(t, "M3", recommended(cat))
+	delete(cat, "M3")
+	require.Equal(t, "M1", recommended(cat))
+	require.Equal(t, "", recommended(nil))
+}

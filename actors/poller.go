@@ -1,0 +1,135 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// poller is the actor that reads whole snapshots with
+// GetCascadeTrajectorySteps. Its one job: keep the session's view complete
+// when the stream cannot — at Config.PollFast while the stream is down (or in
+// poll mode), at Config.PollSlow while it is up (reconciliation), and once
+// more, with the cascade's run status, when the session says agy reported
+// IDLE (*messages.ReadNow). Each read goes to the session as
+// *messages.SnapshotRead.
+//
+// A transient error just waits for the next tick. A lost port is a failure
+// (the session re-discovers).
+type poller struct {
+	client *rpc.Client
+	conv   string
+	cfg    Config
+	gen    messages.Gen
+	wg     *sync.WaitGroup
+	mode   ReadMode
+	t      *tasks
+
+	streamUp   bool
+	busy       bool
+	readNow    bool // a ReadNow came while a read was running
+	tickArmed  bool
+	withStatus bool
+}
+
+// pollTick and pollDone are the poller's own messages.
+type pollTick struct{}
+
+type pollDone struct{ err error }
+
+func newPoller(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, mode ReadMode) actor.Actor {
+	return &poller{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, mode: mode}
+}
+
+// interval is the time to the next read; 0 means none (stream mode with
+// the stream up reads only on request).
+func (p *poller) interval() time.Duration {
+	switch {
+	case !p.streamUp || p.mode == ReadPoll:
+		return p.cfg.PollFast
+	case p.mode == ReadStream:
+		return 0
+	}
+	return p.cfg.PollSlow
+}
+
+// Receive runs reads on ticks and on request.
+func (p *poller) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		p.t = newTasks(p.wg, ctx.ActorSystem().Root)
+		p.poll(ctx, true)
+	case *actor.Stopping, *actor.Restarting:
+		p.t.stop()
+	case *pollTick:
+		p.tickArmed = false
+		p.poll(ctx, !p.streamUp)
+	case *messages.ReadNow:
+		if m.Gen != p.gen {
+			return
+		}
+		if p.busy {
+			p.readNow = true
+			return
+		}
+		p.poll(ctx, true)
+	case *messages.StreamState:
+		if m.Gen == p.gen {
+			p.streamUp = m.Up
+			if !m.Up && !p.busy {
+				p.poll(ctx, true)
+			} else {
+				p.arm(ctx)
+			}
+		}
+	case *pollDone:
+		p.busy = false
+		if m.err != nil && (errors.Is(m.err, rpc.ErrPortGone) || errors.Is(m.err, rpc.ErrTrajectoryNotFound)) {
+			fail("poller", m.err)
+		}
+		if p.readNow {
+			p.readNow = false
+			p.poll(ctx, true)
+			return
+		}
+		p.arm(ctx)
+	}
+}
+
+func (p *poller) arm(ctx actor.Context) {
+	if d := p.interval(); !p.tickArmed && d > 0 {
+		p.tickArmed = true
+		p.t.after(d, ctx.Self(), &pollTick{})
+	}
+}
+
+// poll reads the steps, after the run status when withStatus (so that an
+// IDLE status is known to precede the steps read).
+func (p *poller) poll(ctx actor.Context, withStatus bool) {
+	if p.busy {
+		return
+	}
+	p.busy = true
+	self, session := ctx.Self(), ctx.Parent()
+	p.t.run(func(c context.Context) {
+		var status rpc.RunStatus
+		if withStatus {
+			all, err := p.client.GetAllCascadeTrajectories(c)
+			if err != nil {
+				p.t.send(self, &pollDone{err})
+				return
+			}
+			status = all.TrajectorySummaries[p.conv].Status
+		}
+		steps, err := p.client.GetCascadeTrajectorySteps(c, p.conv)
+		if err == nil {
+			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, RunStatus: status, Received: time.Now()})
+		}
+		p.t.send(self, &pollDone{err})
+	})
+}

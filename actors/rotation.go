@@ -1,0 +1,115 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// rotationWatcher is the actor that notices agy starting a new root
+// conversation (/clear in its TUI). Its one job: read GetAllCascadeTrajectories
+// every Config.RotationInterval (and at once on *messages.ReadNow, which the
+// session sends when a frame names another conversation) and report
+// *messages.ConversationRotated when a root conversation is strictly more
+// recently active than the bound one, or appeared after the watcher's first
+// read. Subagent children (a parentConversationId, or a rootConversationId
+// not their own) are never rotation targets.
+//
+// A transient error waits for the next tick; a lost port is a failure.
+type rotationWatcher struct {
+	client *rpc.Client
+	conv   string
+	cfg    Config
+	gen    messages.Gen
+	wg     *sync.WaitGroup
+	t      *tasks
+
+	known    map[string]bool // conversations present at the first read
+	busy     bool
+	reported bool
+}
+
+type rotationTick struct{}
+
+type rotationRead struct {
+	all *rpc.TrajectoriesResponse
+	err error
+}
+
+func newRotationWatcher(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
+	return &rotationWatcher{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+}
+
+// Receive reads on ticks and reports a rotation once.
+func (w *rotationWatcher) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.t = newTasks(w.wg, ctx.ActorSystem().Root)
+		w.read(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		w.t.stop()
+	case *rotationTick:
+		w.read(ctx)
+	case *messages.ReadNow:
+		if m.Gen == w.gen {
+			w.read(ctx)
+		}
+	case *rotationRead:
+		w.busy = false
+		if m.err != nil {
+			if errors.Is(m.err, rpc.ErrPortGone) {
+				fail("rotation", m.err)
+			}
+		} else if to, ok := w.rotationTarget(m.all.TrajectorySummaries); ok && !w.reported {
+			w.reported = true
+			ctx.Send(ctx.Parent(), &messages.ConversationRotated{Gen: w.gen, From: w.conv, To: to})
+			return
+		}
+		w.t.after(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
+	}
+}
+
+func (w *rotationWatcher) read(ctx actor.Context) {
+	if w.busy || w.reported {
+		return
+	}
+	w.busy = true
+	self := ctx.Self()
+	w.t.run(func(c context.Context) {
+		all, err := w.client.GetAllCascadeTrajectories(c)
+		w.t.send(self, &rotationRead{all, err})
+	})
+}
+
+// rotationTarget applies the rotation rule to one read.
+func (w *rotationWatcher) rotationTarget(all map[string]rpc.TrajectorySummary) (string, bool) {
+	first := w.known == nil
+	if first {
+		w.known = make(map[string]bool, len(all))
+		for id := range all {
+			w.known[id] = true
+		}
+	}
+	bound := activity(all[w.conv])
+	var best string
+	var bestAct = bound
+	for id, s := range all {
+		if id == w.conv || !isRoot(id, s) {
+			continue
+		}
+		act := activity(s)
+		newer := act.After(bound)
+		appeared := !first && !w.known[id]
+		if !newer && !appeared {
+			continue
+		}
+		if best == "" || act.After(bestAct) || (act.Equal(bestAct) && id < best) {
+			best, bestAct = id, act
+		}
+	}
+	return best, best != ""
+}

@@ -1,0 +1,618 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// session is the actor of one attached agy session. Its one job: be the
+// single writer of the session's events. It owns the mapper's reconcilers
+// (one for the bound conversation, one per subagent child), the open prompts
+// and the turns it sent, and it spawns and re-spawns its children:
+// Discovery until a port is bound, then StreamReader, Poller,
+// RotationWatcher and TurnSender on that port, an Interaction per open
+// prompt and a Subagent per child conversation.
+//
+// It takes the children's messages (PortFound, FrameReceived, SnapshotRead,
+// ConversationRotated, AnswerDelivered, ...) and the embedding API's
+// requests (SendTurn, Interrupt, ResolveElicitation, Subscribe). Every child
+// message carries the generation the child was spawned with; a message from
+// an older generation is ignored.
+//
+// Failures of children are handled by HandleFailure (the session is its
+// children's supervision strategy) under sessionDecider: transient failures
+// restart the child after a capped backoff; a lost port re-runs discovery and
+// respawns the RPC children on the new port; past the retry limits the
+// session emits an error event and stops.
+type session struct {
+	core *sessionCore
+	cfg  Config
+	t    *tasks
+	self *actor.PID
+
+	client   *rpc.Client
+	streamUp bool
+	endErr   error
+
+	discovery, stream, poller, rotation, turns *actor.PID
+	interactions                               map[string]*actor.PID // elicitation id -> Interaction
+	subagents                                  map[string]*actor.PID // child conversation -> Subagent
+	kinds                                      map[string]string     // child PID id -> actor kind
+
+	lostSince    time.Time
+	lostReported bool
+}
+
+// restartNow is sent by the session to itself when a failed child's
+// backoff has elapsed.
+type restartNow struct {
+	pid *actor.PID
+	gen messages.Gen
+}
+
+func newSession(core *sessionCore) actor.Actor {
+	return &session{
+		core:         core,
+		cfg:          core.cfg,
+		interactions: make(map[string]*actor.PID),
+		subagents:    make(map[string]*actor.PID),
+		kinds:        make(map[string]string),
+	}
+}
+
+// Receive handles lifecycle first, then children's reports, then API requests.
+func (s *session) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		s.self = ctx.Self()
+		s.t = newTasks(s.core.wg, s.core.system.Root)
+		if s.core.root == nil && s.core.spec.ConversationID != "" {
+			s.bindConversation(s.core.spec.ConversationID)
+		}
+		s.startDiscovery(ctx)
+	case *actor.Restarting:
+		s.t.stop()
+		s.closeClient()
+	case *actor.Stopping:
+		s.t.stop()
+	case *actor.Stopped:
+		s.closeClient()
+		s.core.finish(s.endErr)
+
+	case *messages.PortFound:
+		s.onPortFound(ctx, m)
+	case *messages.DiscoveryStalled:
+		s.onDiscoveryStalled(ctx, m)
+	case *messages.PortLost:
+		if m.Gen == s.core.gen {
+			s.portLost(ctx, m.Err)
+		}
+	case *messages.FrameReceived:
+		if m.Gen == s.core.gen {
+			s.onFrame(ctx, m)
+		}
+	case *messages.StreamState:
+		if m.Gen == s.core.gen {
+			s.setStreamUp(ctx, m.Up)
+		}
+	case *messages.SnapshotRead:
+		if m.Gen == s.core.gen {
+			obs := mapper.FromSnapshot(m.Steps, m.RunStatus, m.Received)
+			s.apply(ctx, m.ConversationID, obs)
+		}
+	case *messages.ConversationRotated:
+		if m.Gen == s.core.gen && m.From == s.conv() {
+			s.rotate(ctx, m.To)
+		}
+	case *messages.SubagentDone:
+		if m.Gen == s.core.gen {
+			s.maybeStopSubagent(ctx, m.ConversationID)
+		}
+	case *messages.ModelsLoaded:
+		if m.Gen == s.core.gen {
+			s.setModels(m.Models)
+		}
+	case *messages.AnswerDelivered:
+		s.onAnswerDelivered(ctx, m)
+	case *messages.AnswerFailed:
+		s.onAnswerFailed(ctx, m)
+	case *restartNow:
+		if m.gen == s.core.gen {
+			ctx.(actor.Supervisor).RestartChildren(m.pid)
+		}
+
+	case *messages.SendTurn:
+		s.onSendTurn(ctx, m)
+	case *messages.Interrupt:
+		if s.turns == nil {
+			ctx.Respond(&messages.TurnResult{Err: errNotBound})
+			return
+		}
+		ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
+	case *messages.ResolveElicitation:
+		ctx.Respond(&messages.ResolveAccepted{Err: s.onResolve(ctx, m.Resolve)})
+	case *messages.Subscribe:
+		s.onSubscribe(m)
+		ctx.Respond(&messages.Subscribed{})
+	}
+}
+
+var errNotBound = errors.New("not connected to agy (discovering its language server); try again")
+
+func (s *session) conv() string { return s.core.rootConv }
+
+// bindConversation makes conv the session's root conversation, with a fresh
+// reconciler unless it is already the bound one.
+func (s *session) bindConversation(conv string) {
+	if s.core.root != nil && s.core.rootConv == conv {
+		return
+	}
+	s.core.rootConv = conv
+	s.core.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.core.models})
+}
+
+// ---- binding ----
+
+func (s *session) startDiscovery(ctx actor.Context) {
+	s.core.gen++
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return newDiscovery(s.core.spec, s.conv(), s.cfg, s.core.gen, s.core.wg)
+	})
+	s.discovery = s.spawn(ctx, props, "discovery")
+}
+
+func (s *session) spawn(ctx actor.Context, props *actor.Props, kind string) *actor.PID {
+	pid := ctx.Spawn(props)
+	s.kinds[pid.Id] = kind
+	return pid
+}
+
+func (s *session) stopChild(ctx actor.Context, pid *actor.PID) {
+	if pid == nil {
+		return
+	}
+	delete(s.kinds, pid.Id)
+	ctx.Stop(pid)
+}
+
+func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
+	if m.Gen != s.core.gen {
+		m.Client.Close()
+		return
+	}
+	s.stopChild(ctx, s.discovery)
+	s.discovery = nil
+	s.closeClient()
+	s.client = m.Client
+	s.bindConversation(m.ConversationID)
+	if s.core.everBound {
+		s.core.mu.Lock()
+		s.core.rebinds++
+		s.core.mu.Unlock()
+	}
+	s.core.everBound = true
+	s.lostSince, s.lostReported = time.Time{}, false
+	s.core.markBound(m.ConversationID, m.Port)
+	s.spawnReaders(ctx)
+	for id, pid := range s.interactions {
+		_ = id
+		ctx.Send(pid, &messages.ClientChanged{Gen: s.core.gen, Client: s.client})
+	}
+	for _, p := range s.core.root.OpenPrompts() {
+		s.ensureInteraction(ctx, p)
+	}
+	for conv, pid := range s.subagents {
+		_ = conv
+		ctx.Send(pid, &messages.ClientChanged{Gen: s.core.gen, Client: s.client})
+	}
+}
+
+// spawnReaders starts the RPC children on the bound port and conversation.
+func (s *session) spawnReaders(ctx actor.Context) {
+	gen, client, conv, cfg, wg := s.core.gen, s.client, s.conv(), s.cfg, s.core.wg
+	mode := s.core.spec.ReadMode
+	s.streamUp = false
+	if mode != ReadPoll {
+		s.stream = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
+			return newStreamReader(client, conv, gen, wg)
+		}), "stream")
+	}
+	s.poller = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
+		return newPoller(client, conv, cfg, gen, wg, mode)
+	}), "poller")
+	s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
+		return newRotationWatcher(client, conv, cfg, gen, wg)
+	}), "rotation")
+	s.turns = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
+		return newTurnSender(client, conv, cfg, gen, wg)
+	}), "turns")
+}
+
+func (s *session) stopReaders(ctx actor.Context) {
+	for _, pid := range []*actor.PID{s.stream, s.poller, s.rotation, s.turns} {
+		s.stopChild(ctx, pid)
+	}
+	s.stream, s.poller, s.rotation, s.turns = nil, nil, nil, nil
+	s.streamUp = false
+}
+
+func (s *session) closeClient() {
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+}
+
+// portLost re-runs discovery: the RPC children stop, the generation moves
+// on (late messages of the old children are ignored), and the reconcilers
+// stay: nothing already emitted is emitted again on the new port.
+func (s *session) portLost(ctx actor.Context, err error) {
+	if s.discovery != nil {
+		return // already re-discovering
+	}
+	s.core.cfg.Logger.Info("port lost; re-discovering", "session", s.core.spec.SessionID, "err", err)
+	s.core.setLastError(err)
+	s.stopReaders(ctx)
+	s.lostSince = time.Now()
+	s.core.mu.Lock()
+	s.core.port = 0
+	s.core.mu.Unlock()
+	s.startDiscovery(ctx)
+}
+
+func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoveryStalled) {
+	if m.Gen != s.core.gen {
+		return
+	}
+	s.core.setLastError(m.Err)
+	if s.lostSince.IsZero() {
+		s.lostSince = time.Now()
+	}
+	if m.GiveUp {
+		msg := fmt.Sprintf("agy's language server is gone: not found for %s (%v); giving up", m.Since, m.Err)
+		s.publishError(ctx, msg, false)
+		s.publishStatus(messages.StateError)
+		s.endErr = errors.New(msg)
+		ctx.Stop(ctx.Self())
+		return
+	}
+	if !s.lostReported && time.Since(s.lostSince) >= s.cfg.LostAfter {
+		s.lostReported = true
+		s.publishError(ctx, fmt.Sprintf("agy's language server unreachable for %s (%v); still looking", m.Since, m.Err), true)
+	}
+}
+
+// rotate follows agy into a new root conversation (/clear).
+func (s *session) rotate(ctx actor.Context, to string) {
+	from := s.conv()
+	t := time.Now()
+	s.publish(&messages.Event{
+		Type: messages.EventConversationRotated, ID: from + "/rotated/" + to,
+		ConversationID: to, From: from, To: to, Time: t,
+	})
+	s.stopReaders(ctx)
+	for id, pid := range s.interactions {
+		s.stopChild(ctx, pid)
+		delete(s.interactions, id)
+	}
+	s.core.gen++
+	s.bindConversation(to)
+	s.core.markBound(to, s.client.Port())
+	s.spawnReaders(ctx)
+}
+
+// ---- reading ----
+
+func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
+	up := &m.Frame.Update
+	if up.ConversationID != "" && up.ConversationID != s.conv() {
+		if _, child := s.core.children[up.ConversationID]; !child && s.rotation != nil {
+			// The frame names another conversation: agy may have rotated.
+			ctx.Send(s.rotation, &messages.ReadNow{Gen: s.core.gen})
+		}
+		return
+	}
+	s.apply(ctx, s.conv(), mapper.FromFrame(m.Frame, m.Received))
+	if up.Status == rpc.RunIdle && s.poller != nil {
+		// agy can report IDLE before its last steps are flushed: read once more.
+		ctx.Send(s.poller, &messages.ReadNow{Gen: s.core.gen})
+	}
+}
+
+func (s *session) setStreamUp(ctx actor.Context, up bool) {
+	if s.streamUp == up {
+		return
+	}
+	s.streamUp = up
+	if s.poller != nil {
+		ctx.Send(s.poller, &messages.StreamState{Gen: s.core.gen, Up: up})
+	}
+}
+
+// apply runs an observation through the conversation's reconciler and
+// publishes what it implies.
+func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) {
+	rec := s.core.root
+	child := false
+	if conv != s.conv() {
+		r, ok := s.core.children[conv]
+		if !ok {
+			return
+		}
+		rec, child = r, true
+	}
+	for _, ev := range rec.Apply(obs) {
+		ev := ev
+		s.publish(&ev)
+		s.react(ctx, rec, &ev)
+	}
+	if !child {
+		s.syncSubagents(ctx)
+	}
+}
+
+// react starts and stops Interaction actors as prompts open and close.
+func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.Event) {
+	switch ev.Type {
+	case messages.EventElicitationRequest:
+		if p, ok := rec.Prompt(ev.ElicitationID); ok {
+			s.ensureInteraction(ctx, p)
+		}
+	case messages.EventElicitationResolved:
+		if pid, ok := s.interactions[ev.ElicitationID]; ok {
+			s.stopChild(ctx, pid)
+			delete(s.interactions, ev.ElicitationID)
+		}
+	}
+}
+
+func (s *session) ensureInteraction(ctx actor.Context, p *mapper.Prompt) {
+	if _, ok := s.interactions[p.ElicitationID]; ok || s.client == nil {
+		return
+	}
+	prompt := *p
+	conv := p.Request.ConversationID
+	if conv == "" {
+		conv = s.conv()
+	}
+	gen, client, cfg, wg := s.core.gen, s.client, s.cfg, s.core.wg
+	s.interactions[p.ElicitationID] = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
+		return newInteraction(client, conv, prompt, cfg, gen, wg)
+	}), "interaction")
+}
+
+// syncSubagents mirrors every child conversation the root has spawned.
+func (s *session) syncSubagents(ctx actor.Context) {
+	if s.client == nil {
+		return
+	}
+	for _, c := range s.core.root.Children() {
+		if _, ok := s.core.children[c.ConversationID]; !ok {
+			s.core.children[c.ConversationID] = mapper.NewReconciler(mapper.Config{
+				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.core.models,
+			})
+		}
+		if _, ok := s.subagents[c.ConversationID]; ok || s.core.childrenDone[c.ConversationID] {
+			continue
+		}
+		conv, gen, client, cfg, wg := c.ConversationID, s.core.gen, s.client, s.cfg, s.core.wg
+		s.subagents[conv] = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
+			return newSubagent(client, conv, cfg, gen, wg)
+		}), "subagent")
+	}
+}
+
+func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
+	for _, c := range s.core.root.Children() {
+		if c.ConversationID == conv && c.ParentTerminal {
+			if pid, ok := s.subagents[conv]; ok {
+				s.stopChild(ctx, pid)
+				delete(s.subagents, conv)
+				s.core.childrenDone[conv] = true
+			}
+		}
+	}
+}
+
+func (s *session) setModels(models map[string]rpc.ModelInfo) {
+	s.core.models = models
+	s.core.root.SetModels(models)
+	for _, r := range s.core.children {
+		r.SetModels(models)
+	}
+}
+
+// ---- commands ----
+
+func (s *session) onSendTurn(ctx actor.Context, m *messages.SendTurn) {
+	if s.turns == nil {
+		ctx.Respond(&messages.TurnResult{Err: errNotBound})
+		return
+	}
+	m.LastModel = s.core.root.LastModel()
+	s.core.root.ExpectTurn(m.Text)
+	ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
+}
+
+func (s *session) findPrompt(id string) (*mapper.Prompt, bool) {
+	if p, ok := s.core.root.Prompt(id); ok {
+		return p, true
+	}
+	for _, r := range s.core.children {
+		if p, ok := r.Prompt(id); ok {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
+	if r.ElicitationID == "" {
+		return errors.New("resolve: elicitation_id is required")
+	}
+	p, ok := s.findPrompt(r.ElicitationID)
+	if !ok {
+		return fmt.Errorf("resolve: no open elicitation %q", r.ElicitationID)
+	}
+	// Check the answer against the prompt now, so a bad command changes nothing.
+	if _, err := mapper.BuildInteraction(p, r, p.TrajectoryID, p.StepIndex); err != nil {
+		return fmt.Errorf("resolve: %w", err)
+	}
+	pid, ok := s.interactions[r.ElicitationID]
+	if !ok {
+		return errNotBound
+	}
+	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.core.gen, Resolve: r})
+	return nil
+}
+
+func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
+	rec := s.core.root
+	if _, ok := rec.Prompt(m.ElicitationID); !ok {
+		for _, r := range s.core.children {
+			if _, ok := r.Prompt(m.ElicitationID); ok {
+				rec = r
+			}
+		}
+	}
+	if ev, ok := rec.MarkResolved(m.ElicitationID, m.Action, m.StepIndex, time.Now()); ok {
+		s.publish(&ev)
+	}
+	if pid, ok := s.interactions[m.ElicitationID]; ok {
+		s.stopChild(ctx, pid)
+		delete(s.interactions, m.ElicitationID)
+	}
+}
+
+func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
+	s.publishError(ctx, fmt.Sprintf("answer to %s not delivered: %v", m.ElicitationID, m.Err), m.Retryable)
+}
+
+func (s *session) onSubscribe(m *messages.Subscribe) {
+	// Replay what the log still holds after AfterSeq, then the open prompts
+	// the replay did not carry, then live events.
+	sent := make(map[string]bool)
+	for _, ev := range s.core.log {
+		if ev.Seq > m.AfterSeq {
+			m.Sink.Push(ev)
+			sent[ev.ID] = true
+		}
+	}
+	for _, rec := range s.reconcilers() {
+		for _, p := range rec.OpenPrompts() {
+			if !sent[p.Request.ID] {
+				ev := p.Request
+				ev.SessionID = s.core.spec.SessionID
+				m.Sink.Push(&ev)
+			}
+		}
+	}
+	s.core.sinks = append(s.core.sinks, m.Sink)
+}
+
+func (s *session) reconcilers() []*mapper.Reconciler {
+	out := []*mapper.Reconciler{}
+	if s.core.root != nil {
+		out = append(out, s.core.root)
+	}
+	for _, r := range s.core.children {
+		out = append(out, r)
+	}
+	return out
+}
+
+// ---- publishing ----
+
+// publish stamps ev with the session id and the next seq, logs it, and
+// pushes it to every subscriber. It never blocks.
+func (s *session) publish(ev *messages.Event) {
+	c := s.core
+	c.seq++
+	ev.Seq = c.seq
+	ev.SessionID = c.spec.SessionID
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	if len(c.log) >= c.cfg.EventLog {
+		copy(c.log, c.log[1:])
+		c.log = c.log[:len(c.log)-1]
+	}
+	c.log = append(c.log, ev)
+	live := c.sinks[:0]
+	for _, sink := range c.sinks {
+		if sink.Push(ev) {
+			live = append(live, sink)
+		}
+	}
+	for i := len(live); i < len(c.sinks); i++ {
+		c.sinks[i] = nil
+	}
+	c.sinks = live
+	c.mu.Lock()
+	c.published++
+	c.mu.Unlock()
+}
+
+func (s *session) publishError(ctx actor.Context, msg string, retryable bool) {
+	s.publish(&messages.Event{
+		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.core.spec.SessionID, s.core.seq+1),
+		ConversationID: s.conv(), Message: msg, Retryable: messages.Ptr(retryable),
+	})
+}
+
+func (s *session) publishStatus(state string) {
+	s.publish(&messages.Event{
+		Type: messages.EventStatus, ID: fmt.Sprintf("%s/status/%d", s.core.spec.SessionID, s.core.seq+1),
+		ConversationID: s.conv(), State: state,
+	})
+}
+
+// ---- supervision ----
+
+// HandleFailure is the session's supervision strategy for its children; see
+// sessionDecider for the policy. It runs on the session's own goroutine.
+func (s *session) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason any, _ any) {
+	ctx := sup.(actor.Context)
+	kind := s.kinds[child.Id]
+	err, _ := reason.(error)
+	if err == nil {
+		err = fmt.Errorf("%v", reason)
+	}
+	publish := func(d actor.Directive) {
+		system.EventStream.Publish(&actor.SupervisorEvent{Child: child, Reason: reason, Directive: d})
+	}
+	if kind == "stream" {
+		s.setStreamUp(ctx, false)
+	}
+	switch sessionDecider(reason) {
+	case restartChild:
+		rs.Fail()
+		n := rs.NumberOfFailures(s.cfg.RestartWindow)
+		if n > s.cfg.RestartBudget {
+			publish(actor.StopDirective)
+			s.portLost(ctx, fmt.Errorf("%s failed %d times within %s: %w", kind, n, s.cfg.RestartWindow, err))
+			return
+		}
+		publish(actor.RestartDirective)
+		s.core.mu.Lock()
+		s.core.restarts[kind]++
+		s.core.mu.Unlock()
+		s.t.after(backoff(n, s.cfg.RestartBackoffMin, s.cfg.RestartBackoffMax), s.self, &restartNow{pid: child, gen: s.core.gen})
+	case rediscover:
+		publish(actor.StopDirective)
+		s.stopChild(ctx, child)
+		s.portLost(ctx, err)
+	case stopChild:
+		publish(actor.StopDirective)
+		s.stopChild(ctx, child)
+		s.publishError(ctx, err.Error(), false)
+		s.endErr = err
+		ctx.Stop(ctx.Self())
+	}
+}

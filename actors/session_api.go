@@ -1,0 +1,281 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// ErrSessionEnded is returned by calls on a session that has stopped.
+var ErrSessionEnded = errors.New("actors: session ended")
+
+// Session is the embedding API of one attached agy session. Its methods are
+// safe for concurrent use; each sends a message to the session actor and
+// waits for the reply (never longer than its context allows).
+type Session struct {
+	core   *sessionCore
+	host   *Host
+	pid    *actor.PID
+	events *Subscription
+}
+
+// ID is the session's id.
+func (s *Session) ID() string { return s.core.spec.SessionID }
+
+// ConversationID is the conversation the session is bound to now (it
+// changes when agy rotates to a new conversation after /clear).
+func (s *Session) ConversationID() string {
+	s.core.mu.Lock()
+	defer s.core.mu.Unlock()
+	return s.core.conversationID
+}
+
+// Port is the language-server port the session is bound to now (0 while
+// re-discovering).
+func (s *Session) Port() int {
+	s.core.mu.Lock()
+	defer s.core.mu.Unlock()
+	return s.core.port
+}
+
+// Events is the session's event stream from its start. The channel closes
+// when the session ends. A consumer that falls behind gets deltas
+// coalesced, never items dropped.
+func (s *Session) Events() <-chan *messages.Event { return s.events.C() }
+
+// Subscribe opens another event stream: the events after afterSeq still in
+// the session's bounded log, then the open prompts again, then live events.
+// Close it when done.
+func (s *Session) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, error) {
+	sub := newSubscription(s.core.cfg.CoalesceAfter, s.core.wg)
+	if _, err := s.request(ctx, &messages.Subscribe{AfterSeq: afterSeq, Sink: sub}); err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// SendTurn sends a user turn to agy. model "" picks the model of agy's last
+// turn, else agy's recommended model.
+func (s *Session) SendTurn(ctx context.Context, text, model string) error {
+	if text == "" {
+		return fmt.Errorf("actors: turn: text is empty")
+	}
+	res, err := s.request(ctx, &messages.SendTurn{Text: text, Model: model})
+	if err != nil {
+		return err
+	}
+	return res.(*messages.TurnResult).Err
+}
+
+// Resolve answers an open elicitation. An error means the command was
+// refused and nothing was sent; otherwise the outcome arrives as an
+// elicitation_resolved event (or an error event).
+func (s *Session) Resolve(ctx context.Context, r messages.Resolve) error {
+	res, err := s.request(ctx, &messages.ResolveElicitation{Resolve: r})
+	if err != nil {
+		return err
+	}
+	return res.(*messages.ResolveAccepted).Err
+}
+
+// Interrupt stops the running cascade; it returns once agy reports IDLE.
+func (s *Session) Interrupt(ctx context.Context) error {
+	res, err := s.request(ctx, &messages.Interrupt{})
+	if err != nil {
+		return err
+	}
+	return res.(*messages.TurnResult).Err
+}
+
+// Do runs a driver command (turn, resolve, interrupt, detach): the form the
+// CLI and the host receive.
+func (s *Session) Do(ctx context.Context, c messages.Command) error {
+	switch c.Type {
+	case messages.CommandTurn:
+		return s.SendTurn(ctx, c.Text, c.Model)
+	case messages.CommandResolve:
+		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers})
+	case messages.CommandInterrupt:
+		return s.Interrupt(ctx)
+	case messages.CommandDetach:
+		return s.Detach(ctx)
+	}
+	return fmt.Errorf("unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)
+}
+
+// Detach stops the session: its children stop, its RPCs are cancelled, and
+// its event channels close once drained. It returns when the session has
+// stopped.
+func (s *Session) Detach(ctx context.Context) error {
+	select {
+	case <-s.core.done:
+		return nil
+	default:
+	}
+	s.core.system.Root.Poison(s.pid)
+	select {
+	case <-s.core.done:
+		s.host.forget(s.ID())
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("actors: detach: %w", ctx.Err())
+	}
+}
+
+// Done is closed when the session has stopped.
+func (s *Session) Done() <-chan struct{} { return s.core.done }
+
+// Err says why the session stopped (nil after Detach or Shutdown).
+func (s *Session) Err() error { return s.core.Err() }
+
+// Stats are a session's counters.
+type Stats struct {
+	Events   uint64         // events published
+	Restarts map[string]int // child restarts by actor kind
+	Rebinds  int            // port re-discoveries after the first binding
+}
+
+// Stats returns the session's counters.
+func (s *Session) Stats() Stats {
+	s.core.mu.Lock()
+	defer s.core.mu.Unlock()
+	r := make(map[string]int, len(s.core.restarts))
+	for k, v := range s.core.restarts {
+		r[k] = v
+	}
+	return Stats{Events: s.core.published, Restarts: r, Rebinds: s.core.rebinds}
+}
+
+func (s *Session) request(ctx context.Context, msg any) (any, error) {
+	select {
+	case <-s.core.done:
+		return nil, ErrSessionEnded
+	default:
+	}
+	timeout := time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return nil, context.DeadlineExceeded
+		}
+	}
+	res, err := s.core.system.Root.RequestFuture(s.pid, msg, timeout).Result()
+	if err != nil {
+		select {
+		case <-s.core.done:
+			return nil, ErrSessionEnded
+		default:
+		}
+		return nil, fmt.Errorf("actors: %T: %w", msg, err)
+	}
+	return res, nil
+}
+
+// sessionCore is the state of a session that outlives any one incarnation
+// of its actor (a restart resumes where it was). Only the session actor
+// touches the unexported state above mu; the fields under mu are read by
+// the embedding API too.
+type sessionCore struct {
+	spec   Spec
+	cfg    Config
+	wg     *sync.WaitGroup
+	system *actor.ActorSystem
+
+	// owned by the session actor
+	seq          uint64
+	log          []*messages.Event // ring of the last cfg.EventLog events
+	sinks        []messages.EventSink
+	root         *mapper.Reconciler
+	rootConv     string
+	models       map[string]rpc.ModelInfo
+	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler
+	childrenDone map[string]bool               // subagents mirrored to the end
+	gen          messages.Gen
+	everBound    bool
+
+	mu             sync.Mutex
+	pid            *actor.PID
+	conversationID string
+	port           int
+	published      uint64
+	restarts       map[string]int
+	rebinds        int
+	lastErr        error
+	err            error
+	bound          chan struct{}
+	boundOnce      sync.Once
+	done           chan struct{}
+	doneOnce       sync.Once
+}
+
+func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, system *actor.ActorSystem) *sessionCore {
+	return &sessionCore{
+		spec: spec, cfg: cfg, wg: wg, system: system,
+		children:     make(map[string]*mapper.Reconciler),
+		childrenDone: make(map[string]bool),
+		restarts:     make(map[string]int),
+		bound:        make(chan struct{}),
+		done:         make(chan struct{}),
+	}
+}
+
+// subscribeLocked adds a subscriber before the session actor runs.
+func (c *sessionCore) subscribeLocked(afterSeq uint64) *Subscription {
+	sub := newSubscription(c.cfg.CoalesceAfter, c.wg)
+	c.sinks = append(c.sinks, sub)
+	return sub
+}
+
+func (c *sessionCore) setPID(pid *actor.PID) {
+	c.mu.Lock()
+	c.pid = pid
+	c.mu.Unlock()
+}
+
+func (c *sessionCore) markBound(conv string, port int) {
+	c.mu.Lock()
+	c.conversationID, c.port = conv, port
+	c.mu.Unlock()
+	c.boundOnce.Do(func() { close(c.bound) })
+}
+
+func (c *sessionCore) setLastError(err error) {
+	c.mu.Lock()
+	c.lastErr = err
+	c.mu.Unlock()
+}
+
+func (c *sessionCore) lastError() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+// Err is why the session ended, if it did so on its own.
+func (c *sessionCore) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// finish ends the session: subscribers drain and close, Done closes.
+func (c *sessionCore) finish(err error) {
+	c.doneOnce.Do(func() {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		for _, s := range c.sinks {
+			s.Finish()
+		}
+		c.sinks = nil
+		close(c.done)
+	})
+}

@@ -1,0 +1,83 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// streamReader is the actor that consumes StreamAgentStateUpdates for the
+// session's conversation. Its one job: hand every frame to the session, in
+// order (*messages.FrameReceived), and say when the stream is up
+// (*messages.StreamState).
+//
+// Its goroutine reads the stream and sends frames straight to the session.
+// Any end of the stream — an error, a clean end-stream, a repeated
+// subscriber closing it — is a failure: the actor panics with it, and the
+// session's policy restarts it with capped backoff (or re-discovers when the
+// port is gone) while the Poller covers.
+type streamReader struct {
+	client *rpc.Client
+	conv   string
+	gen    messages.Gen
+	wg     *sync.WaitGroup
+	t      *tasks
+}
+
+// streamEnded is sent by the reader's goroutine to the reader.
+type streamEnded struct{ err error }
+
+var errStreamEnded = errors.New("stream ended")
+
+func newStreamReader(client *rpc.Client, conv string, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
+	return &streamReader{client: client, conv: conv, gen: gen, wg: wg}
+}
+
+// Receive starts the stream and fails when it ends.
+func (r *streamReader) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		r.t = newTasks(r.wg, ctx.ActorSystem().Root)
+		r.read(ctx.Self(), ctx.Parent())
+	case *actor.Stopping, *actor.Restarting:
+		r.t.stop()
+	case *streamEnded:
+		err := m.err
+		if errors.Is(err, io.EOF) {
+			err = errStreamEnded
+		}
+		fail("stream", err)
+	}
+}
+
+func (r *streamReader) read(self, session *actor.PID) {
+	r.t.run(func(ctx context.Context) {
+		st, err := r.client.StreamAgentStateUpdates(ctx, r.conv, "")
+		if err != nil {
+			r.t.send(self, &streamEnded{err})
+			return
+		}
+		defer st.Close()
+		up := false
+		for {
+			f, err := st.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					r.t.send(self, &streamEnded{err})
+				}
+				return
+			}
+			if !up {
+				up = true
+				r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true})
+			}
+			r.t.send(session, &messages.FrameReceived{Gen: r.gen, Frame: f, Received: time.Now()})
+		}
+	})
+}

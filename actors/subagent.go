@@ -1,0 +1,88 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// subagent is the actor that mirrors one child conversation of an
+// INVOKE_SUBAGENT step. Its one job: read the child's trajectory every
+// Config.SubagentPoll (its run status first, then its steps) and hand each
+// read to the session (*messages.SnapshotRead with the child's conversation
+// id), which emits the child's items tagged with the child's and the
+// parent's conversation ids. When the child reports IDLE it says so
+// (*messages.SubagentDone); the session stops it once the parent step is
+// terminal too. Transient errors wait for the next tick; it follows the
+// session to a new port (*messages.ClientChanged).
+type subagent struct {
+	client *rpc.Client
+	conv   string
+	cfg    Config
+	gen    messages.Gen
+	wg     *sync.WaitGroup
+	t      *tasks
+	busy   bool
+}
+
+type subagentTick struct{}
+
+type subagentRead struct {
+	status rpc.RunStatus
+	err    error
+}
+
+func newSubagent(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
+	return &subagent{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+}
+
+// Receive reads on ticks.
+func (a *subagent) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.t = newTasks(a.wg, ctx.ActorSystem().Root)
+		a.read(ctx)
+	case *actor.Stopping, *actor.Restarting:
+		a.t.stop()
+	case *messages.ClientChanged:
+		a.client, a.gen = m.Client, m.Gen
+	case *subagentTick:
+		a.read(ctx)
+	case *subagentRead:
+		a.busy = false
+		if m.err == nil && m.status == rpc.RunIdle {
+			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: a.gen, ConversationID: a.conv})
+		}
+		if m.err != nil && errors.Is(m.err, rpc.ErrTrajectoryNotFound) {
+			// The child is gone from this server; nothing more to mirror.
+			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: a.gen, ConversationID: a.conv})
+		}
+		a.t.after(a.cfg.SubagentPoll, ctx.Self(), &subagentTick{})
+	}
+}
+
+func (a *subagent) read(ctx actor.Context) {
+	if a.busy {
+		return
+	}
+	a.busy = true
+	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
+	a.t.run(func(c context.Context) {
+		var status rpc.RunStatus
+		all, err := client.GetAllCascadeTrajectories(c)
+		if err == nil {
+			status = all.TrajectorySummaries[a.conv].Status
+			var steps []rpc.Step
+			steps, err = client.GetCascadeTrajectorySteps(c, a.conv)
+			if err == nil {
+				a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
+			}
+		}
+		a.t.send(self, &subagentRead{status: status, err: err})
+	})
+}

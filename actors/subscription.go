@@ -1,0 +1,157 @@
+package actors
+
+import (
+	"sync"
+
+	"github.com/agyharness/agyharness/messages"
+)
+
+// Subscription is one consumer's view of a session's events, in seq order.
+// The session pushes without ever blocking; when the consumer falls behind
+// by more than Config.CoalesceAfter events, consecutive deltas of one item
+// are merged into one (their text concatenated, or the later snapshot kept).
+// Items, prompts and status edges are never merged or dropped.
+type Subscription struct {
+	out  chan *messages.Event
+	done chan struct{} // closed by Close: the consumer is gone
+
+	mu        sync.Mutex
+	queue     []*messages.Event
+	wake      chan struct{}
+	closed    bool // no more pushes: drain then close out
+	coalesceN int
+	coalesced uint64
+}
+
+func newSubscription(coalesceAfter int, wg *sync.WaitGroup) *Subscription {
+	s := &Subscription{
+		out:       make(chan *messages.Event),
+		done:      make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		coalesceN: coalesceAfter,
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.pump()
+	}()
+	return s
+}
+
+// C is the event channel. It is closed after the session ends and every
+// queued event was received, or after Close.
+func (s *Subscription) C() <-chan *messages.Event { return s.out }
+
+// Close stops the subscription; events still queued are discarded.
+func (s *Subscription) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+	default:
+		close(s.done)
+	}
+}
+
+// Coalesced reports how many deltas were merged because the consumer lagged.
+func (s *Subscription) Coalesced() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.coalesced
+}
+
+// Push queues ev for the consumer. It never blocks. It returns false once
+// the consumer has closed the subscription.
+func (s *Subscription) Push(ev *messages.Event) bool {
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	if n := len(s.queue); n >= s.coalesceN && n > 0 && mergeable(s.queue[n-1], ev) {
+		s.queue[n-1] = merge(s.queue[n-1], ev)
+		s.coalesced++
+	} else {
+		s.queue = append(s.queue, ev)
+	}
+	s.mu.Unlock()
+	s.signal()
+	return true
+}
+
+// Finish marks the end of the session's events: the pump drains the queue
+// and then closes C.
+func (s *Subscription) Finish() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.signal()
+}
+
+func (s *Subscription) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Subscription) pump() {
+	defer close(s.out)
+	for {
+		s.mu.Lock()
+		var ev *messages.Event
+		if len(s.queue) > 0 {
+			ev = s.queue[0]
+			s.queue[0] = nil
+			s.queue = s.queue[1:]
+		}
+		closed := s.closed
+		s.mu.Unlock()
+		if ev == nil {
+			if closed {
+				return
+			}
+			select {
+			case <-s.wake:
+				continue
+			case <-s.done:
+				return
+			}
+		}
+		select {
+		case s.out <- ev:
+		case <-s.done:
+			return
+		}
+	}
+}
+
+func isDelta(ev *messages.Event) bool {
+	return ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta
+}
+
+// mergeable: two deltas of the same item and kind, next to each other.
+func mergeable(prev, next *messages.Event) bool {
+	return isDelta(prev) && isDelta(next) && prev.Type == next.Type && prev.ItemID == next.ItemID
+}
+
+// merge returns one delta equivalent to prev followed by next. The result
+// keeps prev's id (the first delta it stands for) and next's seq and time.
+func merge(prev, next *messages.Event) *messages.Event {
+	m := *prev
+	m.Seq, m.Time = next.Seq, next.Time
+	switch {
+	case next.Snapshot != "":
+		m.Delta, m.Snapshot = "", next.Snapshot
+	case prev.Snapshot != "":
+		m.Snapshot = prev.Snapshot + next.Delta
+	default:
+		m.Delta = prev.Delta + next.Delta
+	}
+	return &m
+}

@@ -1,0 +1,79 @@
+package actors
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// tasks owns the goroutines and timers of one actor incarnation. RPCs run
+// in its goroutines under its context, which the actor cancels when it stops
+// or restarts; results come back to the actor as messages. The host's wait
+// group counts every goroutine, so Host.Shutdown can wait for all of them.
+type tasks struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     *sync.WaitGroup
+	root   *actor.RootContext
+
+	mu     sync.Mutex
+	timers map[*time.Timer]struct{}
+}
+
+func newTasks(wg *sync.WaitGroup, root *actor.RootContext) *tasks {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &tasks{ctx: ctx, cancel: cancel, wg: wg, root: root}
+}
+
+// run starts f in a goroutine owned by this incarnation.
+func (t *tasks) run(f func(ctx context.Context)) {
+	if t.ctx.Err() != nil {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		f(t.ctx)
+	}()
+}
+
+// send delivers msg to pid unless this incarnation has stopped (a late
+// message to a stopped actor would be a dead letter).
+func (t *tasks) send(pid *actor.PID, msg any) {
+	if t.ctx.Err() == nil {
+		t.root.Send(pid, msg)
+	}
+}
+
+// after sends msg to pid after d, unless the incarnation stops first.
+func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
+	if t.ctx.Err() != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var tm *time.Timer
+	tm = time.AfterFunc(d, func() {
+		t.mu.Lock()
+		delete(t.timers, tm)
+		t.mu.Unlock()
+		t.send(pid, msg)
+	})
+	if t.timers == nil {
+		t.timers = make(map[*time.Timer]struct{})
+	}
+	t.timers[tm] = struct{}{}
+}
+
+// stop cancels every goroutine's context and every pending timer.
+func (t *tasks) stop() {
+	t.cancel()
+	t.mu.Lock()
+	for tm := range t.timers {
+		tm.Stop()
+	}
+	t.timers = nil
+	t.mu.Unlock()
+}

@@ -1,0 +1,238 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// turnSender is the actor that writes to agy's cascade. Its one job:
+// serialise user turns (*messages.SendTurn: SendUserCascadeMessage with the
+// model resolved as DESIGN.md says — explicit, else agy's last turn's model,
+// else GetAvailableModels' recommended one; the catalog is cached and read
+// again on the model-required error) and run interrupts
+// (*messages.Interrupt: the cancel methods in order until agy reports the
+// cascade IDLE, within Config.InterruptDeadline). Each reply is a
+// *messages.TurnResult to the original requester. It never uses
+// SendAgentMessage, which records a SYSTEM_MESSAGE instead of a turn.
+//
+// It reads the catalog once at start and reports it to the session
+// (*messages.ModelsLoaded). A lost port is a failure (the session
+// re-discovers); other errors are the requester's to see.
+type turnSender struct {
+	client *rpc.Client
+	conv   string
+	cfg    Config
+	gen    messages.Gen
+	wg     *sync.WaitGroup
+	t      *tasks
+
+	queue   []pendingTurn
+	busy    bool
+	catalog map[string]rpc.ModelInfo // by model enum
+}
+
+type pendingTurn struct {
+	msg   *messages.SendTurn
+	reply *actor.PID
+}
+
+// turnSent and catalogRead are the sender's own messages.
+type turnSent struct {
+	reply   *actor.PID
+	result  *messages.TurnResult
+	catalog map[string]rpc.ModelInfo
+}
+
+type catalogRead struct {
+	catalog map[string]rpc.ModelInfo
+	err     error
+}
+
+func newTurnSender(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
+	return &turnSender{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+}
+
+// Receive queues turns, runs one at a time, and runs interrupts at once.
+func (ts *turnSender) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		ts.t = newTasks(ts.wg, ctx.ActorSystem().Root)
+		self := ctx.Self()
+		ts.t.run(func(c context.Context) {
+			cat, err := readCatalog(c, ts.client)
+			ts.t.send(self, &catalogRead{cat, err})
+		})
+	case *actor.Stopping, *actor.Restarting:
+		ts.t.stop()
+		for _, p := range ts.queue {
+			ctx.Send(p.reply, &messages.TurnResult{Err: errNotBound})
+		}
+		ts.queue = nil
+	case *catalogRead:
+		if m.err == nil && ts.catalog == nil {
+			ts.catalog = m.catalog
+			ctx.Send(ctx.Parent(), &messages.ModelsLoaded{Gen: ts.gen, Models: m.catalog})
+		}
+	case *messages.SendTurn:
+		ts.queue = append(ts.queue, pendingTurn{msg: m, reply: ctx.Sender()})
+		ts.next(ctx)
+	case *turnSent:
+		ts.busy = false
+		if m.catalog != nil && ts.catalog == nil {
+			ts.catalog = m.catalog
+			ctx.Send(ctx.Parent(), &messages.ModelsLoaded{Gen: ts.gen, Models: m.catalog})
+		}
+		ctx.Send(m.reply, m.result)
+		if errors.Is(m.result.Err, rpc.ErrPortGone) {
+			fail("turns", m.result.Err)
+		}
+		ts.next(ctx)
+	case *messages.Interrupt:
+		reply := ctx.Sender()
+		ts.t.run(func(c context.Context) {
+			err := ts.interrupt(c)
+			ts.t.send(reply, &messages.TurnResult{Err: err})
+		})
+	}
+}
+
+func (ts *turnSender) next(ctx actor.Context) {
+	if ts.busy || len(ts.queue) == 0 {
+		return
+	}
+	p := ts.queue[0]
+	ts.queue = ts.queue[1:]
+	ts.busy = true
+	self, catalog := ctx.Self(), ts.catalog
+	ts.t.run(func(c context.Context) {
+		res, cat := ts.send(c, p.msg, catalog)
+		ts.t.send(self, &turnSent{reply: p.reply, result: res, catalog: cat})
+	})
+}
+
+// send sends one turn; it returns the catalog when it had to read it.
+func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog map[string]rpc.ModelInfo) (*messages.TurnResult, map[string]rpc.ModelInfo) {
+	var read map[string]rpc.ModelInfo
+	model := m.Model
+	if model == "" {
+		model = m.LastModel
+	}
+	if model == "" {
+		if catalog == nil {
+			cat, err := readCatalog(ctx, ts.client)
+			if err != nil {
+				return &messages.TurnResult{Err: fmt.Errorf("turn: no model given and the catalog is unreadable: %w", err)}, nil
+			}
+			catalog, read = cat, cat
+		}
+		model = recommended(catalog)
+		if model == "" {
+			return &messages.TurnResult{Err: errors.New("turn: no model given and agy lists none")}, read
+		}
+	}
+	err := ts.client.SendUserCascadeMessage(ctx, ts.conv, m.Text, model)
+	if errors.Is(err, rpc.ErrModelRequired) && m.Model == "" {
+		// The model we resolved is not accepted any more: read the catalog again.
+		if cat, cerr := readCatalog(ctx, ts.client); cerr == nil {
+			read = cat
+			if alt := recommended(cat); alt != "" {
+				model = alt
+				err = ts.client.SendUserCascadeMessage(ctx, ts.conv, m.Text, model)
+			}
+		}
+	}
+	if err != nil {
+		return &messages.TurnResult{Model: model, Err: fmt.Errorf("turn: %w", err)}, read
+	}
+	return &messages.TurnResult{Model: model}, read
+}
+
+// interrupt tries each cancel method until agy reports the cascade IDLE.
+func (ts *turnSender) interrupt(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ts.cfg.InterruptDeadline)
+	defer cancel()
+	per := ts.cfg.InterruptDeadline / time.Duration(len(rpc.CancelMethods)+1)
+	var errs []error
+	for _, method := range rpc.CancelMethods {
+		err := ts.client.Cancel(ctx, method, ts.conv)
+		if err != nil && !errors.Is(err, rpc.ErrUnimplemented) {
+			errs = append(errs, fmt.Errorf("%s: %w", method, err))
+			if errors.Is(err, rpc.ErrPortGone) {
+				break
+			}
+			continue
+		}
+		if err == nil && ts.waitIdle(ctx, per) {
+			return nil
+		}
+	}
+	if ts.waitIdle(ctx, per) {
+		return nil
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("interrupt: cascade still running: %w", errors.Join(errs...))
+	}
+	return errors.New("interrupt: cascade still running after every cancel method")
+}
+
+// waitIdle polls the cascade's run status until IDLE or d elapses.
+func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
+		all, err := ts.client.GetAllCascadeTrajectories(ctx)
+		if err == nil {
+			if s, ok := all.TrajectorySummaries[ts.conv]; ok && (s.Status == rpc.RunIdle || s.Status == "") {
+				return true
+			}
+		}
+		if time.Now().Add(wait).After(deadline) {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
+func readCatalog(ctx context.Context, c *rpc.Client) (map[string]rpc.ModelInfo, error) {
+	res, err := c.GetAvailableModels(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]rpc.ModelInfo, len(res.Response.Models))
+	for key, m := range res.Response.Models {
+		if m.Model == "" {
+			m.Model = key
+		}
+		out[m.Model] = m
+	}
+	return out, nil
+}
+
+// recommended is the catalog's recommended model, else its first by name.
+func recommended(catalog map[string]rpc.ModelInfo) string {
+	names := make([]string, 0, len(catalog))
+	for name := range catalog {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if catalog[name].Recommended {
+			return name
+		}
+	}
+	if len(names) > 0 {
+		return names[0]
+	}
+	return ""
+}
