@@ -92,8 +92,10 @@ func (c *Client) openStream(ctx context.Context, method string, req any) (*Strea
 	}
 	hresp, err := c.transport.RoundTrip(hreq)
 	if err != nil {
+		// Classify before cancel, which would make every failure look canceled.
+		e := transportError(sctx, method, err)
 		cancel()
-		return nil, transportError(sctx, method, err)
+		return nil, e
 	}
 	if err := checkStreamResponse(method, hresp); err != nil {
 		hresp.Body.Close()
