@@ -101,15 +101,21 @@ func TestUnaryMethods(t *testing.T) {
 		},
 		{
 			name: "CancelCascadeSteps", method: "CancelCascadeSteps", wantBody: `{"cascadeId":"` + conv + `"}`, answer: `{}`,
-			call: func(t *testing.T, ctx context.Context, c *rpc.Client) { require.NoError(t, c.CancelCascadeSteps(ctx, conv)) },
+			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
+				require.NoError(t, c.CancelCascadeSteps(ctx, conv))
+			},
 		},
 		{
 			name: "CancelCascadeInvocation", method: "CancelCascadeInvocation", wantBody: `{"cascadeId":"` + conv + `"}`, answer: `{}`,
-			call: func(t *testing.T, ctx context.Context, c *rpc.Client) { require.NoError(t, c.CancelCascadeInvocation(ctx, conv)) },
+			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
+				require.NoError(t, c.CancelCascadeInvocation(ctx, conv))
+			},
 		},
 		{
 			name: "ForceStopCascadeTree", method: "ForceStopCascadeTree", wantBody: `{"cascadeId":"` + conv + `"}`, answer: `{}`,
-			call: func(t *testing.T, ctx context.Context, c *rpc.Client) { require.NoError(t, c.ForceStopCascadeTree(ctx, conv)) },
+			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
+				require.NoError(t, c.ForceStopCascadeTree(ctx, conv))
+			},
 		},
 		{
 			name: "Cancel generic", method: "ForceStopCascadeTree", wantBody: `{"cascadeId":"` + conv + `"}`, answer: `{}`,
