@@ -1,0 +1,39 @@
+// Package agytest is a fake of agy's language server, the way net/http/httptest
+// fakes an HTTP server: every test, demo and benchmark of the project runs
+// against it, so it copies agy's behaviour, quirks included (DESIGN.md
+// section 7).
+//
+// A Server listens on HTTPS (self-signed, HTTP/2) on a random loopback port
+// and on plain HTTP next to it, and serves the Connect protocol of
+// exa.language_server_pb.LanguageServerService as connect-go writes it. It
+// hosts one root conversation at start (as a freshly started agy does); turns
+// arrive over SendUserCascadeMessage or TypeTurn (a person typing in agy's own
+// terminal) and run a Scenario: streamed thinking and text, commands and file
+// tools with or without a permission prompt, questions, subagents, failures.
+//
+// Behaviour worth knowing, each as agy does it:
+//   - Steps are proto3 JSON shaped like ../shared/fixtures/agy-steps: defaults
+//     omitted, 64-bit integers as strings, stepIndex inside
+//     metadata.sourceTrajectoryStepInfo. Streamed copies drop
+//     metadata.toolCall and plannerResponse.toolCalls, and some streamed DONE
+//     planner copies carry modifiedResponse without response.
+//   - A stream sends a snapshot, then sparse index-addressed frames of
+//     cumulative step copies. Some turns (Options.IdleBeforeFlush) report IDLE
+//     before the last step's final copy, which then comes in a later frame or
+//     only through GetCascadeTrajectorySteps. A repeated subscriberId ends the
+//     older stream. After Clear, a stream of the old active conversation
+//     follows the new one: its frames name the new conversationId.
+//   - A WAITING prompt expires after Options.PromptTimeout into ERROR and comes
+//     back as a new WAITING step at a higher index. Answers must carry the
+//     trajectoryId and stepIndex inside the interaction and target the step
+//     WAITING now, else 500 "input not registered for step N".
+//   - A denied permission ends the step DONE with the echoed answer in
+//     completedInteractions and no output or exit code; the turn goes on.
+//   - SendUserCascadeMessage without a model fails with "neither PlanModel nor
+//     RequestedModel specified" and records nothing (agy's turn would end in
+//     ERROR; failing the call tells the caller at once).
+//   - SendAgentMessage records a SYSTEM_MESSAGE, never a user turn.
+//
+// GroundTruth records every committed step so tests compare what a client saw
+// with what happened; InjectFault arms seeded, reproducible faults.
+package agytest

@@ -1,0 +1,179 @@
+package agytest
+
+import (
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// prompt is the open WAITING interaction of a conversation. The answer
+// arrives on answer (capacity 1) from HandleCascadeUserInteraction or the
+// terminal; whoever first moves the step out of WAITING under the
+// conversation's lock wins (answer or timeout), the other gives way.
+type prompt struct {
+	idx       int
+	questions []QuestionSpec // nil for a permission prompt
+	answer    chan rpc.InteractionResponse
+}
+
+// prompt opens a WAITING interaction on step idx and waits for its answer.
+// When it expires the step turns ERROR and agy's retry opens the same prompt
+// as a new step at the next index; prompt returns the index it was answered at.
+func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, questions []QuestionSpec) (rpc.InteractionResponse, int, error) {
+	for {
+		expireNow := t.srv.takeFault(FaultPromptTimeout)
+		p := &prompt{questions: questions, answer: make(chan rpc.InteractionResponse, 1)}
+		t.flush()
+		c := t.c
+		c.mu.Lock()
+		p.idx = idx
+		f := c.steps[idx]
+		f.step.Status = rpc.StatusWaiting
+		f.step.RequestedInteraction = req
+		for k, v := range extra {
+			f.setExtra(k, v)
+		}
+		c.prompt = p
+		c.touchLocked(idx)
+		c.mu.Unlock()
+
+		ans, answered, err := t.await(p, expireNow)
+		if err != nil || answered {
+			return ans, idx, err
+		}
+		// agy retries the timed-out prompt as a fresh step.
+		c.mu.Lock()
+		retry := c.steps[idx].clone()
+		c.mu.Unlock()
+		retry.step.Status = rpc.StatusPending
+		retry.step.RequestedInteraction = nil
+		retry.step.CompletedInteractions = nil
+		retry.step.Metadata.CreatedAt = timestamp(time.Now())
+		retry.step.Metadata.CompletedAt = ""
+		if err := t.pause(); err != nil {
+			return rpc.InteractionResponse{}, idx, err
+		}
+		idx = t.add(retry)
+	}
+}
+
+// await waits for p's answer, its expiry or the turn's end. It reports
+// answered=false when the prompt expired.
+func (t *turnRun) await(p *prompt, expireNow bool) (rpc.InteractionResponse, bool, error) {
+	var expired <-chan time.Time
+	switch d := t.srv.opts.PromptTimeout; {
+	case expireNow:
+		ch := make(chan time.Time)
+		close(ch)
+		expired = ch
+	case d > 0:
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		expired = timer.C
+	}
+	select {
+	case ans := <-p.answer:
+		return ans, true, nil
+	case <-expired:
+		if !t.c.expire(p) {
+			return <-p.answer, true, nil // answered just before the timer fired
+		}
+		return rpc.InteractionResponse{}, false, nil
+	case <-t.ctx.Done():
+		return rpc.InteractionResponse{}, false, t.ctx.Err()
+	}
+}
+
+// expire times out p if it is still open: its step turns ERROR.
+func (c *conversation) expire(p *prompt) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.prompt != p {
+		return false
+	}
+	c.prompt = nil
+	f := c.steps[p.idx]
+	f.step.Status = rpc.StatusError
+	f.step.Metadata.CompletedAt = timestamp(time.Now())
+	c.touchLocked(p.idx)
+	return true
+}
+
+// answer delivers an interaction, validated as agy validates it: the ids
+// inside the interaction must name this trajectory's step that is WAITING
+// now, else the overloaded "input not registered for step N". From the
+// terminal the open prompt is answered whatever the ids say.
+func (c *conversation) answer(resp rpc.InteractionResponse, fromTerminal bool) *connectError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.prompt
+	if fromTerminal {
+		if p == nil {
+			return errorf(rpc.CodeUnknown, "no open prompt in conversation %s", c.id)
+		}
+		resp.TrajectoryID = c.trajectoryID
+		resp.StepIndex = rpc.Int(p.idx)
+	}
+	idx := int(resp.StepIndex)
+	if resp.TrajectoryID != c.trajectoryID || p == nil || p.idx != idx || c.steps[idx].step.Status != rpc.StatusWaiting {
+		return errorf(rpc.CodeUnknown, "input not registered for step %d", idx)
+	}
+	if p.questions == nil {
+		if resp.Permission == nil {
+			return errorf(rpc.CodeUnknown, "step %d expects a permission response", idx)
+		}
+		resp.AskQuestion = nil
+	} else {
+		if resp.AskQuestion == nil {
+			return errorf(rpc.CodeUnknown, "step %d expects an askQuestion response", idx)
+		}
+		if err := validateAnswers(p.questions, resp.AskQuestion.Responses, idx); err != nil {
+			return err
+		}
+		resp.Permission = nil
+	}
+	f := c.steps[idx]
+	f.step.Status = rpc.StatusRunning
+	c.prompt = nil
+	c.touchLocked(idx)
+	p.answer <- resp
+	return nil
+}
+
+func validateAnswers(qs []QuestionSpec, rs []rpc.QuestionResponse, idx int) *connectError {
+	answered := map[string]bool{}
+	for _, r := range rs {
+		qi := slices.IndexFunc(qs, func(q QuestionSpec) bool { return q.Question == r.Question })
+		if qi < 0 {
+			return errorf(rpc.CodeUnknown, "step %d: response to unknown question %q (quote the question verbatim)", idx, r.Question)
+		}
+		q := qs[qi]
+		if answered[q.Question] {
+			return errorf(rpc.CodeUnknown, "step %d: question %q answered twice", idx, q.Question)
+		}
+		answered[q.Question] = true
+		if len(r.SelectedOptionIDs) == 0 && r.WriteInResponse == "" {
+			return errorf(rpc.CodeUnknown, "step %d: question %q has no selected option", idx, q.Question)
+		}
+		if len(r.SelectedOptionIDs) > 1 && !q.MultiSelect {
+			return errorf(rpc.CodeUnknown, "step %d: question %q takes a single option", idx, q.Question)
+		}
+		if r.WriteInResponse != "" && !q.AllowWriteIn {
+			return errorf(rpc.CodeUnknown, "step %d: question %q takes no write-in", idx, q.Question)
+		}
+		for _, id := range r.SelectedOptionIDs {
+			n, err := strconv.Atoi(id)
+			if err != nil || n < 1 || n > len(q.Options) || strconv.Itoa(n) != id {
+				return errorf(rpc.CodeUnknown, "step %d: question %q has no option id %q (ids are \"1\"..\"%d\")", idx, q.Question, id, len(q.Options))
+			}
+		}
+	}
+	for _, q := range qs {
+		if !answered[q.Question] {
+			return errorf(rpc.CodeUnknown, "step %d: question %q not answered", idx, q.Question)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,751 @@
+package agytest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// turnRequest is a turn waiting to run: a user turn (over RPC or typed in
+// the terminal) or a subagent child's task.
+type turnRequest struct {
+	text   string
+	model  string
+	source string
+	script *TurnScript // nil: picked from the scenario when the turn is queued
+}
+
+var errClosed = errors.New("agytest: server closed")
+
+// enqueue records the turn (its USER_INPUT step) and runs it, or queues it
+// behind the running turn, as agy queues a message typed while it works.
+func (c *conversation) enqueue(req *turnRequest) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if req.script == nil {
+		sc, matched := c.srv.opts.Scenario.pick(req.text, c.fallthroughTurns)
+		if !matched {
+			c.fallthroughTurns++
+		}
+		req.script = &sc
+	}
+	if req.model == "" {
+		req.model = req.script.Model
+	}
+	if req.model == "" {
+		req.model = c.lastModel
+	}
+	if req.model == "" {
+		req.model = c.srv.recommendedModel()
+	}
+	if c.running {
+		c.queue = append(c.queue, req)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(c.srv.ctx)
+	done := make(chan struct{})
+	if !c.srv.spawn() {
+		cancel()
+		return errClosed
+	}
+	c.running = true
+	c.cancelTurn = cancel
+	c.turnDone = done
+	t := c.beginTurnLocked(ctx, req)
+	go c.work(ctx, cancel, t, done)
+	return nil
+}
+
+// beginTurnLocked records the USER_INPUT step of a turn and marks the
+// cascade RUNNING.
+func (c *conversation) beginTurnLocked(ctx context.Context, req *turnRequest) *turnRun {
+	c.turns++
+	rng := rngFor(c.srv.opts.Seed, c.id, "turn", strconv.Itoa(c.turns))
+	t := &turnRun{
+		srv:    c.srv,
+		c:      c,
+		ctx:    ctx,
+		rng:    rng,
+		req:    req,
+		turnNo: c.turns,
+		execID: uuidFrom(rng),
+	}
+	clear(c.lag)
+	now := time.Now()
+	f := &fakeStep{step: rpc.Step{
+		Type:   rpc.StepUserInput,
+		Status: rpc.StatusDone,
+		Metadata: rpc.StepMetadata{
+			Source:      req.source,
+			ExecutionID: t.execID,
+			CreatedAt:   timestamp(now),
+		},
+		UserInput: &rpc.UserInput{
+			Items:        []rpc.TextItem{{Text: req.text}},
+			UserResponse: req.text,
+			UserConfig: &rpc.UserConfig{PlannerConfig: &rpc.PlannerConfig{
+				PlanModel:      req.model,
+				RequestedModel: &rpc.ModelRef{Model: req.model},
+			}},
+		},
+	}}
+	f.setExtra("userInput.activeUserState", map[string]any{})
+	t.userInputIdx = c.appendLocked(f)
+	c.lastInput = now
+	c.lastInputI = t.userInputIdx
+	c.lastModel = req.model
+	c.setStatusLocked(rpc.RunRunning)
+	return t
+}
+
+// work runs turns until the queue is empty or the turn is canceled; it is
+// the conversation's only writer of steps while it runs.
+func (c *conversation) work(ctx context.Context, cancel context.CancelFunc, t *turnRun, done chan struct{}) {
+	defer c.srv.wg.Done()
+	defer close(done)
+	defer cancel()
+	for {
+		lag, err := t.run()
+		c.mu.Lock()
+		t.flushLocked()
+		if err != nil {
+			c.cancelLiveLocked()
+			c.queue = nil
+		} else if n := len(c.steps); n > 0 && lag != lagNone {
+			c.lag[n-1] = lag
+		}
+		if len(c.queue) > 0 && ctx.Err() == nil {
+			next := c.queue[0]
+			c.queue = c.queue[1:]
+			t = c.beginTurnLocked(ctx, next)
+			c.mu.Unlock()
+			continue
+		}
+		c.running = false
+		c.prompt = nil
+		c.setStatusLocked(rpc.RunIdle)
+		c.mu.Unlock()
+		return
+	}
+}
+
+// cancelLiveLocked turns every live step CANCELED (an interrupt).
+func (c *conversation) cancelLiveLocked() {
+	c.prompt = nil
+	for i, f := range c.steps {
+		if !f.step.Status.Terminal() {
+			f.step.Status = rpc.StatusCanceled
+			c.touchLocked(i)
+		}
+	}
+}
+
+// cancel interrupts the running turn (and the turns of its subagents) and
+// waits until the cascade is idle. Nothing to cancel is not an error.
+func (c *conversation) cancel(ctx context.Context) error {
+	c.mu.Lock()
+	children := append([]*conversation(nil), c.children...)
+	if !c.running {
+		c.mu.Unlock()
+		for _, ch := range children {
+			if err := ch.cancel(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	c.setStatusLocked(rpc.RunCanceling)
+	c.queue = nil
+	stop, done := c.cancelTurn, c.turnDone
+	c.mu.Unlock()
+	stop()
+	for _, ch := range children {
+		if err := ch.cancel(ctx); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// turnRun executes one turn script. Its last commit is held back (pending)
+// so that work applies it under the same lock as the IDLE status: that is
+// what lets a stream see IDLE before the last step's DONE, as agy's does.
+type turnRun struct {
+	srv          *Server
+	c            *conversation
+	ctx          context.Context
+	rng          *rand.Rand
+	req          *turnRequest
+	turnNo       int
+	execID       string
+	userInputIdx int
+	thinking     string
+
+	pendingIdx int
+	pendingFn  func(*fakeStep)
+}
+
+func (t *turnRun) run() (lagMode, error) {
+	if t.turnNo == 1 {
+		f := t.newStep(rpc.StepConversationHistory, rpc.StatusDone, rpc.SourceSystem)
+		f.setExtra("conversationHistory", map[string]any{})
+		t.add(f)
+	}
+	for _, a := range t.req.script.Actions {
+		var err error
+		switch {
+		case a.Think != "":
+			if t.thinking != "" {
+				t.thinking += "\n\n"
+			}
+			t.thinking += a.Think
+		case a.Say != "":
+			err = t.plan(strings.Repeat(a.Say, max(1, a.Repeat)), a.Chunks, nil)
+		case a.RunCommand != nil:
+			err = t.runCommand(*a.RunCommand)
+		case a.Ask != nil:
+			err = t.ask(*a.Ask)
+		case a.Tool != nil:
+			err = t.tool(*a.Tool)
+		case a.Subagent != nil:
+			err = t.subagent(*a.Subagent)
+		case a.Fail != "":
+			return t.lag(), t.fail(a.Fail)
+		}
+		if err != nil {
+			return lagNone, err
+		}
+	}
+	if t.thinking != "" {
+		if err := t.plan("", 0, nil); err != nil {
+			return lagNone, err
+		}
+	}
+	if t.turnNo == 1 || t.rng.IntN(2) == 0 {
+		if err := t.checkpoint(); err != nil {
+			return lagNone, err
+		}
+	}
+	return t.lag(), nil
+}
+
+func (t *turnRun) lag() lagMode {
+	if t.rng.Float64() >= t.srv.opts.IdleBeforeFlush {
+		return lagNone
+	}
+	if t.rng.IntN(2) == 0 {
+		return lagLater
+	}
+	return lagNever
+}
+
+// --- step plumbing ---
+
+func (t *turnRun) newStep(typ rpc.StepType, status rpc.StepStatus, source string) *fakeStep {
+	f := &fakeStep{step: rpc.Step{
+		Type:   typ,
+		Status: status,
+		Metadata: rpc.StepMetadata{
+			Source:      source,
+			ExecutionID: t.execID,
+			CreatedAt:   timestamp(time.Now()),
+		},
+	}}
+	if source == rpc.SourceModel {
+		f.step.Metadata.GeneratorModel = t.req.model
+		f.step.Metadata.RequestedModel = &rpc.ModelRef{Model: t.req.model}
+	}
+	return f
+}
+
+func (t *turnRun) flush() {
+	if t.pendingFn != nil {
+		t.c.update(t.pendingIdx, t.pendingFn)
+		t.pendingFn = nil
+	}
+}
+
+func (t *turnRun) flushLocked() {
+	if t.pendingFn != nil {
+		t.pendingFn(t.c.steps[t.pendingIdx])
+		t.c.touchLocked(t.pendingIdx)
+		t.pendingFn = nil
+	}
+}
+
+func (t *turnRun) add(f *fakeStep) int {
+	t.flush()
+	return t.c.add(f)
+}
+
+func (t *turnRun) update(idx int, fn func(*fakeStep)) {
+	t.flush()
+	t.c.update(idx, fn)
+}
+
+// commit holds a step's final change back until the next step or pause.
+func (t *turnRun) commit(idx int, fn func(*fakeStep)) {
+	t.flush()
+	t.pendingIdx, t.pendingFn = idx, fn
+}
+
+// pause waits ChunkDelay between streamed changes; it ends early when the
+// turn is canceled.
+func (t *turnRun) pause() error {
+	t.flush()
+	d := t.srv.opts.ChunkDelay
+	if d <= 0 {
+		return t.ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-t.ctx.Done():
+		return t.ctx.Err()
+	}
+}
+
+func tokens(s string) int {
+	n := utf8.RuneCountInString(s)
+	if n == 0 {
+		return 0
+	}
+	return n/4 + 1
+}
+
+// --- actions ---
+
+// plan streams a PLANNER_RESPONSE: thinking first, then modifiedResponse in
+// chunks; response, usage and the tool call only at DONE.
+func (t *turnRun) plan(text string, chunks int, call *rpc.ToolCall) error {
+	f := t.newStep(rpc.StepPlannerResponse, rpc.StatusGenerating, rpc.SourceModel)
+	f.step.PlannerResponse = &rpc.PlannerResponse{MessageID: "bot-" + uuidFrom(t.rng)}
+	idx := t.add(f)
+	thinking := t.thinking
+	t.thinking = ""
+	if err := t.stream(idx, thinking, 0, func(pr *rpc.PlannerResponse, s string) { pr.Thinking += s }); err != nil {
+		return err
+	}
+	if err := t.stream(idx, text, chunks, func(pr *rpc.PlannerResponse, s string) { pr.ModifiedResponse += s }); err != nil {
+		return err
+	}
+	if err := t.pause(); err != nil {
+		return err
+	}
+	respTokens := tokens(text)
+	if call != nil {
+		respTokens += tokens(call.ArgumentsJSON)
+	}
+	usage := t.usage(tokens(thinking), respTokens)
+	omit := t.rng.IntN(3) == 0
+	t.commit(idx, func(f *fakeStep) {
+		now := timestamp(time.Now())
+		f.step.Status = rpc.StatusDone
+		pr := f.step.PlannerResponse
+		pr.Response = pr.ModifiedResponse
+		pr.StopReason = "STOP_REASON_STOP_PATTERN"
+		if call != nil {
+			pr.ToolCalls = []rpc.ToolCall{*call}
+		}
+		f.step.Metadata.ModelUsage = usage
+		f.step.Metadata.CompletedAt = now
+		f.setExtra("metadata.modelUsage.apiProvider", "API_PROVIDER_GOOGLE_GEMINI")
+		f.setExtra("metadata.modelUsage.responseId", shortID(t.rng)+shortID(t.rng))
+		f.setExtra("metadata.stepGenerationVersion", 1)
+		f.setExtra("metadata.finishedGeneratingAt", now)
+		f.streamOmitsResponse = omit && text != ""
+	})
+	return nil
+}
+
+func (t *turnRun) stream(idx int, text string, chunks int, grow func(*rpc.PlannerResponse, string)) error {
+	for _, piece := range chunk(text, chunks) {
+		if err := t.pause(); err != nil {
+			return err
+		}
+		t.update(idx, func(f *fakeStep) { grow(f.step.PlannerResponse, piece) })
+	}
+	return nil
+}
+
+func (t *turnRun) usage(thinking, response int) *rpc.ModelUsage {
+	return &rpc.ModelUsage{
+		Model:                t.req.model,
+		InputTokens:          rpc.Int64(1000 + t.rng.IntN(20000)),
+		OutputTokens:         rpc.Int64(thinking + response),
+		ThinkingOutputTokens: rpc.Int64(thinking),
+		ResponseOutputTokens: rpc.Int64(response),
+		CacheReadTokens:      rpc.Int64(t.rng.IntN(3) * 8000),
+	}
+}
+
+// toolCall builds a tool call; argumentsJson has sorted keys, as agy's has.
+func (t *turnRun) toolCall(name string, args map[string]any) (rpc.ToolCall, []string) {
+	b, err := json.Marshal(args)
+	if err != nil {
+		panic("agytest: tool arguments: " + err.Error())
+	}
+	order := make([]string, 0, len(args))
+	for k := range args {
+		order = append(order, k)
+	}
+	sortArgs(order)
+	return rpc.ToolCall{ID: shortID(t.rng), Name: name, ArgumentsJSON: string(b)}, order
+}
+
+// sortArgs orders argument names as agy lists them: the tool's own
+// (capitalised) arguments first, then toolAction and toolSummary.
+func sortArgs(names []string) {
+	rank := func(s string) string {
+		if s == "toolAction" || s == "toolSummary" {
+			return "~" + s
+		}
+		return s
+	}
+	for i := 1; i < len(names); i++ {
+		for j := i; j > 0 && rank(names[j]) < rank(names[j-1]); j-- {
+			names[j], names[j-1] = names[j-1], names[j]
+		}
+	}
+}
+
+// toolStep builds a tool step in PENDING carrying its tool call.
+func (t *turnRun) toolStep(typ rpc.StepType, call rpc.ToolCall, order []string, summary, action string) *fakeStep {
+	f := t.newStep(typ, rpc.StatusPending, rpc.SourceModel)
+	tc := call
+	f.step.Metadata.ToolCall = &tc
+	f.step.Metadata.ToolSummary = summary
+	f.step.Metadata.ToolAction = action
+	f.setExtra("metadata.argumentsOrder", toAny(order))
+	f.setExtra("metadata.stepGenerationVersion", 1)
+	f.setExtra("metadata.toolCallOutputTokens", tokens(call.ArgumentsJSON))
+	return f
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return s
+}
+
+func (t *turnRun) runCommand(cmd CommandAction) error {
+	cwd := cmd.Cwd
+	if cwd == "" {
+		cwd = "/workspace"
+	}
+	action := "Running " + cmd.Line
+	summary := "Run " + firstWord(cmd.Line) + " command"
+	call, order := t.toolCall("run_command", map[string]any{
+		"CommandLine": cmd.Line, "Cwd": cwd, "WaitMsBeforeAsync": 2000,
+		"toolAction": action, "toolSummary": summary,
+	})
+	if err := t.plan("", 0, &call); err != nil {
+		return err
+	}
+	f := t.toolStep(rpc.StepRunCommand, call, order, summary, action)
+	f.step.RunCommand = &rpc.RunCommand{CommandLine: cmd.Line, ProposedCommandLine: cmd.Line, Cwd: cwd}
+	f.setExtra("runCommand.waitMsBeforeAsync", "2000")
+	f.setExtra("runCommand.blocking", true)
+	idx := t.add(f)
+	if err := t.pause(); err != nil {
+		return err
+	}
+	if cmd.NeedsApproval {
+		resource := &rpc.Resource{Action: "command", Target: cmd.Line}
+		req := &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: resource, ActionDescription: action}}
+		extra := map[string]any{
+			"requestedInteraction.permission.persistSuggestionType":   "PERSIST_SUGGESTION_TYPE_SUGGESTED",
+			"requestedInteraction.permission.suggestedPersistPattern": firstWord(cmd.Line),
+		}
+		ans, at, err := t.prompt(idx, req, extra, nil)
+		if err != nil {
+			return err
+		}
+		idx = at
+		allowed := ans.Permission != nil && ans.Permission.Allow
+		answered := func(f *fakeStep) {
+			f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
+			grant := map[string]any{"resource": map[string]any{"action": resource.Action, "target": resource.Target}}
+			if allowed {
+				grant["allow"] = true
+			}
+			f.setExtra("permissions.permissionGrants", []any{grant})
+		}
+		if !allowed {
+			// Denied: the command never runs; the step ends DONE with the
+			// echoed answer and no output or exit code.
+			t.commit(idx, func(f *fakeStep) {
+				answered(f)
+				f.step.Status = rpc.StatusDone
+				f.step.Metadata.CompletedAt = timestamp(time.Now())
+			})
+			return nil
+		}
+		t.update(idx, answered)
+	} else {
+		t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
+	}
+	if err := t.pause(); err != nil {
+		return err
+	}
+	t.commit(idx, func(f *fakeStep) {
+		f.step.Status = rpc.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+		f.step.RunCommand.ExitCode = rpc.Int(cmd.ExitCode)
+		f.step.RunCommand.CombinedOutput = &rpc.CombinedOutput{Full: cmd.Output}
+		f.setExtra("runCommand.shellName", "bash")
+	})
+	return nil
+}
+
+func (t *turnRun) ask(a AskAction) error {
+	var argQs []any
+	qs := make([]rpc.Question, len(a.Questions))
+	for i, q := range a.Questions {
+		argQs = append(argQs, map[string]any{"is_multi_select": q.MultiSelect, "options": toAny(q.Options), "question": q.Question})
+		qs[i].Question = q.Question
+		for j, o := range q.Options {
+			qs[i].Options = append(qs[i].Options, rpc.Option{ID: strconv.Itoa(j + 1), Text: o})
+		}
+	}
+	action, summary := "Asking the user a question", "Question for the user"
+	call, order := t.toolCall("ask_question", map[string]any{"questions": argQs, "toolAction": action, "toolSummary": summary})
+	if err := t.plan("", 0, &call); err != nil {
+		return err
+	}
+	f := t.toolStep(rpc.StepAskQuestion, call, order, summary, action)
+	f.step.AskQuestion = &rpc.AskQuestion{Questions: qs}
+	idx := t.add(f)
+	if err := t.pause(); err != nil {
+		return err
+	}
+	t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
+	req := &rpc.Interaction{AskQuestion: &rpc.AskQuestion{Questions: cloneQuestions(qs)}}
+	ans, idx, err := t.prompt(idx, req, nil, a.Questions)
+	if err != nil {
+		return err
+	}
+	if err := t.pause(); err != nil {
+		return err
+	}
+	t.commit(idx, func(f *fakeStep) {
+		f.step.Status = rpc.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+		f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
+		for _, r := range ans.AskQuestion.Responses {
+			for i := range f.step.AskQuestion.Questions {
+				q := &f.step.AskQuestion.Questions[i]
+				if q.Question == r.Question {
+					q.SelectedOptionIDs = r.SelectedOptionIDs
+					q.WriteInResponse = r.WriteInResponse
+				}
+			}
+		}
+	})
+	return nil
+}
+
+func cloneQuestions(qs []rpc.Question) []rpc.Question {
+	out := make([]rpc.Question, len(qs))
+	for i, q := range qs {
+		out[i] = rpc.Question{Question: q.Question, Options: append([]rpc.Option(nil), q.Options...)}
+	}
+	return out
+}
+
+func (t *turnRun) tool(a ToolAction) error {
+	var (
+		typ     rpc.StepType
+		args    = map[string]any{}
+		action  = "Reading " + a.Target
+		summary = "Read " + a.Target
+	)
+	switch a.Name {
+	case "view_file":
+		typ = rpc.StepViewFile
+		args["AbsolutePath"] = a.Target
+	case "list_dir":
+		typ = rpc.StepListDirectory
+		args["DirectoryPath"] = a.Target
+		action, summary = "Listing "+a.Target, "List directory "+a.Target
+	default:
+		typ = rpc.StepGeneric
+		args["AbsolutePath"] = a.Target
+	}
+	args["toolAction"], args["toolSummary"] = action, summary
+	call, order := t.toolCall(a.Name, args)
+	if err := t.plan("", 0, &call); err != nil {
+		return err
+	}
+	f := t.toolStep(typ, call, order, summary, action)
+	if typ == rpc.StepGeneric {
+		raw, _ := json.Marshal(map[string]any{"AbsolutePath": a.Target})
+		f.step.Generic = &rpc.Generic{Args: raw}
+	}
+	idx := t.add(f)
+	if err := t.pause(); err != nil {
+		return err
+	}
+	if a.NeedsApproval {
+		req := &rpc.Interaction{Permission: &rpc.PermissionRequest{
+			Resource:          &rpc.Resource{Action: "read", Target: a.Target},
+			ActionDescription: action,
+		}}
+		ans, at, err := t.prompt(idx, req, nil, nil)
+		if err != nil {
+			return err
+		}
+		idx = at
+		done := func(f *fakeStep) {
+			f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
+		}
+		if ans.Permission == nil || !ans.Permission.Allow {
+			t.commit(idx, func(f *fakeStep) {
+				done(f)
+				f.step.Status = rpc.StatusDone
+				f.step.Metadata.CompletedAt = timestamp(time.Now())
+			})
+			return nil
+		}
+		t.update(idx, done)
+	} else {
+		t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
+	}
+	if err := t.pause(); err != nil {
+		return err
+	}
+	t.commit(idx, func(f *fakeStep) {
+		f.step.Status = rpc.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+		switch typ {
+		case rpc.StepViewFile:
+			lines := strings.Count(a.Result, "\n")
+			body := map[string]any{"absolutePathUri": "file://" + a.Target, "numLines": lines, "numBytes": len(a.Result)}
+			if lines > 1 {
+				body["endLine"] = lines - 1
+			}
+			f.step.ViewFile, _ = json.Marshal(body)
+		case rpc.StepListDirectory:
+			var results []any
+			for _, name := range strings.Split(strings.TrimSpace(a.Result), "\n") {
+				if name == "" {
+					continue
+				}
+				if dir, ok := strings.CutSuffix(name, "/"); ok {
+					results = append(results, map[string]any{"name": dir, "isDir": true})
+				} else {
+					results = append(results, map[string]any{"name": name, "sizeBytes": strconv.Itoa(64 + len(name)*10)})
+				}
+			}
+			f.step.ListDirectory, _ = json.Marshal(map[string]any{"directoryPathUri": "file://" + a.Target, "results": results})
+		default:
+			f.step.Generic.Result = &rpc.GenericResult{Result: a.Result}
+		}
+	})
+	return nil
+}
+
+// subagent spawns child conversations and waits for them; the parent step
+// names them from the start, so a reader can follow them while they run.
+func (t *turnRun) subagent(a SubagentAction) error {
+	action, summary := "Delegating to subagents", "Invoke "+strconv.Itoa(a.Count)+" subagents"
+	call, order := t.toolCall("invoke_subagent", map[string]any{"Count": a.Count, "Task": a.Task, "toolAction": action, "toolSummary": summary})
+	if err := t.plan("", 0, &call); err != nil {
+		return err
+	}
+	ids := make([]string, a.Count)
+	for i := range ids {
+		ids[i] = uuidFrom(t.rng)
+	}
+	children, err := t.srv.spawnChildren(t.c, ids, a, t.req.model)
+	if err != nil {
+		return err
+	}
+	f := t.toolStep(rpc.StepInvokeSubagent, call, order, summary, action)
+	f.step.Status = rpc.StatusRunning
+	f.step.InvokeSubagent = &rpc.InvokeSubagent{}
+	for _, id := range ids {
+		f.step.InvokeSubagent.Results = append(f.step.InvokeSubagent.Results, rpc.SubagentResult{ConversationID: id})
+	}
+	idx := t.add(f)
+	for _, ch := range children {
+		if err := ch.waitIdle(t.ctx); err != nil {
+			return err
+		}
+	}
+	t.commit(idx, func(f *fakeStep) {
+		f.step.Status = rpc.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+	})
+	return nil
+}
+
+// fail ends the turn with an ERROR planner step.
+func (t *turnRun) fail(msg string) error {
+	f := t.newStep(rpc.StepPlannerResponse, rpc.StatusGenerating, rpc.SourceModel)
+	f.step.PlannerResponse = &rpc.PlannerResponse{MessageID: "bot-" + uuidFrom(t.rng)}
+	idx := t.add(f)
+	thinking := t.thinking
+	t.thinking = ""
+	if err := t.stream(idx, thinking, 0, func(pr *rpc.PlannerResponse, s string) { pr.Thinking += s }); err != nil {
+		return err
+	}
+	if err := t.pause(); err != nil {
+		return err
+	}
+	t.commit(idx, func(f *fakeStep) {
+		f.step.Status = rpc.StatusError
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+		f.setExtra("error", map[string]any{"userErrorMessage": msg, "shortError": msg})
+	})
+	return nil
+}
+
+// checkpoint adds agy's CHECKPOINT system step (a cheap model summarising
+// the user's intent).
+func (t *turnRun) checkpoint() error {
+	f := t.newStep(rpc.StepCheckpoint, rpc.StatusRunning, rpc.SourceSystem)
+	idx := t.add(f)
+	if err := t.pause(); err != nil {
+		return err
+	}
+	userIdx := t.userInputIdx
+	text := t.req.text
+	t.commit(idx, func(f *fakeStep) {
+		f.step.Status = rpc.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+		f.step.Metadata.ModelUsage = &rpc.ModelUsage{Model: "MODEL_PLACEHOLDER_M50", InputTokens: 35, OutputTokens: 3, ResponseOutputTokens: 3}
+		f.step.Checkpoint, _ = json.Marshal(map[string]any{
+			"intentOnly":                 true,
+			"includedStepIndexEnd":       idx,
+			"userIntent":                 "User request",
+			"userRequests":               []string{text},
+			"renderLatestCheckpoint":     true,
+			"renderUserMessageStepIndex": strconv.Itoa(userIdx),
+		})
+	})
+	return nil
+}

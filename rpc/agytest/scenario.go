@@ -1,0 +1,299 @@
+package agytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Scenario says what the fake agent does on each turn. It is a list of turn
+// scripts: a turn runs the first script whose Match is a substring of the
+// turn's text (case-insensitive); otherwise the scripts without a Match are
+// used in order, cycling (or all scripts, cycling, when every one has a
+// Match). The JSON form (testdata/scenarios/*.json) has the same shape.
+type Scenario struct {
+	Name  string       `json:"name,omitempty"`
+	Turns []TurnScript `json:"turns"`
+}
+
+// TurnScript is what the agent does for one turn.
+type TurnScript struct {
+	// Match selects this script for a turn whose text contains it.
+	Match string `json:"match,omitempty"`
+	// Model is the model a turn typed in agy's own terminal runs on (the
+	// TUI's /model choice); turns sent over RPC carry their own planModel.
+	Model   string   `json:"model,omitempty"`
+	Actions []Action `json:"actions"`
+}
+
+// Action is one thing the agent does. Exactly one of Think, Say, RunCommand,
+// Ask, Tool, Subagent and Fail is set.
+//
+// Think text becomes the thinking of the next planner step. Say streams a
+// planner response (Repeat copies of the text, in Chunks chunks). RunCommand,
+// Ask, Tool and Subagent each produce a planner step carrying the tool call,
+// then the tool's own step. Fail ends the turn with an ERROR planner step.
+type Action struct {
+	Think      string          `json:"think,omitempty"`
+	Say        string          `json:"say,omitempty"`
+	Repeat     int             `json:"repeat,omitempty"`
+	Chunks     int             `json:"chunks,omitempty"`
+	RunCommand *CommandAction  `json:"run_command,omitempty"`
+	Ask        *AskAction      `json:"ask,omitempty"`
+	Tool       *ToolAction     `json:"tool,omitempty"`
+	Subagent   *SubagentAction `json:"subagent,omitempty"`
+	Fail       string          `json:"fail,omitempty"`
+}
+
+// CommandAction is a run_command tool call.
+type CommandAction struct {
+	Line          string `json:"line"`
+	Cwd           string `json:"cwd,omitempty"`
+	Output        string `json:"output,omitempty"`
+	ExitCode      int    `json:"exit_code,omitempty"`
+	NeedsApproval bool   `json:"needs_approval,omitempty"`
+}
+
+// AskAction is an ask_question tool call: one or more questions.
+type AskAction struct {
+	Questions []QuestionSpec `json:"questions"`
+}
+
+// QuestionSpec is one question. Option ids on the wire are "1".."N" in this
+// order. MultiSelect shows only in the tool call's argumentsJson
+// (is_multi_select), as with agy. AllowWriteIn lets an answer carry a
+// writeInResponse; agy shows no wire flag for it, so neither does the fake.
+type QuestionSpec struct {
+	Question     string   `json:"question"`
+	Options      []string `json:"options,omitempty"`
+	MultiSelect  bool     `json:"multi_select,omitempty"`
+	AllowWriteIn bool     `json:"allow_write_in,omitempty"`
+}
+
+// ToolAction is a file tool call: view_file (a VIEW_FILE step), list_dir
+// (LIST_DIRECTORY) or any other name, such as read_file (a GENERIC step).
+// NeedsApproval puts a permission prompt {action:"read", target} on it.
+type ToolAction struct {
+	Name          string `json:"name"`
+	Target        string `json:"target"`
+	Result        string `json:"result,omitempty"`
+	NeedsApproval bool   `json:"needs_approval,omitempty"`
+}
+
+// SubagentAction spawns Count child conversations, each running Actions on
+// Task; the parent's INVOKE_SUBAGENT step stays RUNNING until all are idle.
+type SubagentAction struct {
+	Count   int      `json:"count"`
+	Task    string   `json:"task,omitempty"`
+	Actions []Action `json:"actions"`
+}
+
+// Think returns a think action.
+func Think(text string) Action { return Action{Think: text} }
+
+// Say returns a say action streamed in chunks chunks (0: about one per word).
+func Say(text string, chunks int) Action { return Action{Say: text, Chunks: chunks} }
+
+// Run returns a run_command action.
+func Run(c CommandAction) Action { return Action{RunCommand: &c} }
+
+// Ask returns an ask_question action.
+func Ask(questions ...QuestionSpec) Action { return Action{Ask: &AskAction{Questions: questions}} }
+
+// Tool returns a file tool action.
+func Tool(t ToolAction) Action { return Action{Tool: &t} }
+
+// Subagents returns an action spawning count children that each run actions.
+func Subagents(count int, task string, actions ...Action) Action {
+	return Action{Subagent: &SubagentAction{Count: count, Task: task, Actions: actions}}
+}
+
+// Fail returns an action that ends the turn with an ERROR planner step.
+func Fail(message string) Action { return Action{Fail: message} }
+
+// LoadScenario reads a scenario from a JSON file; unknown fields are errors.
+func LoadScenario(path string) (*Scenario, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("agytest: load scenario: %w", err)
+	}
+	sc, err := ParseScenario(b)
+	if err != nil {
+		return nil, fmt.Errorf("agytest: scenario %s: %w", path, err)
+	}
+	return sc, nil
+}
+
+// ParseScenario decodes and validates a scenario from JSON.
+func ParseScenario(b []byte) (*Scenario, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var sc Scenario
+	if err := dec.Decode(&sc); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	return &sc, nil
+}
+
+// Validate reports the first problem that would stop the scenario running.
+func (sc *Scenario) Validate() error {
+	if sc == nil || len(sc.Turns) == 0 {
+		return errors.New("scenario has no turns")
+	}
+	for i, t := range sc.Turns {
+		if len(t.Actions) == 0 {
+			return fmt.Errorf("turn %d: no actions", i+1)
+		}
+		if err := validateActions(t.Actions, 0); err != nil {
+			return fmt.Errorf("turn %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func validateActions(actions []Action, depth int) error {
+	for i, a := range actions {
+		if err := a.validate(depth); err != nil {
+			return fmt.Errorf("action %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+func (a Action) validate(depth int) error {
+	set := 0
+	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil, a.Subagent != nil, a.Fail != ""} {
+		if on {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, subagent, fail must be set (found %d)", set)
+	}
+	if (a.Chunks != 0 || a.Repeat != 0) && a.Say == "" {
+		return errors.New("chunks and repeat apply to say only")
+	}
+	if a.Chunks < 0 || a.Repeat < 0 {
+		return errors.New("chunks and repeat must not be negative")
+	}
+	switch {
+	case a.RunCommand != nil:
+		if strings.TrimSpace(a.RunCommand.Line) == "" {
+			return errors.New("run_command needs a line")
+		}
+	case a.Ask != nil:
+		if len(a.Ask.Questions) == 0 {
+			return errors.New("ask needs at least one question")
+		}
+		seen := map[string]bool{}
+		for j, q := range a.Ask.Questions {
+			if q.Question == "" {
+				return fmt.Errorf("question %d: empty text", j+1)
+			}
+			if seen[q.Question] {
+				return fmt.Errorf("question %d: duplicate text %q (answers quote questions verbatim)", j+1, q.Question)
+			}
+			seen[q.Question] = true
+			if len(q.Options) == 0 && !q.AllowWriteIn {
+				return fmt.Errorf("question %d: needs options or allow_write_in", j+1)
+			}
+		}
+	case a.Tool != nil:
+		if a.Tool.Name == "" || a.Tool.Target == "" {
+			return errors.New("tool needs a name and a target")
+		}
+	case a.Subagent != nil:
+		if depth > 0 {
+			return errors.New("subagents cannot spawn subagents")
+		}
+		if a.Subagent.Count < 1 || a.Subagent.Count > 16 {
+			return fmt.Errorf("subagent count %d out of range 1..16", a.Subagent.Count)
+		}
+		if len(a.Subagent.Actions) == 0 {
+			return errors.New("subagent needs actions")
+		}
+		if err := validateActions(a.Subagent.Actions, depth+1); err != nil {
+			return fmt.Errorf("subagent: %w", err)
+		}
+	}
+	return nil
+}
+
+// pick chooses the script for a turn's text; n counts the turns so far that
+// fell through to the in-order scripts.
+func (sc *Scenario) pick(text string, n int) (TurnScript, bool) {
+	lower := strings.ToLower(text)
+	var plain []TurnScript
+	for _, t := range sc.Turns {
+		if t.Match != "" && strings.Contains(lower, strings.ToLower(t.Match)) {
+			return t, true
+		}
+		if t.Match == "" {
+			plain = append(plain, t)
+		}
+	}
+	if len(plain) == 0 {
+		plain = sc.Turns
+	}
+	return plain[n%len(plain)], false
+}
+
+// DefaultScenario exercises every kind of step agy produces in a turn:
+// reasoning and streamed text, a command that needs approval, a question, a
+// file read, usage on every planner step. Turns mentioning "subagent",
+// "fail" or "read" get scripts of their own. testdata/scenarios/default.json
+// holds the same scenario.
+func DefaultScenario() *Scenario {
+	return &Scenario{
+		Name: "default",
+		Turns: []TurnScript{
+			{
+				Match: "subagent",
+				Actions: []Action{
+					Think("The user wants parallel research; I will delegate to two subagents."),
+					Subagents(2, "Summarise one module of the workspace.",
+						Think("Looking at the files."),
+						Tool(ToolAction{Name: "list_dir", Target: "/workspace", Result: "main.go\ninternal/\n"}),
+						Say("The module is small and self-contained.", 4),
+					),
+					Say("Both subagents finished: the workspace has two small modules.", 8),
+				},
+			},
+			{
+				Match: "fail",
+				Actions: []Action{
+					Think("Trying the build."),
+					Run(CommandAction{Line: "make build", Cwd: "/workspace", Output: "make: *** No rule to make target 'build'.  Stop.\n", ExitCode: 2}),
+					Fail("model provider unavailable: quota exceeded"),
+				},
+			},
+			{
+				Match: "read",
+				Actions: []Action{
+					Tool(ToolAction{Name: "read_file", Target: "/workspace/README.md", Result: "# workspace\n", NeedsApproval: true}),
+					Say("The README has a single heading.", 5),
+				},
+			},
+			{
+				Actions: []Action{
+					Think("The user wants to know what is in the workspace. I should look before answering, and ask which part matters most."),
+					Say("Let me look at the workspace first.", 6),
+					Run(CommandAction{Line: "ls -la", Cwd: "/workspace", Output: "total 8\ndrwxr-xr-x 2 agy agy 4096 .\n-rw-r--r-- 1 agy agy  120 main.go\n", NeedsApproval: true}),
+					Ask(QuestionSpec{
+						Question: "Which part should I focus on?",
+						Options:  []string{"The Go code", "The build setup", "The tests"},
+					}),
+					Tool(ToolAction{Name: "view_file", Target: "/workspace/main.go", Result: "package main\n\nfunc main() {}\n"}),
+					Think("main.go is a stub; I can summarise now."),
+					Say("The workspace holds a single Go file, `main.go`, with an empty `main`. There is no build setup and there are no tests yet, so a good next step is a `go.mod` and a first test.", 24),
+				},
+			},
+		},
+	}
+}

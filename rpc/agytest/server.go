@@ -1,0 +1,566 @@
+package agytest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// Options configure a fake language server. The zero value is a usable
+// server: one root conversation, DefaultScenario, seed 0.
+type Options struct {
+	// Seed drives all randomness (ids, usage numbers, which turns report
+	// IDLE early, 5xx codes): the same seed and the same calls give the
+	// same trajectory.
+	Seed int64
+	// CSRFToken, when set, must arrive on every call as x-codeium-csrf-token;
+	// otherwise the call fails unauthenticated (401; streams: in the
+	// end-of-stream envelope).
+	CSRFToken string
+	// PromptTimeout is how long a WAITING prompt waits before it turns ERROR
+	// and agy retries it at a higher stepIndex. 0 means 5 minutes; negative
+	// means never.
+	PromptTimeout time.Duration
+	// ChunkDelay is the pause between streamed changes of a turn. 0 means
+	// 15ms; negative means none.
+	ChunkDelay time.Duration
+	// Scenario is what the agent does on each turn; nil means DefaultScenario().
+	Scenario *Scenario
+	// Models is GetAvailableModels' catalog; nil means DefaultModels().
+	// The recommended one (else the first) runs terminal turns by default.
+	Models []rpc.ModelInfo
+	// Logger receives the server's debug log; nil discards it.
+	Logger *slog.Logger
+	// Host is the loopback address to listen on; "" means 127.0.0.1.
+	Host string
+	// IdleBeforeFlush is the probability that a turn reports IDLE on its
+	// streams before the last step's final copy (which then comes in a later
+	// frame or only through GetCascadeTrajectorySteps). 0 means 0.5;
+	// negative means never; 1 means always.
+	IdleBeforeFlush float64
+	// CancelNoop lists cancel methods that answer 200 but do not stop
+	// generation, as in agy builds where only some of them work.
+	CancelNoop []string
+}
+
+// DefaultModels is the model catalog when Options.Models is nil.
+func DefaultModels() []rpc.ModelInfo {
+	return []rpc.ModelInfo{
+		{Model: "MODEL_PLACEHOLDER_M20", DisplayName: "Gemini 3.1 Pro (Medium)", Recommended: true, SupportsThinking: true, ThinkingBudget: 8192},
+		{Model: "MODEL_PLACEHOLDER_M132", DisplayName: "Gemini 3.1 Pro (High)", SupportsThinking: true, ThinkingBudget: 32768},
+		{Model: "MODEL_PLACEHOLDER_M187", DisplayName: "Gemini 3.1 Pro (Low)", SupportsThinking: true, ThinkingBudget: 1024},
+		{Model: "MODEL_PLACEHOLDER_M26", DisplayName: "Claude Opus 4.6 (Thinking)", SupportsThinking: true, ThinkingBudget: 16384},
+	}
+}
+
+func (o Options) normalized() (Options, error) {
+	if o.PromptTimeout == 0 {
+		o.PromptTimeout = 5 * time.Minute
+	}
+	if o.ChunkDelay == 0 {
+		o.ChunkDelay = 15 * time.Millisecond
+	}
+	if o.Scenario == nil {
+		o.Scenario = DefaultScenario()
+	}
+	if err := o.Scenario.Validate(); err != nil {
+		return o, fmt.Errorf("agytest: scenario: %w", err)
+	}
+	if o.Models == nil {
+		o.Models = DefaultModels()
+	}
+	if len(o.Models) == 0 {
+		return o, errors.New("agytest: empty model catalog")
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if ip := net.ParseIP(o.Host); o.Host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return o, fmt.Errorf("agytest: host %q is not a loopback address", o.Host)
+	}
+	switch {
+	case o.IdleBeforeFlush == 0:
+		o.IdleBeforeFlush = 0.5
+	case o.IdleBeforeFlush < 0:
+		o.IdleBeforeFlush = 0
+	}
+	for _, m := range o.CancelNoop {
+		if !slices.Contains(rpc.CancelMethods, m) {
+			return o, fmt.Errorf("agytest: CancelNoop: %q is not a cancel method", m)
+		}
+	}
+	return o, nil
+}
+
+// Server is a fake agy language server: HTTPS (self-signed, HTTP/2) on a
+// random loopback port and plain HTTP next to it, hosting conversations that
+// run a scenario. Safe for concurrent use.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+
+	ctx    context.Context // canceled by Close: stops every turn
+	cancel context.CancelFunc
+
+	wgMu     sync.Mutex
+	wg       sync.WaitGroup // turn workers and in-flight handlers
+	stopping bool
+	serveWG  sync.WaitGroup // Serve loops
+
+	mu        sync.Mutex
+	closed    bool
+	rng       *mrand.Rand // root conversation ids
+	convs     map[string]*conversation
+	order     []string
+	active    string
+	subsByID  map[string]*subscriber
+	faults    []*Fault
+	faultRNG  *mrand.Rand
+	calls     map[string]int
+	injected  map[string]int
+	ls        *listeners
+	restarted chan struct{} // closed when the current listeners go away
+}
+
+type listeners struct {
+	https, http         *http.Server
+	httpsPort, httpPort int
+}
+
+// NewServer starts a fake language server, listening at once.
+func NewServer(opts Options) (*Server, error) {
+	o, err := opts.normalized()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		opts:      o,
+		log:       o.Logger,
+		ctx:       ctx,
+		cancel:    cancel,
+		rng:       rngFor(o.Seed, "server"),
+		faultRNG:  rngFor(o.Seed, "faults"),
+		convs:     map[string]*conversation{},
+		subsByID:  map[string]*subscriber{},
+		calls:     map[string]int{},
+		injected:  map[string]int{},
+		restarted: make(chan struct{}),
+	}
+	s.mu.Lock()
+	c := s.newRootLocked()
+	s.active = c.id
+	s.mu.Unlock()
+	ls, err := s.listen(0)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.ls = ls
+	s.log.Info("fake language server listening", "https", ls.httpsPort, "http", ls.httpPort, "conversation", c.id)
+	return s, nil
+}
+
+// Start is NewServer for tests: it fails tb on error and closes the server
+// in tb.Cleanup.
+func Start(tb testing.TB, opts Options) *Server {
+	tb.Helper()
+	s, err := NewServer(opts)
+	if err != nil {
+		tb.Fatalf("agytest: start: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func (s *Server) newRootLocked() *conversation {
+	c := newConversation(s, uuidFrom(s.rng), uuidFrom(s.rng))
+	s.registerLocked(c)
+	return c
+}
+
+func (s *Server) registerLocked(c *conversation) {
+	s.convs[c.id] = c
+	s.order = append(s.order, c.id)
+}
+
+// spawn registers a goroutine the server owns; false once Close began.
+func (s *Server) spawn() bool {
+	s.wgMu.Lock()
+	defer s.wgMu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) listen(avoid int) (*listeners, error) {
+	cert, err := selfSignedCert()
+	if err != nil {
+		return nil, err
+	}
+	var tlsLn net.Listener
+	for range 5 {
+		tlsLn, err = net.Listen("tcp", net.JoinHostPort(s.opts.Host, "0"))
+		if err != nil {
+			return nil, fmt.Errorf("agytest: listen https: %w", err)
+		}
+		if port(tlsLn) != avoid {
+			break
+		}
+		_ = tlsLn.Close()
+		tlsLn = nil
+	}
+	if tlsLn == nil {
+		return nil, errors.New("agytest: listen https: no new port")
+	}
+	// agy's plain-HTTP port is usually the next one up.
+	plainLn, err := net.Listen("tcp", net.JoinHostPort(s.opts.Host, strconv.Itoa(port(tlsLn)+1)))
+	if err != nil {
+		plainLn, err = net.Listen("tcp", net.JoinHostPort(s.opts.Host, "0"))
+		if err != nil {
+			_ = tlsLn.Close()
+			return nil, fmt.Errorf("agytest: listen http: %w", err)
+		}
+	}
+	quiet := log.New(io.Discard, "", 0)
+	hs := &http.Server{
+		Handler:           s,
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"h2", "http/1.1"}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          quiet,
+		Protocols:         new(http.Protocols),
+	}
+	hs.Protocols.SetHTTP1(true)
+	hs.Protocols.SetHTTP2(true)
+	ps := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second, ErrorLog: quiet, Protocols: new(http.Protocols)}
+	ps.Protocols.SetHTTP1(true)
+	ps.Protocols.SetUnencryptedHTTP2(true)
+	ls := &listeners{https: hs, http: ps, httpsPort: port(tlsLn), httpPort: port(plainLn)}
+	s.serveWG.Add(2)
+	go func() {
+		defer s.serveWG.Done()
+		_ = hs.ServeTLS(tlsLn, "", "")
+	}()
+	go func() {
+		defer s.serveWG.Done()
+		_ = ps.Serve(plainLn)
+	}()
+	return ls, nil
+}
+
+func (l *listeners) close() {
+	_ = l.https.Close()
+	_ = l.http.Close()
+}
+
+func port(ln net.Listener) int { return ln.Addr().(*net.TCPAddr).Port }
+
+// selfSignedCert makes a fresh certificate for the loopback names, as agy
+// makes one per start.
+func selfSignedCert() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("agytest: key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("agytest: serial: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(30 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("agytest: certificate: %w", err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
+// Port is the HTTPS port (the one to use).
+func (s *Server) Port() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ls == nil {
+		return 0
+	}
+	return s.ls.httpsPort
+}
+
+// HTTPPort is the plain-HTTP port.
+func (s *Server) HTTPPort() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ls == nil {
+		return 0
+	}
+	return s.ls.httpPort
+}
+
+// Close stops the listeners, every stream, every turn, and waits for every
+// goroutine the server started. Ordering: listeners and their connections
+// first (open streams die as on a crash), then turns, then the wait.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	ls, gone := s.ls, s.restarted
+	s.ls = nil
+	s.mu.Unlock()
+	if ls != nil {
+		ls.close()
+	}
+	close(gone)
+	s.cancel()
+	s.wgMu.Lock()
+	s.stopping = true
+	s.wgMu.Unlock()
+	s.wg.Wait()
+	s.serveWG.Wait()
+	return nil
+}
+
+// Restart is agy's port churn: the listeners close (open streams die), a
+// new certificate is made and the server listens on a new HTTPS port (plain
+// HTTP next to it). Conversations and running turns are kept. It returns
+// the new HTTPS port.
+func (s *Server) Restart() (int, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return 0, errClosed
+	}
+	old, gone := s.ls, s.restarted
+	s.ls = nil
+	s.restarted = make(chan struct{})
+	s.injected[FaultRestart.String()]++
+	s.mu.Unlock()
+	old.close()
+	close(gone)
+	ls, err := s.listen(old.httpsPort)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		ls.close()
+		return 0, errClosed
+	}
+	s.ls = ls
+	s.log.Info("fake language server restarted", "https", ls.httpsPort, "http", ls.httpPort)
+	return ls.httpsPort, nil
+}
+
+// lookup returns a hosted conversation, or nil.
+func (s *Server) lookup(id string) *conversation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.convs[id]
+}
+
+func (s *Server) activeConv() *conversation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.convs[s.active]
+}
+
+func (s *Server) recommendedModel() string {
+	for _, m := range s.opts.Models {
+		if m.Recommended {
+			return m.Model
+		}
+	}
+	return s.opts.Models[0].Model
+}
+
+// ConversationID is the active root conversation (it changes on Clear).
+func (s *Server) ConversationID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.active
+}
+
+// Conversations lists every hosted conversation id, subagent children
+// included, in creation order.
+func (s *Server) Conversations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.order)
+}
+
+// Clear is /clear in agy's terminal: a new root conversation becomes active
+// and the old one stays reachable. Streams following the old active
+// conversation follow the new one (their next frame names it and carries
+// its snapshot), as agy's stream names the active conversation. It returns
+// the new id.
+func (s *Server) Clear() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.convs[s.active]
+	c := s.newRootLocked()
+	s.active = c.id
+	old.mu.Lock()
+	c.mu.Lock()
+	for sub := range old.subs {
+		delete(old.subs, sub)
+		c.subs[sub] = struct{}{}
+		sub.follow(c)
+	}
+	c.mu.Unlock()
+	old.mu.Unlock()
+	s.log.Debug("clear", "from", old.id, "to", c.id)
+	return c.id
+}
+
+// startCascade mints a new root conversation without making it active.
+func (s *Server) startCascade() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newRootLocked().id
+}
+
+func (s *Server) spawnChildren(parent *conversation, ids []string, a SubagentAction, model string) ([]*conversation, error) {
+	rng := rngFor(s.opts.Seed, parent.id, "children", ids[0])
+	var children []*conversation
+	s.mu.Lock()
+	for _, id := range ids {
+		ch := newConversation(s, id, uuidFrom(rng))
+		ch.parentID = parent.id
+		ch.rootID = parent.rootID
+		ch.trajectoryType = trajectoryTypeSubagent
+		s.registerLocked(ch)
+		children = append(children, ch)
+	}
+	s.mu.Unlock()
+	parent.mu.Lock()
+	parent.children = append(parent.children, children...)
+	parent.mu.Unlock()
+	script := &TurnScript{Actions: a.Actions}
+	task := a.Task
+	if task == "" {
+		task = "Help with the parent task."
+	}
+	for _, ch := range children {
+		if err := ch.enqueue(&turnRequest{text: task, model: model, source: rpc.SourceSystem, script: script}); err != nil {
+			return nil, err
+		}
+	}
+	return children, nil
+}
+
+// TypeTurn is a person typing a turn in agy's own terminal: a USER_INPUT in
+// the active conversation on the terminal's model (the turn script's model,
+// else the last one used, else the recommended one), then the scenario.
+func (s *Server) TypeTurn(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return errors.New("agytest: empty turn")
+	}
+	return s.activeConv().enqueue(&turnRequest{text: text, source: rpc.SourceUserExplicit})
+}
+
+// AnswerFromTerminal answers the open WAITING prompt of a conversation as
+// agy's terminal would (the ids in answer are ignored).
+func (s *Server) AnswerFromTerminal(conversationID string, answer rpc.InteractionResponse) error {
+	c := s.lookup(conversationID)
+	if c == nil {
+		return fmt.Errorf("agytest: no conversation %s", conversationID)
+	}
+	if err := c.answer(answer, true); err != nil {
+		return fmt.Errorf("agytest: answer from terminal: %s", err.msg)
+	}
+	return nil
+}
+
+// OpenPrompt returns the conversation's current WAITING step, if any.
+func (s *Server) OpenPrompt(conversationID string) (rpc.Step, bool) {
+	c := s.lookup(conversationID)
+	if c == nil {
+		return rpc.Step{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.prompt == nil {
+		return rpc.Step{}, false
+	}
+	return c.steps[c.prompt.idx].decoded(), true
+}
+
+// Steps returns the conversation's current trajectory, decoded as a client
+// decodes GetCascadeTrajectorySteps.
+func (s *Server) Steps(conversationID string) []rpc.Step {
+	if c := s.lookup(conversationID); c != nil {
+		return c.snapshot()
+	}
+	return nil
+}
+
+// GroundTruth returns every step the conversation committed (reached a
+// terminal status), in commit order, as it was at that moment.
+func (s *Server) GroundTruth(conversationID string) []rpc.Step {
+	if c := s.lookup(conversationID); c != nil {
+		return c.groundTruth()
+	}
+	return nil
+}
+
+// RunStatus is the conversation's cascade run status ("" when not hosted).
+func (s *Server) RunStatus(conversationID string) rpc.RunStatus {
+	if c := s.lookup(conversationID); c != nil {
+		return c.runStatus()
+	}
+	return ""
+}
+
+// WaitIdle blocks until the conversation has no running or queued turn.
+func (s *Server) WaitIdle(ctx context.Context, conversationID string) error {
+	c := s.lookup(conversationID)
+	if c == nil {
+		return fmt.Errorf("agytest: no conversation %s", conversationID)
+	}
+	return c.waitIdle(ctx)
+}
+
+// Calls reports how many times a method was called (unknown paths count
+// under their last path element).
+func (s *Server) Calls(method string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[method]
+}
