@@ -1,0 +1,282 @@
+package mapper
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+func TestPendingInteraction(t *testing.T) {
+	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	p, ok := PendingInteraction(&q, 4)
+	require.True(t, ok)
+	assert.Equal(t, messages.KindQuestion, p.Kind)
+	assert.Equal(t, 4, p.StepIndex)
+	assert.Equal(t, testTraj, p.TrajectoryID)
+	assert.Empty(t, p.ElicitationID, "assigned by the reconciler")
+	require.Len(t, p.Questions, 2)
+	assert.Equal(t, []messages.Option{{"1", "Go"}, {"2", "Rust"}, {"3", "Python"}}, p.Questions[0].Options)
+	assert.True(t, p.Questions[1].MultiSelect)
+	assert.Equal(t, messages.EventElicitationRequest, p.Request.Type)
+	assert.Equal(t, p.Questions, p.Request.Questions)
+
+	c := commandStep(rpc.StatusWaiting, "pwd")
+	p, ok = PendingInteraction(&c, 2)
+	require.True(t, ok)
+	assert.Equal(t, messages.KindPermission, p.Kind)
+	assert.Equal(t, &messages.CommandLine{Line: "pwd", Cwd: "/work"}, p.Command)
+	assert.Equal(t, &messages.Resource{Action: "command", Target: "pwd"}, p.Resource)
+
+	// A run_command without its body still says the command, from the resource.
+	c.RunCommand = nil
+	p, _ = PendingInteraction(&c, 2)
+	assert.Equal(t, &messages.CommandLine{Line: "pwd"}, p.Command)
+
+	done := commandStep(rpc.StatusDone, "pwd")
+	_, ok = PendingInteraction(&done, 2)
+	assert.False(t, ok, "only WAITING steps are pending")
+	plain := userStep("x", "")
+	plain.Status = rpc.StatusWaiting
+	_, ok = PendingInteraction(&plain, 0)
+	assert.False(t, ok)
+	_, ok = PendingInteraction(nil, 0)
+	assert.False(t, ok)
+
+	// Write-in and multi-select flags by order when texts differ; a broken
+	// argumentsJson only loses the flags.
+	w := questionStep(rpc.StatusWaiting, qLang)
+	w.Metadata.ToolCall.ArgumentsJSON = `{"questions":[{"question":"other text","is_multi_select":true,"allow_write_in":true}]}`
+	p, _ = PendingInteraction(&w, 0)
+	assert.True(t, p.Questions[0].MultiSelect)
+	assert.True(t, p.Questions[0].AllowWriteIn)
+	w.Metadata.ToolCall.ArgumentsJSON = `{not json`
+	p, _ = PendingInteraction(&w, 0)
+	assert.False(t, p.Questions[0].MultiSelect)
+}
+
+func TestPromptKey(t *testing.T) {
+	a := commandStep(rpc.StatusWaiting, "pwd")
+	b := commandStep(rpc.StatusError, "pwd")
+	b.Metadata.SourceTrajectoryStepInfo.StepIndex = 9
+	c := commandStep(rpc.StatusWaiting, "ls")
+	assert.Equal(t, PromptKey(&a), PromptKey(&b), "a retry has the same key")
+	assert.NotEqual(t, PromptKey(&a), PromptKey(&c))
+	q1 := questionStep(rpc.StatusWaiting, qLang)
+	q2 := questionStep(rpc.StatusWaiting, qExtra)
+	assert.NotEqual(t, PromptKey(&q1), PromptKey(&q2))
+	assert.NotEqual(t, PromptKey(&q1), PromptKey(&a))
+	u := userStep("x", "")
+	assert.Empty(t, PromptKey(&u))
+	assert.Empty(t, PromptKey(nil))
+	u.RequestedInteraction = &rpc.Interaction{}
+	assert.Empty(t, PromptKey(&u))
+}
+
+func TestFreshestWaiting(t *testing.T) {
+	steps := indexed([]rpc.Step{
+		userStep("x", ""),
+		commandStep(rpc.StatusError, "pwd"),
+		commandStep(rpc.StatusWaiting, "ls"),
+		commandStep(rpc.StatusWaiting, "pwd"),
+		plannerStep(rpc.StatusGenerating, "", ""),
+	})
+	i, s, ok := FreshestWaiting(steps, PromptKey(&steps[1]))
+	require.True(t, ok)
+	assert.Equal(t, 3, i)
+	assert.Equal(t, rpc.StatusWaiting, s.Status)
+	_, _, ok = FreshestWaiting(steps[:3], PromptKey(&steps[1]))
+	assert.False(t, ok, "the only pwd prompt timed out")
+}
+
+func TestBuildInteraction(t *testing.T) {
+	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	qp, _ := PendingInteraction(&q, 5)
+	single := questionStep(rpc.StatusWaiting, qLang)
+	sp, _ := PendingInteraction(&single, 5)
+	writeIn := *sp
+	writeIn.Questions = []messages.Question{sp.Questions[0]}
+	writeIn.Questions[0].AllowWriteIn = true
+	c := commandStep(rpc.StatusWaiting, "pwd")
+	cp, _ := PendingInteraction(&c, 5)
+
+	ok := func(p *Prompt, res messages.Resolve, want string) func(t *testing.T) {
+		return func(t *testing.T) {
+			got, err := BuildInteraction(p, res, testTraj, 7)
+			require.NoError(t, err)
+			b, err := json.Marshal(got)
+			require.NoError(t, err)
+			assert.JSONEq(t, want, string(b))
+		}
+	}
+	bad := func(p *Prompt, res messages.Resolve, msg string) func(t *testing.T) {
+		return func(t *testing.T) {
+			got, err := BuildInteraction(p, res, testTraj, 7)
+			require.Error(t, err)
+			assert.True(t, errors.Is(err, ErrInvalidResolve))
+			assert.Contains(t, err.Error(), msg)
+			assert.Equal(t, rpc.InteractionResponse{}, got, "no payload with an error")
+		}
+	}
+	accept := func(answers ...messages.Answer) messages.Resolve {
+		return messages.Resolve{Action: messages.ActionAccept, Answers: answers}
+	}
+
+	t.Run("permission accept", ok(cp, accept(), `{"trajectoryId":"traj-1","stepIndex":7,"permission":{"allow":true}}`))
+	t.Run("permission decline", ok(cp, messages.Resolve{Action: messages.ActionDecline}, `{"trajectoryId":"traj-1","stepIndex":7,"permission":{}}`))
+	t.Run("permission cancel", ok(cp, messages.Resolve{Action: messages.ActionCancel}, `{"trajectoryId":"traj-1","stepIndex":7,"permission":{}}`))
+	t.Run("questions by text", ok(qp, accept(
+		messages.Answer{Question: "Which extras?", SelectedOptionIDs: []string{"1", "2"}},
+		messages.Answer{Question: "Which language?", SelectedOptionIDs: []string{"3"}},
+	), `{"trajectoryId":"traj-1","stepIndex":7,"askQuestion":{"responses":[
+		{"question":"Which language?","selectedOptionIds":["3"]},
+		{"question":"Which extras?","selectedOptionIds":["1","2"]}]}}`))
+	t.Run("questions by order", ok(qp, accept(
+		messages.Answer{SelectedOptionIDs: []string{"1"}},
+		messages.Answer{SelectedOptionIDs: []string{"2"}},
+	), `{"trajectoryId":"traj-1","stepIndex":7,"askQuestion":{"responses":[
+		{"question":"Which language?","selectedOptionIds":["1"]},
+		{"question":"Which extras?","selectedOptionIds":["2"]}]}}`))
+	t.Run("single question unnamed", ok(sp, accept(messages.Answer{SelectedOptionIDs: []string{"2"}}),
+		`{"trajectoryId":"traj-1","stepIndex":7,"askQuestion":{"responses":[{"question":"Which language?","selectedOptionIds":["2"]}]}}`))
+	t.Run("write-in", ok(&writeIn, accept(messages.Answer{WriteIn: "Zig"}),
+		`{"trajectoryId":"traj-1","stepIndex":7,"askQuestion":{"responses":[{"question":"Which language?","writeInResponse":"Zig"}]}}`))
+
+	t.Run("unknown option", bad(sp, accept(messages.Answer{SelectedOptionIDs: []string{"Go"}}), `no option id "Go" (option ids are 1, 2, 3)`))
+	t.Run("missing answer", bad(qp, accept(messages.Answer{Question: "Which language?", SelectedOptionIDs: []string{"1"}}), `missing answer for question "Which extras?"`))
+	t.Run("empty answer", bad(sp, accept(messages.Answer{}), "missing answer"))
+	t.Run("no answers", bad(sp, accept(), "missing answer"))
+	t.Run("multi on single-select", bad(sp, accept(messages.Answer{SelectedOptionIDs: []string{"1", "2"}}), "single-select"))
+	t.Run("write-in not allowed", bad(sp, accept(messages.Answer{WriteIn: "Zig"}), "does not allow a write-in"))
+	t.Run("unknown question", bad(qp, accept(messages.Answer{Question: "Which OS?", SelectedOptionIDs: []string{"1"}}), `no question "Which OS?"`))
+	t.Run("two answers to one question", bad(qp, accept(
+		messages.Answer{Question: "Which language?", SelectedOptionIDs: []string{"1"}},
+		messages.Answer{Question: "Which language?", SelectedOptionIDs: []string{"2"}},
+	), "two answers"))
+	t.Run("unnamed answers in the wrong number", bad(qp, accept(messages.Answer{SelectedOptionIDs: []string{"1"}}), "do not name their question"))
+	t.Run("answers on a permission", bad(cp, accept(messages.Answer{SelectedOptionIDs: []string{"1"}}), "permission prompt"))
+	t.Run("declining a question", bad(sp, messages.Resolve{Action: messages.ActionDecline}, "cannot be answered"))
+	t.Run("unknown action", bad(cp, messages.Resolve{Action: "maybe"}, `unknown action "maybe"`))
+	t.Run("unknown kind", bad(&Prompt{Kind: "poll"}, accept(), `unknown prompt kind "poll"`))
+	t.Run("no questions", bad(&Prompt{Kind: messages.KindQuestion}, accept(), "no questions"))
+	t.Run("nil prompt", bad(nil, accept(), "no prompt"))
+	t.Run("no trajectory", func(t *testing.T) {
+		_, err := BuildInteraction(cp, accept(), "", 7)
+		assert.ErrorIs(t, err, ErrInvalidResolve)
+		_, err = BuildInteraction(cp, accept(), testTraj, -1)
+		assert.ErrorIs(t, err, ErrInvalidResolve)
+	})
+}
+
+func TestPrompts(t *testing.T) {
+	u := userStep("go", "")
+	t.Run("harness answer: resolved once, never by terminal after", func(t *testing.T) {
+		r := newTestReconciler()
+		evs := r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
+		eid := findEvent(t, evs, messages.EventElicitationRequest).ElicitationID
+		require.Len(t, r.OpenPrompts(), 1)
+		p, ok := r.Prompt(eid)
+		require.True(t, ok)
+		p.StepIndex = 99 // a copy: the reconciler's prompt is untouched
+		p2, _ := r.Prompt(eid)
+		assert.Equal(t, 1, p2.StepIndex)
+
+		e, ok := r.MarkResolved(eid, messages.ActionAccept, 1, at(1))
+		require.True(t, ok)
+		assert.Equal(t, messages.ByHarness, e.By)
+		assert.Equal(t, at(1), e.Time)
+		assert.Equal(t, eid+"/resolved", e.ID)
+		_, ok = r.MarkResolved(eid, messages.ActionAccept, 1, at(1))
+		assert.False(t, ok, "already closed")
+		_, ok = r.MarkResolved("nope", messages.ActionAccept, 1, at(1))
+		assert.False(t, ok)
+		_, ok = r.Prompt(eid)
+		assert.False(t, ok)
+		assert.Empty(t, r.OpenPrompts())
+
+		evs = r.Apply(snapshot(2, rpc.RunRunning, u, commandStep(rpc.StatusDone, "ls")))
+		assert.Equal(t, []string{"status:running", "function_call_output"}, types(evs))
+	})
+	t.Run("canceled prompt expires", func(t *testing.T) {
+		r := newTestReconciler()
+		r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
+		evs := r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusCanceled, "ls")))
+		assert.Equal(t, []string{"elicitation_resolved", "status:running", "function_call_output"}, types(evs))
+		assert.Equal(t, messages.ByExpired, evs[0].By)
+		assert.Equal(t, messages.ActionCancel, evs[0].Action)
+		assert.Nil(t, evs[0].DeliveredStepIndex)
+	})
+	t.Run("timed out prompt expires when a later turn or tool moves on", func(t *testing.T) {
+		for _, later := range []rpc.Step{userStep("next", ""), commandStep(rpc.StatusDone, "other")} {
+			r := newTestReconciler()
+			r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
+			assert.Equal(t, []string{"function_call_output"}, types(r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusError, "ls")))))
+			// A pending retry or a planner step does not expire it.
+			assert.Empty(t, r.Apply(snapshot(2, rpc.RunRunning, u, commandStep(rpc.StatusError, "ls"), plannerStep(rpc.StatusGenerating, "", ""))))
+			evs := r.Apply(snapshot(3, rpc.RunRunning, u, commandStep(rpc.StatusError, "ls"), plannerStep(rpc.StatusGenerating, "", ""), later))
+			require.Equal(t, messages.EventElicitationResolved, evs[0].Type, "%v", types(evs))
+			assert.Equal(t, messages.ByExpired, evs[0].By)
+			assert.Empty(t, r.OpenPrompts())
+		}
+	})
+	t.Run("answered in the terminal while the command runs", func(t *testing.T) {
+		r := newTestReconciler()
+		r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
+		// A stale pre-prompt RUNNING copy does not close it.
+		assert.Empty(t, r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusRunning, "ls"))))
+		running := answered(commandStep(rpc.StatusRunning, "ls"), 1, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}})
+		evs := r.Apply(snapshot(2, rpc.RunRunning, u, running))
+		require.Equal(t, []string{"elicitation_resolved", "status:running"}, types(evs))
+		assert.Equal(t, messages.ActionDecline, evs[0].Action)
+		assert.Equal(t, messages.ByTerminal, evs[0].By)
+		// A stale WAITING copy does not reopen it.
+		assert.Empty(t, r.Apply(snapshot(3, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"))))
+	})
+	t.Run("retry seen before the timeout, and the old step's error after", func(t *testing.T) {
+		r := newTestReconciler()
+		r.Apply(frame(0, rpc.RunRunning, 1, commandStep(rpc.StatusWaiting, "ls")))
+		assert.Equal(t, []string{"function_call"}, types(r.Apply(frame(1, rpc.RunRunning, 3, commandStep(rpc.StatusWaiting, "ls")))))
+		assert.Equal(t, []string{"function_call_output"}, types(r.Apply(frame(2, rpc.RunRunning, 1, commandStep(rpc.StatusError, "ls")))))
+		require.Len(t, r.OpenPrompts(), 1)
+		assert.Equal(t, 3, r.OpenPrompts()[0].StepIndex)
+		// A stale first sighting of an older step binds without moving back.
+		r.Apply(frame(3, rpc.RunRunning, 2, commandStep(rpc.StatusWaiting, "ls")))
+		assert.Equal(t, 3, r.OpenPrompts()[0].StepIndex)
+	})
+	t.Run("a retry first seen done resolves the open prompt", func(t *testing.T) {
+		r := newTestReconciler()
+		r.Apply(frame(0, rpc.RunRunning, 1, commandStep(rpc.StatusWaiting, "ls")))
+		r.Apply(frame(1, rpc.RunRunning, 1, commandStep(rpc.StatusError, "ls")))
+		evs := r.Apply(frame(2, rpc.RunRunning, 2, commandStep(rpc.StatusDone, "ls")))
+		require.Equal(t, []string{"function_call", "elicitation_resolved", "status:running", "function_call_output"}, types(evs))
+		assert.Equal(t, 2, *evs[1].DeliveredStepIndex)
+		assert.Equal(t, messages.ActionAccept, evs[1].Action, "ran without an echo: allowed")
+	})
+	t.Run("history replay opens nothing", func(t *testing.T) {
+		r := newTestReconciler()
+		evs := r.Apply(snapshot(0, rpc.RunIdle, u, commandStep(rpc.StatusError, "ls"), commandStep(rpc.StatusDone, "ls")))
+		assert.NotContains(t, types(evs), "elicitation_request")
+		assert.Empty(t, r.OpenPrompts())
+	})
+	t.Run("two prompts: waiting until both close; open order kept", func(t *testing.T) {
+		r := newTestReconciler()
+		q := questionStep(rpc.StatusWaiting, qLang)
+		evs := r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"), q))
+		assert.Equal(t, []string{"user_message", "status:running", "function_call", "elicitation_request", "status:waiting", "function_call", "elicitation_request"}, types(evs))
+		open := r.OpenPrompts()
+		require.Len(t, open, 2)
+		assert.Equal(t, messages.KindPermission, open[0].Kind)
+		assert.Equal(t, messages.KindQuestion, open[1].Kind)
+		_, ok := r.MarkResolved(open[0].ElicitationID, messages.ActionAccept, 1, at(1))
+		require.True(t, ok)
+		assert.Empty(t, r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"), q)), "still waiting on the question")
+		_, ok = r.MarkResolved(open[1].ElicitationID, messages.ActionAccept, 2, at(2))
+		require.True(t, ok)
+		assert.Equal(t, []string{"status:running"}, types(r.Apply(snapshot(2, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"), q))))
+	})
+}
