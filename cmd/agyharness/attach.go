@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agyharness/agyharness/actors"
+)
+
+func attachCommand() *command {
+	c := &command{
+		name:     "attach",
+		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token T] [--json] [--record F] [--read-mode both|stream|poll]",
+		summary:  "drive a running agy: events out, turns and answers in",
+		example: `agyharness attach --pid $(pgrep -n agy)          # human mode: type a line to send a turn
+agyharness attach --port 41237 --json < commands.jsonl > events.jsonl
+echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 --json`,
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		fs := newFlagSet(e, c)
+		var spec actors.Spec
+		var readMode, record string
+		var jsonOut bool
+		var timeout time.Duration
+		fs.IntVar(&spec.PID, "pid", 0, "agy's PID, or the PID of the terminal pane that runs it")
+		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan)")
+		fs.StringVar(&spec.ConversationID, "conversation", "", "conversation to bind (default: the most recently active)")
+		fs.StringVar(&spec.CSRFToken, "csrf-token", "", "CSRF token, when agy requires one (default $ANTIGRAVITY_CSRF_TOKEN)")
+		fs.BoolVar(&jsonOut, "json", false, "events as JSON lines on stdout; JSON commands on stdin")
+		fs.StringVar(&record, "record", "", "write every frame and snapshot received to this file (for replay)")
+		fs.StringVar(&readMode, "read-mode", "both", "how to read agy: both, stream or poll")
+		fs.DurationVar(&timeout, "attach-timeout", 30*time.Second, "how long to look for agy before giving up")
+		pos, err := parseFlags(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 0 {
+			return usagef("attach: unexpected argument %q", pos[0])
+		}
+		if (spec.PID > 0) == (spec.Port > 0) {
+			return usagef("attach: give exactly one of --pid and --port")
+		}
+		if spec.PID < 0 || spec.Port < 0 || spec.Port > 65535 {
+			return usagef("attach: --pid and --port must be positive (port at most 65535)")
+		}
+		spec.ReadMode, err = parseReadMode(readMode)
+		if err != nil {
+			return err
+		}
+		if spec.CSRFToken == "" {
+			spec.CSRFToken = e.getenv("ANTIGRAVITY_CSRF_TOKEN")
+		}
+		return attachAndDrive(ctx, e, attachOptions{
+			spec: spec, record: record, timeout: timeout,
+			driver: humanOrJSON(e, jsonOut, driverConfig{detachOnEOF: true}),
+		})
+	}
+	return c
+}
+
+func parseReadMode(s string) (actors.ReadMode, error) {
+	switch m := actors.ReadMode(s); m {
+	case actors.ReadBoth, actors.ReadStream, actors.ReadPoll:
+		return m, nil
+	}
+	return "", usagef("--read-mode %q: want both, stream or poll", s)
+}
+
+// humanOrJSON completes a driver config for --json or human mode.
+func humanOrJSON(e *env, jsonOut bool, cfg driverConfig) driverConfig {
+	cfg.json = jsonOut
+	if !jsonOut {
+		cfg.interactive = true
+		cfg.color = e.stdoutTTY && e.getenv("NO_COLOR") == ""
+	}
+	return cfg
+}
+
+// attachOptions are what attach, sim and launch share.
+type attachOptions struct {
+	spec    actors.Spec
+	record  string
+	timeout time.Duration
+	driver  driverConfig
+	host    actors.Config
+}
+
+// attachAndDrive attaches a session and drives it until it ends.
+func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
+	log := newLogger(e)
+	if o.host.Logger == nil {
+		o.host.Logger = log
+	}
+	if o.record != "" {
+		rec, err := createRecorder(o.record)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := rec.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
+		if err := setRecorder(&o.spec, rec); err != nil {
+			return err
+		}
+	}
+	host := actors.NewHost(o.host)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if serr := host.Shutdown(sctx); serr != nil {
+			log.Warn("host shutdown", "err", serr)
+		}
+	}()
+
+	sess, err := attachWithSignals(ctx, e, host, o.spec, o.timeout)
+	if err != nil {
+		return err
+	}
+	log.Info("attached", "session", sess.ID(), "conversation", sess.ConversationID(), "port", sess.Port())
+	d := newDriver(o.driver, sess, e.stdout, e.stdin, e.signals, log)
+	if err := d.run(ctx); err != nil {
+		return fmt.Errorf("session ended: %w", err)
+	}
+	return nil
+}
+
+// attachWithSignals attaches, giving up on timeout or on a signal.
+func attachWithSignals(ctx context.Context, e *env, host *actors.Host, spec actors.Spec, timeout time.Duration) (*actors.Session, error) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		select {
+		case <-e.signals:
+			cancel()
+		case <-done:
+		}
+	}()
+	sess, err := host.Attach(actx, spec)
+	close(done)
+	<-stopped
+	if err != nil {
+		var hint string
+		if errors.Is(err, context.DeadlineExceeded) {
+			hint = fmt.Sprintf(" (no agy language server found within %s)", timeout)
+		}
+		return nil, fmt.Errorf("attach: %w%s", err, hint)
+	}
+	return sess, nil
+}
+
+var _ sessionAPI = (*actors.Session)(nil)

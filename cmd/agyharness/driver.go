@@ -1,0 +1,476 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+)
+
+// sessionAPI is what the driver needs of an *actors.Session, so the driver
+// can be tested against a scripted session.
+type sessionAPI interface {
+	ID() string
+	ConversationID() string
+	Events() <-chan *messages.Event
+	Do(ctx context.Context, c messages.Command) error
+	Detach(ctx context.Context) error
+	Err() error
+}
+
+// driverConfig says how a driver talks to its user.
+type driverConfig struct {
+	json        bool // events as JSON lines; stdin lines are JSON commands
+	auto        bool // answer every prompt unattended (first option, allow)
+	interactive bool // human mode: typed lines are turns and prompt answers
+	color       bool
+
+	// turns are sent in order, each once the previous one is idle (sim).
+	turns []messages.Command
+	// exitAfterTurns detaches once the last of turns is idle.
+	exitAfterTurns bool
+	// detachOnEOF detaches when stdin ends, once the session is idle.
+	detachOnEOF bool
+	// noTypedTurns ignores typed lines that answer no prompt (sim runs
+	// its own script).
+	noTypedTurns bool
+	// echoTurns prints the turns the driver sends (sim's human mode:
+	// nobody typed them).
+	echoTurns bool
+	// interruptWindow: a second Ctrl-C within it detaches. Default 2s.
+	interruptWindow time.Duration
+	// onResolved runs after an answer reached agy (launch closes the
+	// prompt in agy's TUI). Called on the driver's goroutine.
+	onResolved func(ev *messages.Event)
+}
+
+// work is one command for the worker; result is its outcome.
+type work struct {
+	cmd messages.Command
+}
+
+type result struct {
+	cmd messages.Command
+	err error
+}
+
+// driver runs one session for one user: events out (rendered or JSON),
+// commands in (typed lines, JSON lines, signals, or a script). All of its
+// state is owned by the goroutine that runs loop; commands that block (a
+// turn, an interrupt) run on its worker goroutine.
+type driver struct {
+	cfg     driverConfig
+	sess    sessionAPI
+	out     io.Writer
+	in      io.Reader
+	signals <-chan os.Signal
+	log     *slog.Logger
+
+	enc    *json.Encoder
+	render *renderer
+
+	state       string // the last root status state
+	turnPending bool   // a turn was sent and has not gone idle yet
+	turnSeen    bool   // its user_message arrived
+	turnActive  bool   // and agy did something for it (an item after the user_message)
+	nextTurn    int    // index into cfg.turns
+	inflight    int    // commands queued or running on the worker
+	eof         bool
+	detaching   bool
+	lastSigint  time.Time
+	errN        int
+
+	prompts  []*pendingPrompt // open prompts the person answers in order (human mode)
+	handled  map[string]bool  // elicitations already queued, answered or withdrawn
+	resolved map[string]bool  // elicitations whose answer the driver sent
+
+	work    chan work
+	results chan result
+}
+
+func newDriver(cfg driverConfig, sess sessionAPI, out io.Writer, in io.Reader, signals <-chan os.Signal, log *slog.Logger) *driver {
+	if cfg.interruptWindow <= 0 {
+		cfg.interruptWindow = 2 * time.Second
+	}
+	d := &driver{
+		cfg: cfg, sess: sess, out: out, in: in, signals: signals, log: log,
+		handled:  make(map[string]bool),
+		resolved: make(map[string]bool),
+		work:     make(chan work, 64),
+		results:  make(chan result, 64),
+	}
+	if cfg.json {
+		d.enc = json.NewEncoder(out)
+		d.enc.SetEscapeHTML(false)
+	} else {
+		d.render = newRenderer(out, cfg.color)
+	}
+	return d
+}
+
+// run drives the session until it ends (detach, signal, stdin EOF as
+// configured, or the session failing). It returns the session's error, if
+// it ended on its own with one.
+func (d *driver) run(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.worker(wctx)
+	}()
+	defer func() {
+		cancel()
+		close(d.work)
+		wg.Wait()
+	}()
+
+	stopInput := make(chan struct{})
+	defer close(stopInput)
+	var lines <-chan string
+	if d.in != nil && (d.cfg.json || d.cfg.interactive || d.cfg.detachOnEOF) {
+		lines = readLines(d.in, stopInput)
+	}
+
+	if len(d.cfg.turns) > 0 {
+		d.sendNextTurn()
+	}
+	events := d.sess.Events()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return d.sess.Err()
+			}
+			d.onEvent(ev)
+		case line, ok := <-lines:
+			if !ok {
+				lines = nil
+				d.eof = true
+				d.maybeDetachOnEOF()
+				continue
+			}
+			d.onLine(line)
+		case res := <-d.results:
+			d.inflight--
+			d.onResult(res)
+		case sig := <-d.signals:
+			d.onSignal(sig)
+		case <-ctx.Done():
+			d.detach()
+			ctx = context.Background() // Done fires once; keep draining events
+		}
+	}
+}
+
+// readLines reads lines from r on a goroutine that ends at EOF (or when
+// stop is closed and a line is pending). A read in progress cannot be
+// cancelled: the goroutine lives until r yields, which for a process's
+// stdin is at most until exit.
+func readLines(r io.Reader, stop <-chan struct{}) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			select {
+			case ch <- sc.Text():
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+func (d *driver) worker(ctx context.Context) {
+	for w := range d.work {
+		err := d.sess.Do(ctx, w.cmd)
+		select {
+		case d.results <- result{cmd: w.cmd, err: err}:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// submit queues a command for the worker without blocking the loop.
+func (d *driver) submit(c messages.Command) {
+	select {
+	case d.work <- work{cmd: c}:
+		d.inflight++
+	default:
+		d.reportError(errors.New("too many commands waiting; this one was dropped"))
+	}
+}
+
+// ---- events ----
+
+func (d *driver) emit(ev *messages.Event) {
+	if d.enc != nil {
+		if err := d.enc.Encode(ev); err != nil {
+			d.log.Warn("writing an event failed", "err", err)
+		}
+		return
+	}
+	d.render.event(ev)
+}
+
+func (d *driver) onEvent(ev *messages.Event) {
+	d.emit(ev)
+	if ev.Type != messages.EventStatus && ev.Type != messages.EventUserMessage && d.turnSeen {
+		d.turnActive = true
+	}
+	switch ev.Type {
+	case messages.EventStatus:
+		if ev.ParentConversationID == "" {
+			d.onStatus(ev.State)
+		}
+	case messages.EventUserMessage:
+		if ev.Origin == messages.OriginHarness && d.turnPending {
+			d.turnSeen = true
+		}
+	case messages.EventConversationRotated:
+		// A new conversation: the turn in flight, if any, is not coming back.
+		d.turnDone()
+	case messages.EventElicitationRequest:
+		d.onPrompt(ev)
+	case messages.EventElicitationResolved:
+		d.onPromptClosed(ev)
+	}
+}
+
+// onStatus closes the turn in flight on idle. agy can report IDLE for a
+// moment between recording a turn and starting to run it, so an idle counts
+// only once agy did something for the turn (or on error).
+func (d *driver) onStatus(state string) {
+	d.state = state
+	switch {
+	case state == messages.StateIdle && d.turnPending && d.turnActive,
+		state == messages.StateError && d.turnPending:
+		d.turnDone()
+	}
+	d.maybeDetachOnEOF()
+}
+
+// turnDone ends the turn in flight and moves the script on.
+func (d *driver) turnDone() {
+	if !d.turnPending {
+		return
+	}
+	d.turnPending, d.turnSeen, d.turnActive = false, false, false
+	d.turnIdle()
+}
+
+// turnIdle moves the script on once a turn has gone idle.
+func (d *driver) turnIdle() {
+	if d.nextTurn < len(d.cfg.turns) {
+		d.sendNextTurn()
+		return
+	}
+	if d.cfg.exitAfterTurns && len(d.cfg.turns) > 0 {
+		d.detach()
+	}
+}
+
+func (d *driver) sendNextTurn() {
+	c := d.cfg.turns[d.nextTurn]
+	d.nextTurn++
+	if d.cfg.echoTurns && d.render != nil {
+		d.render.line("%s> %s%s", d.render.p.bold, c.Text, d.render.p.reset)
+	}
+	d.sendTurn(c)
+}
+
+func (d *driver) sendTurn(c messages.Command) {
+	// Pending before sending: the turn's running edge may arrive before Do returns.
+	d.turnPending, d.turnSeen, d.turnActive = true, false, false
+	d.submit(c)
+}
+
+func (d *driver) onPrompt(ev *messages.Event) {
+	if d.handled[ev.ElicitationID] {
+		return
+	}
+	d.handled[ev.ElicitationID] = true
+	switch {
+	case d.cfg.auto:
+		r := autoResolve(ev)
+		d.resolved[ev.ElicitationID] = true
+		d.submit(messages.Command{Type: messages.CommandResolve, ElicitationID: r.ElicitationID, Action: r.Action, Answers: r.Answers})
+	case d.cfg.interactive && d.render != nil:
+		d.prompts = append(d.prompts, &pendingPrompt{ev: ev})
+		if len(d.prompts) == 1 {
+			d.render.ask(d.prompts[0].hint())
+		}
+	}
+}
+
+func (d *driver) onPromptClosed(ev *messages.Event) {
+	d.handled[ev.ElicitationID] = true
+	if d.resolved[ev.ElicitationID] && ev.By == messages.ByHarness && d.cfg.onResolved != nil {
+		d.cfg.onResolved(ev)
+	}
+	for i, p := range d.prompts {
+		if p.ev.ElicitationID != ev.ElicitationID {
+			continue
+		}
+		d.prompts = append(d.prompts[:i], d.prompts[i+1:]...)
+		if i == 0 && len(d.prompts) > 0 {
+			d.render.ask(d.prompts[0].hint())
+		}
+		break
+	}
+}
+
+// ---- input ----
+
+func (d *driver) onLine(line string) {
+	if d.cfg.json {
+		d.onJSONLine(line)
+		return
+	}
+	if !d.cfg.interactive {
+		return
+	}
+	if len(d.prompts) > 0 {
+		p := d.prompts[0]
+		done, err := p.input(line)
+		if err != nil {
+			d.render.ask(err.Error() + "; " + p.hint())
+			return
+		}
+		if !done {
+			d.render.ask(p.hint())
+			return
+		}
+		d.prompts = d.prompts[1:]
+		r := p.resolve()
+		d.resolved[r.ElicitationID] = true
+		d.submit(messages.Command{Type: messages.CommandResolve, ElicitationID: r.ElicitationID, Action: r.Action, Answers: r.Answers})
+		if len(d.prompts) > 0 {
+			d.render.ask(d.prompts[0].hint())
+		}
+		return
+	}
+	text := strings.TrimSpace(line)
+	if d.cfg.noTypedTurns && text != "/detach" && text != "/quit" && text != "/exit" {
+		return
+	}
+	switch text {
+	case "":
+		return
+	case "/detach", "/quit", "/exit":
+		d.detach()
+		return
+	case "/interrupt":
+		d.submit(messages.Command{Type: messages.CommandInterrupt})
+		return
+	}
+	d.sendTurn(messages.Command{Type: messages.CommandTurn, Text: text})
+}
+
+func (d *driver) onJSONLine(line string) {
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	c, err := parseCommand([]byte(line))
+	if err != nil {
+		d.reportError(err)
+		return
+	}
+	switch c.Type {
+	case messages.CommandDetach:
+		d.detach()
+	case messages.CommandTurn:
+		d.sendTurn(c)
+	default:
+		if c.Type == messages.CommandResolve {
+			d.resolved[c.ElicitationID] = true
+		}
+		d.submit(c)
+	}
+}
+
+func (d *driver) onResult(res result) {
+	if res.err == nil {
+		if res.cmd.Type == messages.CommandInterrupt && d.turnPending {
+			// Interrupt returns once agy is idle: the turn is over.
+			d.turnPending, d.turnSeen, d.turnActive = false, false, false
+		}
+		d.maybeDetachOnEOF()
+		return
+	}
+	if res.cmd.Type == messages.CommandTurn {
+		d.turnPending, d.turnSeen, d.turnActive = false, false, false
+	}
+	if res.cmd.Type == messages.CommandResolve {
+		delete(d.resolved, res.cmd.ElicitationID)
+	}
+	d.reportError(fmt.Errorf("%s failed: %w", res.cmd.Type, res.err))
+	d.maybeDetachOnEOF()
+}
+
+// reportError tells the user about a refused or failed command: an error
+// event (seq 0) in JSON mode, a red line otherwise.
+func (d *driver) reportError(err error) {
+	d.errN++
+	ev := cliErrorEvent(d.sess.ID(), d.sess.ConversationID(), d.errN, err)
+	d.emit(ev)
+}
+
+// maybeDetachOnEOF detaches after stdin ended, once nothing is in flight
+// and the session is not running a turn.
+func (d *driver) maybeDetachOnEOF() {
+	if !d.eof || !d.cfg.detachOnEOF || d.inflight > 0 || d.turnPending {
+		return
+	}
+	if d.state == messages.StateRunning || d.state == messages.StateWaiting {
+		return
+	}
+	d.detach()
+}
+
+// ---- signals ----
+
+func (d *driver) onSignal(sig os.Signal) {
+	if sig == syscall.SIGTERM {
+		d.detach()
+		return
+	}
+	busy := d.state == messages.StateRunning || d.state == messages.StateWaiting || d.turnPending
+	now := time.Now()
+	if !busy || now.Sub(d.lastSigint) < d.cfg.interruptWindow {
+		d.detach()
+		return
+	}
+	d.lastSigint = now
+	if d.render != nil {
+		d.render.line("%s(interrupting; Ctrl-C again to leave)%s", d.render.p.dim, d.render.p.reset)
+	}
+	d.submit(messages.Command{Type: messages.CommandInterrupt})
+}
+
+// detach stops the session; the loop then drains the last events and ends
+// when the event channel closes.
+func (d *driver) detach() {
+	if d.detaching {
+		return
+	}
+	d.detaching = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := d.sess.Detach(ctx); err != nil {
+		d.log.Warn("detach", "err", err)
+	}
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/agyharness/agyharness/messages"
+)
+
+// ANSI styles; empty when colour is off.
+type palette struct{ dim, bold, cyan, red, yellow, green, reset string }
+
+func newPalette(color bool) palette {
+	if !color {
+		return palette{}
+	}
+	return palette{dim: "\x1b[2m", bold: "\x1b[1m", cyan: "\x1b[36m", red: "\x1b[31m", yellow: "\x1b[33m", green: "\x1b[32m", reset: "\x1b[0m"}
+}
+
+// maxOutputLines bounds a tool's output on screen; the rest is counted.
+const maxOutputLines = 20
+
+// renderer draws events for a person: streamed text as it arrives,
+// reasoning dimmed, tool calls as "$ command" with their output, prompts
+// with numbered options, and a status line on every status edge. It is
+// used by one goroutine (the driver's loop).
+type renderer struct {
+	w io.Writer
+	p palette
+
+	openItem string          // the item whose text is mid-line ("" when at a line start)
+	streamed map[string]bool // items whose text was streamed: their message is not printed again
+	model    string
+	in, out  int64 // tokens of the last usage event
+}
+
+func newRenderer(w io.Writer, color bool) *renderer {
+	return &renderer{w: w, p: newPalette(color), streamed: make(map[string]bool)}
+}
+
+// endLine finishes a streamed line, if one is open.
+func (r *renderer) endLine() {
+	if r.openItem != "" {
+		fmt.Fprint(r.w, r.p.reset+"\n")
+		r.openItem = ""
+	}
+}
+
+// line prints one full line (ending any open streamed line first).
+func (r *renderer) line(format string, args ...any) {
+	r.endLine()
+	fmt.Fprintf(r.w, format+"\n", args...)
+}
+
+func (r *renderer) prefix(ev *messages.Event) string {
+	if ev.ParentConversationID == "" {
+		return ""
+	}
+	return r.p.dim + "[subagent " + short(ev.ConversationID) + "] " + r.p.reset
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// stream appends delta text of an item, starting a new line when another
+// item was open.
+func (r *renderer) stream(ev *messages.Event, style, label, text string) {
+	key := string(ev.Type) + "/" + ev.ItemID
+	if r.openItem != key {
+		r.endLine()
+		fmt.Fprint(r.w, r.prefix(ev)+style+label)
+		r.openItem = key
+	} else {
+		fmt.Fprint(r.w, style)
+	}
+	fmt.Fprint(r.w, text+r.p.reset)
+	r.streamed[key] = true
+}
+
+// event draws one event.
+func (r *renderer) event(ev *messages.Event) {
+	p := r.p
+	switch ev.Type {
+	case messages.EventReasoningDelta:
+		text := ev.Delta
+		if ev.Snapshot != "" {
+			r.endLine()
+			text = ev.Snapshot
+		}
+		r.stream(ev, p.dim, "thinking: ", text)
+	case messages.EventOutputTextDelta:
+		if ev.Snapshot != "" {
+			// agy rewrote the text: start over on a fresh line.
+			r.endLine()
+			r.stream(ev, "", "", ev.Snapshot)
+			return
+		}
+		r.stream(ev, "", "", ev.Delta)
+	case messages.EventMessage:
+		if r.streamed[string(messages.EventOutputTextDelta)+"/"+ev.ItemID] {
+			if r.openItem == string(messages.EventOutputTextDelta)+"/"+ev.ItemID {
+				r.endLine()
+			}
+			return
+		}
+		r.line("%s%s", r.prefix(ev), ev.Text)
+	case messages.EventUserMessage:
+		if ev.Origin == messages.OriginTerminal {
+			r.line("%s%s> %s%s %s(typed in agy)%s", r.prefix(ev), p.bold, ev.Text, p.reset, p.dim, p.reset)
+		}
+	case messages.EventFunctionCall:
+		r.line("%s%s%s%s", r.prefix(ev), p.cyan, callLine(ev), p.reset)
+	case messages.EventFunctionCallOutput:
+		r.output(ev)
+	case messages.EventElicitationRequest:
+		r.prompt(ev)
+	case messages.EventElicitationResolved:
+		r.line("%s%s✓ prompt %s: %s (by %s)%s", r.prefix(ev), p.green, short(ev.ElicitationID), ev.Action, ev.By, p.reset)
+	case messages.EventUsage:
+		if ev.Model != "" {
+			r.model = ev.Model
+		}
+		r.in, r.out = deref(ev.InputTokens), deref(ev.OutputTokens)
+	case messages.EventModelChanged:
+		name := ev.To
+		if ev.DisplayName != "" {
+			name = ev.DisplayName + " (" + ev.To + ")"
+		}
+		r.model = ev.To
+		from := ev.From
+		if from == "" {
+			from = "-"
+		}
+		r.line("%smodel: %s → %s%s", p.dim, from, name, p.reset)
+	case messages.EventConversationRotated:
+		r.line("%sconversation %s → %s (agy started a new conversation)%s", p.yellow, short(ev.From), short(ev.To), p.reset)
+	case messages.EventUnknownStep:
+		r.line("%s(agy step type %s is not mapped by this version)%s", p.dim, ev.StepType, p.reset)
+	case messages.EventError:
+		r.line("%s%serror: %s%s", r.prefix(ev), p.red, ev.Message, p.reset)
+	case messages.EventStatus:
+		if ev.ParentConversationID != "" {
+			return
+		}
+		r.status(ev.State)
+	}
+}
+
+// status draws the status line.
+func (r *renderer) status(state string) {
+	p := r.p
+	var b strings.Builder
+	fmt.Fprintf(&b, "── %s", state)
+	if r.model != "" {
+		fmt.Fprintf(&b, " · %s", r.model)
+	}
+	if r.in > 0 || r.out > 0 {
+		fmt.Fprintf(&b, " · tokens %d in / %d out", r.in, r.out)
+	}
+	switch state {
+	case messages.StateIdle:
+		b.WriteString(" · type a message, Ctrl-C twice to leave")
+	case messages.StateRunning:
+		b.WriteString(" · Ctrl-C interrupts")
+	}
+	r.line("%s%s ──%s", p.dim, b.String(), p.reset)
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// callLine is "$ command" for run_command, else "→ name args".
+func callLine(ev *messages.Event) string {
+	var args map[string]any
+	_ = json.Unmarshal([]byte(ev.Arguments), &args)
+	if cmd, ok := args["command"].(string); ok && cmd != "" {
+		return "$ " + cmd
+	}
+	if ev.Arguments == "" || ev.Arguments == "{}" {
+		return "→ " + ev.Name
+	}
+	return "→ " + ev.Name + " " + ev.Arguments
+}
+
+func (r *renderer) output(ev *messages.Event) {
+	p := r.p
+	r.endLine()
+	out := strings.TrimRight(ev.Output, "\n")
+	if out != "" {
+		lines := strings.Split(out, "\n")
+		more := 0
+		if len(lines) > maxOutputLines {
+			more = len(lines) - maxOutputLines
+			lines = lines[:maxOutputLines]
+		}
+		for _, l := range lines {
+			fmt.Fprintf(r.w, "%s  %s%s\n", p.dim, l, p.reset)
+		}
+		if more > 0 {
+			fmt.Fprintf(r.w, "%s  … %d more lines%s\n", p.dim, more, p.reset)
+		}
+	}
+	if ev.ExitCode != nil && *ev.ExitCode != 0 {
+		fmt.Fprintf(r.w, "%s  exit %d%s\n", p.red, *ev.ExitCode, p.reset)
+	}
+}
+
+// prompt draws an elicitation: the questions with numbered options, or the
+// permission asked.
+func (r *renderer) prompt(ev *messages.Event) {
+	p := r.p
+	pre := r.prefix(ev)
+	switch ev.Kind {
+	case messages.KindPermission:
+		what := "agy asks for permission"
+		switch {
+		case ev.Command != nil:
+			what = "agy wants to run: $ " + ev.Command.Line
+			if ev.Command.Cwd != "" {
+				what += "   (in " + ev.Command.Cwd + ")"
+			}
+		case ev.Resource != nil:
+			what = fmt.Sprintf("agy wants to %s %s", ev.Resource.Action, ev.Resource.Target)
+		}
+		r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, what, p.reset)
+	default:
+		for _, q := range ev.Questions {
+			r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, q.Question, p.reset)
+			for i, o := range q.Options {
+				r.line("  %d) %s", i+1, o.Text)
+			}
+		}
+	}
+}
+
+// ask draws the input hint for the question being answered.
+func (r *renderer) ask(hint string) {
+	r.line("%s  %s%s", r.p.yellow, hint, r.p.reset)
+}
