@@ -1,0 +1,360 @@
+package agytest_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/agytest"
+)
+
+// streamed is a ground-truth step as a stream carries it: without the tool
+// call.
+func streamed(s rpc.Step) rpc.Step {
+	s.Metadata.ToolCall = nil
+	if s.PlannerResponse != nil {
+		pr := *s.PlannerResponse
+		pr.ToolCalls = nil
+		s.PlannerResponse = &pr
+	}
+	return s
+}
+
+// answerAll answers every prompt of the default scenario from the terminal
+// until the turn ends.
+func autoAnswer(t *testing.T, srv *agytest.Server, c *rpc.Client, conv string, min int) {
+	t.Helper()
+	for {
+		p, ok := srv.OpenPrompt(conv)
+		if !ok {
+			if srv.RunStatus(conv) == rpc.RunIdle {
+				return
+			}
+			waitPromptOrIdle(t, srv, conv)
+			continue
+		}
+		in := rpc.InteractionResponse{TrajectoryID: p.TrajectoryID(), StepIndex: rpc.Int(p.Index())}
+		if p.RequestedInteraction.AskQuestion != nil {
+			q := p.RequestedInteraction.AskQuestion.Questions[0]
+			in.AskQuestion = &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: q.Question, SelectedOptionIDs: []string{"1"}}}}
+		} else {
+			in.Permission = &rpc.PermissionAnswer{Allow: true}
+		}
+		require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, in))
+	}
+}
+
+func waitPromptOrIdle(t *testing.T, srv *agytest.Server, conv string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		_, ok := srv.OpenPrompt(conv)
+		return ok || srv.RunStatus(conv) == rpc.RunIdle
+	}, 10*time.Second, time.Millisecond)
+}
+
+func TestStreamReassemblesIntoGroundTruth(t *testing.T) {
+	opts := fast(nil) // the default scenario: every kind of step
+	opts.IdleBeforeFlush = -1
+	srv := agytest.Start(t, opts)
+	c := client(t, srv)
+	conv := srv.ConversationID()
+	ctx := testCtx(t)
+	st, err := c.StreamAgentStateUpdates(ctx, conv, "")
+	require.NoError(t, err)
+	defer st.Close()
+
+	r := newReader()
+	r.readUntil(t, st, func(*rpc.StreamFrame) bool { return true }) // the snapshot
+	send(t, c, conv, "what is in the workspace?")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		autoAnswer(t, srv, c, conv, 0)
+	}()
+	r.readUntil(t, st, idleFrame)
+	<-done
+
+	truth := srv.GroundTruth(conv)
+	require.NotEmpty(t, truth)
+	assert.Len(t, r.latest, len(truth), "every committed step reached the stream")
+	for _, want := range truth {
+		got, ok := r.latest[want.Index()]
+		require.True(t, ok, "step %d missing from the stream", want.Index())
+		assert.Equal(t, canon(t, streamed(want)), canon(t, got), "step %d", want.Index())
+	}
+	// Every kind of step the default scenario promises.
+	kinds := map[rpc.StepType]bool{}
+	for _, s := range truth {
+		kinds[s.Type] = true
+	}
+	for _, k := range []rpc.StepType{rpc.StepUserInput, rpc.StepConversationHistory, rpc.StepPlannerResponse, rpc.StepRunCommand, rpc.StepAskQuestion, rpc.StepViewFile, rpc.StepCheckpoint} {
+		assert.True(t, kinds[k], "default scenario has %s", k)
+	}
+}
+
+func TestStreamFramesAreSparseCumulativeSnapshots(t *testing.T) {
+	think := "First I consider the question carefully."
+	say := "Here is a fairly long answer that streams in many small chunks."
+	opts := fast(script(agytest.Think(think), agytest.Say(say, 10)))
+	opts.IdleBeforeFlush = -1
+	srv := agytest.Start(t, opts)
+	c := client(t, srv)
+	conv := srv.ConversationID()
+	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
+	require.NoError(t, err)
+	defer st.Close()
+	r := newReader()
+	r.readUntil(t, st, func(*rpc.StreamFrame) bool { return true })
+	send(t, c, conv, "hi")
+	r.readUntil(t, st, idleFrame)
+
+	var copies []rpc.Step
+	for i, f := range r.frames[1:] {
+		su := f.Update.MainTrajectoryUpdate.StepsUpdate
+		require.Len(t, su.Steps, len(su.Indices), "frame %d", i+1)
+		assert.Equal(t, conv, f.Update.ConversationID)
+		assert.NotEmpty(t, f.Update.Status)
+		assert.LessOrEqual(t, len(su.Indices), 3, "frames are sparse")
+		for j, s := range su.Steps {
+			assert.Equal(t, int(su.Indices[j]), s.Index(), "indices[i] is the step index of steps[i]")
+			if s.Type == rpc.StepPlannerResponse {
+				copies = append(copies, s)
+			}
+		}
+	}
+	require.Greater(t, len(copies), 5)
+	prevThink, prevText := "", ""
+	for _, s := range copies {
+		pr := s.PlannerResponse
+		require.NotNil(t, pr)
+		assert.True(t, strings.HasPrefix(pr.Thinking, prevThink), "thinking only grows")
+		assert.True(t, strings.HasPrefix(pr.ModifiedResponse, prevText), "modifiedResponse only grows")
+		if pr.ModifiedResponse != "" {
+			assert.Equal(t, think, pr.Thinking, "thinking is complete before text streams")
+		}
+		if s.Status == rpc.StatusGenerating {
+			assert.Empty(t, pr.Response, "response only at DONE")
+			assert.Nil(t, s.Metadata.ModelUsage)
+		}
+		prevThink, prevText = pr.Thinking, pr.ModifiedResponse
+	}
+	last := copies[len(copies)-1]
+	if last.Status == rpc.StatusDone {
+		assert.Equal(t, say, last.PlannerResponse.ModifiedResponse)
+	}
+	steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
+	require.NoError(t, err)
+	var planner rpc.Step
+	for _, s := range steps {
+		if s.Type == rpc.StepPlannerResponse {
+			planner = s
+		}
+	}
+	assert.Equal(t, say, planner.PlannerResponse.Response)
+	require.NotNil(t, planner.Metadata.ModelUsage)
+	assert.Equal(t, model, planner.Metadata.GeneratorModel)
+	assert.Contains(t, string(planner.Raw), `"outputTokens":"`, "64-bit counts are strings")
+}
+
+func TestStreamSnapshotFirst(t *testing.T) {
+	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
+	c := client(t, srv)
+	conv := srv.ConversationID()
+	send(t, c, conv, "hello")
+	waitIdle(t, srv, conv)
+	n := len(srv.Steps(conv))
+	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
+	require.NoError(t, err)
+	defer st.Close()
+	f, err := st.Next()
+	require.NoError(t, err)
+	su := f.Update.MainTrajectoryUpdate.StepsUpdate
+	require.Len(t, su.Steps, n)
+	assert.Equal(t, n, int(su.TotalLength))
+	for i := range n {
+		assert.Equal(t, i, int(su.Indices[i]))
+	}
+	assert.Equal(t, rpc.RunIdle, f.Update.Status)
+	truth := srv.GroundTruth(conv)
+	for _, s := range truth {
+		assert.Equal(t, canon(t, streamed(s)), canon(t, su.Steps[s.Index()]))
+	}
+}
+
+func TestStreamedToolStepsLackToolCall(t *testing.T) {
+	opts := fast(script(agytest.Run(agytest.CommandAction{Line: "pwd", Output: "/w\n"}), agytest.Say("Done.", 1)))
+	opts.IdleBeforeFlush = -1
+	srv := agytest.Start(t, opts)
+	c := client(t, srv)
+	conv := srv.ConversationID()
+	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
+	require.NoError(t, err)
+	defer st.Close()
+	r := newReader()
+	r.readUntil(t, st, func(*rpc.StreamFrame) bool { return true })
+	send(t, c, conv, "where am I")
+	r.readUntil(t, st, idleFrame)
+	steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
+	require.NoError(t, err)
+	sawRun := false
+	for _, s := range steps {
+		got := r.latest[s.Index()]
+		switch {
+		case s.Type == rpc.StepRunCommand:
+			sawRun = true
+			require.NotNil(t, s.Metadata.ToolCall, "unary copies carry the tool call")
+			assert.Equal(t, "run_command", s.Metadata.ToolCall.Name)
+			assert.Nil(t, got.Metadata.ToolCall, "streamed copies drop it")
+			assert.Equal(t, "/w\n", got.RunCommand.CombinedOutput.Full)
+			assert.NotContains(t, string(s.Raw), `"exitCode"`, "exit code 0 is omitted")
+		case s.Type == rpc.StepPlannerResponse && len(s.PlannerResponse.ToolCalls) > 0:
+			assert.Empty(t, got.PlannerResponse.ToolCalls)
+		}
+	}
+	assert.True(t, sawRun)
+}
+
+func TestIdleCanArriveBeforeTheLastStepIsFlushed(t *testing.T) {
+	for seed := int64(1); seed <= 6; seed++ {
+		opts := fast(script(agytest.Say("Short answer.", 3)))
+		opts.Seed = seed
+		opts.IdleBeforeFlush = 1
+		srv := agytest.Start(t, opts)
+		c := client(t, srv)
+		conv := srv.ConversationID()
+		st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
+		require.NoError(t, err)
+		r := newReader()
+		r.readUntil(t, st, func(*rpc.StreamFrame) bool { return true })
+		send(t, c, conv, "hi")
+		r.readUntil(t, st, idleFrame)
+		truth := srv.GroundTruth(conv)
+		last := truth[len(truth)-1]
+		got, ok := r.latest[last.Index()]
+		assert.False(t, ok && got.Status.Terminal(), "seed %d: IDLE came before the last step's final copy", seed)
+		steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
+		require.NoError(t, err)
+		assert.Equal(t, rpc.StatusDone, steps[last.Index()].Status, "a read after IDLE has it")
+		st.Close()
+		require.NoError(t, srv.Close())
+	}
+}
+
+func TestRepeatedSubscriberIDClosesTheOlderStream(t *testing.T) {
+	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
+	c := client(t, srv)
+	conv := srv.ConversationID()
+	ctx := testCtx(t)
+	older, err := c.StreamAgentStateUpdates(ctx, conv, "sub-1")
+	require.NoError(t, err)
+	defer older.Close()
+	_, err = older.Next()
+	require.NoError(t, err)
+	other, err := c.StreamAgentStateUpdates(ctx, conv, "sub-2")
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Next()
+	require.NoError(t, err)
+
+	newer, err := c.StreamAgentStateUpdates(ctx, conv, "sub-1")
+	require.NoError(t, err)
+	defer newer.Close()
+	_, err = newer.Next()
+	require.NoError(t, err)
+	err = drainErr(older)
+	assert.True(t, isEOF(err), "the older stream ends cleanly, got %v", err)
+
+	require.NoError(t, srv.TypeTurn("hello"))
+	f, err := newer.Next()
+	require.NoError(t, err)
+	assert.Equal(t, conv, f.Update.ConversationID)
+	f, err = other.Next()
+	require.NoError(t, err, "a different subscriber id is untouched")
+	assert.Equal(t, conv, f.Update.ConversationID)
+	waitIdle(t, srv, conv)
+}
+
+func TestClearRotatesToANewRootConversation(t *testing.T) {
+	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
+	c := client(t, srv)
+	ctx := testCtx(t)
+	old := srv.ConversationID()
+	send(t, c, old, "hello")
+	waitIdle(t, srv, old)
+	st, err := c.StreamAgentStateUpdates(ctx, old, "")
+	require.NoError(t, err)
+	defer st.Close()
+	_, err = st.Next()
+	require.NoError(t, err)
+
+	fresh := srv.Clear()
+	assert.NotEqual(t, old, fresh)
+	assert.Equal(t, fresh, srv.ConversationID())
+	f, err := st.Next()
+	require.NoError(t, err)
+	assert.Equal(t, fresh, f.Update.ConversationID, "the stream names the active conversation")
+	assert.Empty(t, f.Update.MainTrajectoryUpdate.StepsUpdate.Steps)
+
+	all, err := c.GetAllCascadeTrajectories(ctx)
+	require.NoError(t, err)
+	require.Contains(t, all.TrajectorySummaries, old)
+	require.Contains(t, all.TrajectorySummaries, fresh)
+	assert.Empty(t, all.TrajectorySummaries[fresh].LastUserInputTime)
+	assert.Equal(t, fresh, all.TrajectorySummaries[fresh].TrajectoryMetadata.RootConversationID)
+
+	steps, err := c.GetCascadeTrajectorySteps(ctx, old)
+	require.NoError(t, err)
+	assert.NotEmpty(t, steps, "the old conversation stays reachable")
+
+	require.NoError(t, srv.TypeTurn("typed after clear"))
+	waitIdle(t, srv, fresh)
+	all, err = c.GetAllCascadeTrajectories(ctx)
+	require.NoError(t, err)
+	assert.Greater(t, all.TrajectorySummaries[fresh].LastUserInputTime, all.TrajectorySummaries[old].LastUserInputTime)
+	assert.Equal(t, []rpc.TextItem{{Text: "typed after clear"}}, srv.Steps(fresh)[0].UserInput.Items)
+}
+
+func TestPollerSeesGroundTruth(t *testing.T) {
+	srv := agytest.Start(t, fast(script(
+		agytest.Think("Plan."),
+		agytest.Run(agytest.CommandAction{Line: "ls", Output: "a\n"}),
+		agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "a\nb/\n"}),
+		agytest.Say("Listed the files.", 4),
+	)))
+	c := client(t, srv)
+	conv := srv.ConversationID()
+	ctx := testCtx(t)
+	seen := map[int]rpc.Step{}
+	send(t, c, conv, "list")
+	for {
+		idle := srv.RunStatus(conv) == rpc.RunIdle
+		steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
+		require.NoError(t, err)
+		for _, s := range steps {
+			if s.Status.Terminal() {
+				if prev, ok := seen[s.Index()]; ok {
+					assert.Equal(t, canon(t, prev), canon(t, s), "a committed step never changes")
+				}
+				seen[s.Index()] = s
+			}
+		}
+		if idle {
+			break
+		}
+	}
+	truth := srv.GroundTruth(conv)
+	require.Len(t, seen, len(truth))
+	for _, s := range truth {
+		assert.JSONEq(t, string(s.Raw), string(seen[s.Index()].Raw))
+	}
+	var raw []json.RawMessage
+	for _, s := range truth {
+		raw = append(raw, s.Raw)
+	}
+	assert.NotEmpty(t, raw)
+}
