@@ -114,6 +114,9 @@ func newDriver(cfg driverConfig, sess sessionAPI, out io.Writer, in io.Reader, s
 		d.enc.SetEscapeHTML(false)
 	} else {
 		d.render = newRenderer(out, cfg.color)
+		if cfg.noTypedTurns {
+			d.render.idleHint = ""
+		}
 	}
 	return d
 }

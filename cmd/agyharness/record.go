@@ -8,51 +8,65 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agyharness/agyharness/mapper"
-	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 )
 
 // A capture is a JSON-lines file: a header line, then one record per thing
-// the session's reconcilers were fed, in the order the session saw them.
-// Steps are written exactly as agy sent them (rpc.Step.Raw), so fields this
-// version does not decode survive, and a newer mapper can replay an old
-// capture.
+// the session read, in the order it read them, each with the time it
+// arrived. Payloads are what actors.Spec.Recorder hands over: steps exactly
+// as agy sent them (unknown fields included), so a newer mapper can replay
+// an old capture.
 //
 //	{"kind":"capture","version":1,"time":"..."}
-//	{"kind":"bind","conversation_id":"C","time":"..."}                      the session bound (or rotated to) C
-//	{"kind":"models","models":{"M":{...}},"time":"..."}                    the model catalog (display names)
-//	{"kind":"frame","conversation_id":"C","frame":{"update":{...}},"time":"..."}   a StreamAgentStateUpdates data frame
-//	{"kind":"snapshot","conversation_id":"C","run_status":"...","steps":[...],"time":"..."}  a GetCascadeTrajectorySteps read
-//	{"kind":"turn","conversation_id":"C","text":"...","time":"..."}        this session sent a turn (origin harness)
-//	{"kind":"resolved","elicitation_id":"E","action":"accept","step_index":7,"time":"..."}  an answer reached agy
+//	{"kind":"frame","conversation_id":"C","time":"...","payload":{"update":{...}}}           a StreamAgentStateUpdates data frame
+//	{"kind":"snapshot","conversation_id":"C","time":"...","payload":{"steps":[...],"runStatus":"..."}}  a GetCascadeTrajectorySteps read
+//
+// Replay also understands these kinds, for sessions that record them:
+//
+//	{"kind":"turn","payload":{"text":"..."}}                                     this session sent a turn (origin harness)
+//	{"kind":"resolved","payload":{"elicitation_id":"E","action":"accept","step_index":7}}  an answer reached agy
+//	{"kind":"models","payload":{"<enum>":{"model":"...","displayName":"..."}}}   the model catalog
+//	{"kind":"bind","conversation_id":"C"}                                          the session bound (or rotated to) C
+//
+// Unknown kinds are skipped, so older replayers read newer captures.
 const captureVersion = 1
 
 // captureRecord is one line of a capture.
 type captureRecord struct {
-	Kind           string                   `json:"kind"`
-	Version        int                      `json:"version,omitempty"`
-	Time           time.Time                `json:"time"`
-	ConversationID string                   `json:"conversation_id,omitempty"`
-	Frame          json.RawMessage          `json:"frame,omitempty"`
-	RunStatus      rpc.RunStatus            `json:"run_status,omitempty"`
-	Steps          []json.RawMessage        `json:"steps,omitempty"`
-	Text           string                   `json:"text,omitempty"`
-	ElicitationID  string                   `json:"elicitation_id,omitempty"`
-	Action         string                   `json:"action,omitempty"`
-	StepIndex      *int                     `json:"step_index,omitempty"`
-	Models         map[string]rpc.ModelInfo `json:"models,omitempty"`
+	Kind           string          `json:"kind"`
+	Version        int             `json:"version,omitempty"`
+	Time           time.Time       `json:"time"`
+	ConversationID string          `json:"conversation_id,omitempty"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
 }
 
-// recorder writes a capture. Record is safe for concurrent use (a host
-// may call it from several sessions' goroutines); it never blocks on
-// anything but the file.
+// snapshotPayload is a "snapshot" record's payload (actors.SnapshotCapture).
+type snapshotPayload struct {
+	Steps     []json.RawMessage `json:"steps"`
+	RunStatus rpc.RunStatus     `json:"runStatus,omitempty"`
+}
+
+// resolvedPayload is a "resolved" record's payload.
+type resolvedPayload struct {
+	ElicitationID string `json:"elicitation_id"`
+	Action        string `json:"action"`
+	StepIndex     int    `json:"step_index"`
+}
+
+// recorder writes a capture. Record never blocks on the file: records are
+// queued and written by the recorder's own goroutine, which Close stops
+// after writing everything queued.
 type recorder struct {
-	mu   sync.Mutex
 	f    *os.File
 	w    *bufio.Writer
-	err  error
-	skip map[string]bool // payload kinds already reported as unknown
+	wake chan struct{}
+	done chan struct{} // closed by Close
+	wg   sync.WaitGroup
+
+	mu     sync.Mutex
+	queue  [][]byte
+	err    error
+	closed bool
 }
 
 func createRecorder(path string) (*recorder, error) {
@@ -60,182 +74,100 @@ func createRecorder(path string) (*recorder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
-	r := &recorder{f: f, w: bufio.NewWriter(f), skip: make(map[string]bool)}
-	r.write(captureRecord{Kind: "capture", Version: captureVersion, Time: time.Now().UTC()})
+	r := &recorder{f: f, w: bufio.NewWriter(f), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	r.enqueue(captureRecord{Kind: "capture", Version: captureVersion, Time: time.Now().UTC()})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.writeLoop()
+	}()
 	return r, nil
 }
 
-// Record is the hook the session calls (actors.Spec.Recorder) with what it
-// received; see the capture format above for kinds and payloads.
-func (r *recorder) Record(kind, conv string, payload any, t time.Time) {
-	rec, ok := captureOf(kind, conv, payload, t)
-	if !ok {
-		r.mu.Lock()
-		if !r.skip[kind] && r.err == nil {
-			r.skip[kind] = true
-			r.err = fmt.Errorf("record: unknown payload %T for kind %q", payload, kind)
-		}
-		r.mu.Unlock()
-		return
-	}
-	r.write(rec)
+// Record is the session's capture hook (actors.Spec.Recorder). It is safe
+// for concurrent use and does not block.
+func (r *recorder) Record(kind, conv string, payload json.RawMessage, t time.Time) {
+	r.enqueue(captureRecord{Kind: kind, ConversationID: conv, Time: t.UTC(), Payload: payload})
 }
 
-func (r *recorder) write(rec captureRecord) {
+func (r *recorder) enqueue(rec captureRecord) {
 	b, err := json.Marshal(rec)
+	r.mu.Lock()
+	switch {
+	case r.closed:
+	case err != nil:
+		if r.err == nil {
+			r.err = fmt.Errorf("record: %w", err)
+		}
+	default:
+		r.queue = append(r.queue, append(b, '\n'))
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) writeLoop() {
+	for {
+		r.mu.Lock()
+		batch := r.queue
+		r.queue = nil
+		r.mu.Unlock()
+		for _, b := range batch {
+			if _, err := r.w.Write(b); err != nil {
+				r.fail(err)
+			}
+		}
+		// Flush per batch: a capture of a session that crashes is the
+		// one most worth having.
+		if len(batch) > 0 {
+			if err := r.w.Flush(); err != nil {
+				r.fail(err)
+			}
+		}
+		select {
+		case <-r.wake:
+		case <-r.done:
+			r.mu.Lock()
+			empty := len(r.queue) == 0
+			r.mu.Unlock()
+			if empty {
+				return
+			}
+		}
+	}
+}
+
+func (r *recorder) fail(err error) {
+	r.mu.Lock()
+	if r.err == nil {
+		r.err = fmt.Errorf("record: %w", err)
+	}
+	r.mu.Unlock()
+}
+
+// Close writes what is queued, closes the file and reports the first error.
+// Records after Close are dropped.
+func (r *recorder) Close() error {
+	r.mu.Lock()
+	already := r.closed
+	r.closed = true
+	r.mu.Unlock()
+	if already {
+		return nil
+	}
+	close(r.done)
+	r.wg.Wait()
+	cerr := r.f.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.err != nil {
-		return
-	}
-	if err != nil {
-		r.err = fmt.Errorf("record: %w", err)
-		return
-	}
-	b = append(b, '\n')
-	if _, err := r.w.Write(b); err != nil {
-		r.err = fmt.Errorf("record: %w", err)
-		return
-	}
-	// Flush per record: a capture of a session that crashes is the one
-	// most worth having.
-	if err := r.w.Flush(); err != nil {
-		r.err = fmt.Errorf("record: %w", err)
-	}
-}
-
-// Close flushes and closes the file and reports the first write error.
-func (r *recorder) Close() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ferr := r.w.Flush()
-	cerr := r.f.Close()
-	switch {
-	case r.err != nil:
 		return r.err
-	case ferr != nil:
-		return fmt.Errorf("record: %w", ferr)
-	case cerr != nil:
+	}
+	if cerr != nil {
 		return fmt.Errorf("record: %w", cerr)
 	}
 	return nil
-}
-
-// captureOf turns a hook call into a record. It accepts the payload types
-// the session passes (see setRecorder) and close relatives, so the hook's
-// exact payload type is not a wire contract.
-func captureOf(kind, conv string, payload any, t time.Time) (captureRecord, bool) {
-	rec := captureRecord{Kind: kind, ConversationID: conv, Time: t.UTC()}
-	switch kind {
-	case "frame":
-		var f *rpc.StreamFrame
-		switch p := payload.(type) {
-		case *rpc.StreamFrame:
-			f = p
-		case rpc.StreamFrame:
-			f = &p
-		case *messages.FrameReceived:
-			f = p.Frame
-		}
-		if f == nil {
-			return rec, false
-		}
-		rec.Frame = rawFrame(f)
-	case "snapshot":
-		switch p := payload.(type) {
-		case *messages.SnapshotRead:
-			rec.Steps, rec.RunStatus = rawSteps(p.Steps), p.RunStatus
-			if p.ConversationID != "" {
-				rec.ConversationID = p.ConversationID
-			}
-		case mapper.Observation:
-			rec.Steps, rec.RunStatus = rawSteps(p.Steps), p.RunStatus
-		case []rpc.Step:
-			rec.Steps = rawSteps(p)
-		default:
-			return rec, false
-		}
-		if rec.Steps == nil {
-			rec.Steps = []json.RawMessage{}
-		}
-	case "turn":
-		switch p := payload.(type) {
-		case string:
-			rec.Text = p
-		case *messages.SendTurn:
-			rec.Text = p.Text
-		default:
-			return rec, false
-		}
-	case "resolved":
-		p, ok := payload.(*messages.AnswerDelivered)
-		if !ok {
-			return rec, false
-		}
-		rec.ElicitationID, rec.Action, rec.StepIndex = p.ElicitationID, p.Action, messages.Ptr(p.StepIndex)
-	case "models":
-		switch p := payload.(type) {
-		case map[string]rpc.ModelInfo:
-			rec.Models = p
-		case *messages.ModelsLoaded:
-			rec.Models = p.Models
-		default:
-			return rec, false
-		}
-	case "bind":
-		if s, ok := payload.(string); ok && s != "" {
-			rec.ConversationID = s
-		}
-	default:
-		return rec, false
-	}
-	return rec, true
-}
-
-// rawFrame writes a frame with its steps exactly as received.
-func rawFrame(f *rpc.StreamFrame) json.RawMessage {
-	u := f.Update
-	su := u.MainTrajectoryUpdate.StepsUpdate
-	type stepsUpdate struct {
-		Indices     []rpc.Int         `json:"indices,omitempty"`
-		Steps       []json.RawMessage `json:"steps,omitempty"`
-		TotalLength rpc.Int           `json:"totalLength,omitempty"`
-	}
-	type update struct {
-		ConversationID       string        `json:"conversationId,omitempty"`
-		TrajectoryID         string        `json:"trajectoryId,omitempty"`
-		Status               rpc.RunStatus `json:"status,omitempty"`
-		MainTrajectoryUpdate struct {
-			StepsUpdate stepsUpdate `json:"stepsUpdate"`
-		} `json:"mainTrajectoryUpdate"`
-	}
-	var out struct {
-		Update update `json:"update"`
-	}
-	out.Update.ConversationID, out.Update.TrajectoryID, out.Update.Status = u.ConversationID, u.TrajectoryID, u.Status
-	out.Update.MainTrajectoryUpdate.StepsUpdate = stepsUpdate{Indices: su.Indices, Steps: rawSteps(su.Steps), TotalLength: su.TotalLength}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return json.RawMessage(`{}`)
-	}
-	return b
-}
-
-func rawSteps(steps []rpc.Step) []json.RawMessage {
-	if steps == nil {
-		return nil
-	}
-	out := make([]json.RawMessage, len(steps))
-	for i := range steps {
-		if len(steps[i].Raw) > 0 {
-			out[i] = steps[i].Raw
-			continue
-		}
-		b, err := json.Marshal(steps[i])
-		if err != nil {
-			b = []byte(`{}`)
-		}
-		out[i] = b
-	}
-	return out
 }

@@ -33,11 +33,22 @@ type renderer struct {
 	openItem string          // the item whose text is mid-line ("" when at a line start)
 	streamed map[string]bool // items whose text was streamed: their message is not printed again
 	model    string
-	in, out  int64 // tokens of the last usage event
+	in, out  int64             // the conversation's token totals
+	names    map[string]string // model enum -> display name
+	asked    map[string]string // elicitation id -> what it asked, for its resolution line
+	perms    map[string]bool   // elicitation ids that are permissions
+	idleHint string            // shown on the idle status line
 }
 
 func newRenderer(w io.Writer, color bool) *renderer {
-	return &renderer{w: w, p: newPalette(color), streamed: make(map[string]bool)}
+	return &renderer{
+		w: w, p: newPalette(color),
+		streamed: make(map[string]bool),
+		names:    make(map[string]string),
+		asked:    make(map[string]string),
+		perms:    make(map[string]bool),
+		idleHint: "type a message, Ctrl-C twice to leave",
+	}
 }
 
 // endLine finishes a streamed line, if one is open.
@@ -121,23 +132,26 @@ func (r *renderer) event(ev *messages.Event) {
 	case messages.EventElicitationRequest:
 		r.prompt(ev)
 	case messages.EventElicitationResolved:
-		r.line("%s%s✓ prompt %s: %s (by %s)%s", r.prefix(ev), p.green, short(ev.ElicitationID), ev.Action, ev.By, p.reset)
+		r.resolved(ev)
 	case messages.EventUsage:
 		if ev.Model != "" {
 			r.model = ev.Model
 		}
-		r.in, r.out = deref(ev.InputTokens), deref(ev.OutputTokens)
+		if ev.TotalInputTokens != nil || ev.TotalOutputTokens != nil {
+			r.in, r.out = deref(ev.TotalInputTokens), deref(ev.TotalOutputTokens)
+		} else {
+			r.in, r.out = r.in+deref(ev.InputTokens), r.out+deref(ev.OutputTokens)
+		}
 	case messages.EventModelChanged:
-		name := ev.To
 		if ev.DisplayName != "" {
-			name = ev.DisplayName + " (" + ev.To + ")"
+			r.names[ev.To] = ev.DisplayName
 		}
 		r.model = ev.To
-		from := ev.From
+		from := r.modelName(ev.From)
 		if from == "" {
 			from = "-"
 		}
-		r.line("%smodel: %s → %s%s", p.dim, from, name, p.reset)
+		r.line("%smodel: %s → %s%s", p.dim, from, r.modelName(ev.To), p.reset)
 	case messages.EventConversationRotated:
 		r.line("%sconversation %s → %s (agy started a new conversation)%s", p.yellow, short(ev.From), short(ev.To), p.reset)
 	case messages.EventUnknownStep:
@@ -158,18 +172,57 @@ func (r *renderer) status(state string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "── %s", state)
 	if r.model != "" {
-		fmt.Fprintf(&b, " · %s", r.model)
+		fmt.Fprintf(&b, " · %s", r.modelName(r.model))
 	}
 	if r.in > 0 || r.out > 0 {
 		fmt.Fprintf(&b, " · tokens %d in / %d out", r.in, r.out)
 	}
 	switch state {
 	case messages.StateIdle:
-		b.WriteString(" · type a message, Ctrl-C twice to leave")
+		if r.idleHint != "" {
+			b.WriteString(" · " + r.idleHint)
+		}
 	case messages.StateRunning:
 		b.WriteString(" · Ctrl-C interrupts")
 	}
 	r.line("%s%s ──%s", p.dim, b.String(), p.reset)
+}
+
+func (r *renderer) modelName(enum string) string {
+	if n, ok := r.names[enum]; ok {
+		return n
+	}
+	return enum
+}
+
+// resolved draws the end of a prompt: what was asked, and how it ended.
+func (r *renderer) resolved(ev *messages.Event) {
+	p := r.p
+	what, perm := r.asked[ev.ElicitationID], r.perms[ev.ElicitationID]
+	delete(r.asked, ev.ElicitationID)
+	delete(r.perms, ev.ElicitationID)
+	verbs := map[string]string{messages.ActionAccept: "answered", messages.ActionDecline: "declined", messages.ActionCancel: "cancelled"}
+	if perm {
+		verbs[messages.ActionAccept], verbs[messages.ActionDecline] = "allowed", "denied"
+	}
+	verb := verbs[ev.Action]
+	if verb == "" {
+		verb = ev.Action
+	}
+	switch ev.By {
+	case messages.ByTerminal:
+		verb += " in agy's terminal"
+	case messages.ByExpired:
+		verb = "expired"
+	}
+	style := p.green
+	if ev.Action != messages.ActionAccept {
+		style = p.yellow
+	}
+	if what != "" {
+		what = ": " + what
+	}
+	r.line("%s%s✓ %s%s%s", r.prefix(ev), style, verb, what, p.reset)
 }
 
 func deref(p *int64) int64 {
@@ -179,17 +232,25 @@ func deref(p *int64) int64 {
 	return *p
 }
 
-// callLine is "$ command" for run_command, else "→ name args".
+// maxArgs bounds a tool call's arguments on screen.
+const maxArgs = 100
+
+// callLine is "$ command" for run_command, else "→ name args". A question's
+// arguments are left out: the prompt shows them.
 func callLine(ev *messages.Event) string {
 	var args map[string]any
 	_ = json.Unmarshal([]byte(ev.Arguments), &args)
 	if cmd, ok := args["command"].(string); ok && cmd != "" {
 		return "$ " + cmd
 	}
-	if ev.Arguments == "" || ev.Arguments == "{}" {
+	if ev.Arguments == "" || ev.Arguments == "{}" || ev.Name == "ask_question" {
 		return "→ " + ev.Name
 	}
-	return "→ " + ev.Name + " " + ev.Arguments
+	a := ev.Arguments
+	if len(a) > maxArgs {
+		a = a[:maxArgs] + "…"
+	}
+	return "→ " + ev.Name + " " + a
 }
 
 func (r *renderer) output(ev *messages.Event) {
@@ -233,7 +294,12 @@ func (r *renderer) prompt(ev *messages.Event) {
 			what = fmt.Sprintf("agy wants to %s %s", ev.Resource.Action, ev.Resource.Target)
 		}
 		r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, what, p.reset)
+		r.perms[ev.ElicitationID] = true
+		r.asked[ev.ElicitationID] = strings.TrimPrefix(strings.TrimPrefix(what, "agy wants to run: "), "agy wants to ")
 	default:
+		if len(ev.Questions) > 0 {
+			r.asked[ev.ElicitationID] = ev.Questions[0].Question
+		}
 		for _, q := range ev.Questions {
 			r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, q.Question, p.reset)
 			for i, o := range q.Options {

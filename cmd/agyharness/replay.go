@@ -139,13 +139,17 @@ func (p *replayer) apply(rec captureRecord) error {
 	case "bind":
 		p.bind(rec.ConversationID, stamp)
 	case "models":
-		p.models = rec.Models
+		var models map[string]rpc.ModelInfo
+		if err := json.Unmarshal(rec.Payload, &models); err != nil {
+			return fmt.Errorf("models: %w", err)
+		}
+		p.models = models
 		for _, r := range p.recs {
-			r.SetModels(rec.Models)
+			r.SetModels(models)
 		}
 	case "frame":
 		var f rpc.StreamFrame
-		if err := json.Unmarshal(rec.Frame, &f); err != nil {
+		if err := json.Unmarshal(rec.Payload, &f); err != nil {
 			return fmt.Errorf("frame: %w", err)
 		}
 		if p.root == "" {
@@ -156,8 +160,12 @@ func (p *replayer) apply(rec captureRecord) error {
 		}
 		p.applyTo(p.root, mapper.FromFrame(&f, rec.Time))
 	case "snapshot":
-		steps := make([]rpc.Step, len(rec.Steps))
-		for i, raw := range rec.Steps {
+		var snap snapshotPayload
+		if err := json.Unmarshal(rec.Payload, &snap); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		steps := make([]rpc.Step, len(snap.Steps))
+		for i, raw := range snap.Steps {
 			if err := json.Unmarshal(raw, &steps[i]); err != nil {
 				return fmt.Errorf("snapshot step %d: %w", i, err)
 			}
@@ -166,19 +174,25 @@ func (p *replayer) apply(rec captureRecord) error {
 		if p.root == "" {
 			p.bind(conv, stamp)
 		}
-		p.applyTo(conv, mapper.FromSnapshot(steps, rec.RunStatus, rec.Time))
+		p.applyTo(conv, mapper.FromSnapshot(steps, snap.RunStatus, rec.Time))
 	case "turn":
+		var turn struct {
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(rec.Payload, &turn); err != nil {
+			return fmt.Errorf("turn: %w", err)
+		}
 		if r := p.recs[p.root]; r != nil {
-			r.ExpectTurn(rec.Text)
+			r.ExpectTurn(turn.Text)
 		}
 	case "resolved":
-		idx := 0
-		if rec.StepIndex != nil {
-			idx = *rec.StepIndex
+		var res resolvedPayload
+		if err := json.Unmarshal(rec.Payload, &res); err != nil {
+			return fmt.Errorf("resolved: %w", err)
 		}
 		for _, r := range p.recs {
-			if _, ok := r.Prompt(rec.ElicitationID); ok {
-				if ev, ok := r.MarkResolved(rec.ElicitationID, rec.Action, idx, rec.Time); ok {
+			if _, ok := r.Prompt(res.ElicitationID); ok {
+				if ev, ok := r.MarkResolved(res.ElicitationID, res.Action, res.StepIndex, rec.Time); ok {
 					p.publish(ev)
 				}
 				break
