@@ -21,7 +21,7 @@ func TestPendingInteraction(t *testing.T) {
 	assert.Equal(t, testTraj, p.TrajectoryID)
 	assert.Empty(t, p.ElicitationID, "assigned by the reconciler")
 	require.Len(t, p.Questions, 2)
-	assert.Equal(t, []messages.Option{{"1", "Go"}, {"2", "Rust"}, {"3", "Python"}}, p.Questions[0].Options)
+	assert.Equal(t, []messages.Option{{ID: "1", Text: "Go"}, {ID: "2", Text: "Rust"}, {ID: "3", Text: "Python"}}, p.Questions[0].Options)
 	assert.True(t, p.Questions[1].MultiSelect)
 	assert.Equal(t, messages.EventElicitationRequest, p.Request.Type)
 	assert.Equal(t, p.Questions, p.Request.Questions)

@@ -5,7 +5,6 @@ import (
 	"hash/maphash"
 	"sort"
 	"strconv"
-	"time"
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
@@ -49,7 +48,7 @@ type Reconciler struct {
 
 	// Set for the duration of one Apply.
 	out []messages.Event
-	obs *Observation
+	obs Observation
 }
 
 // slot is what the reconciler knows of one step index.
@@ -115,9 +114,9 @@ func (r *Reconciler) Apply(obs Observation) []messages.Event {
 	if obs.Kind == Frame && obs.ConversationID != "" && r.cfg.ConversationID != "" && obs.ConversationID != r.cfg.ConversationID {
 		return nil
 	}
-	r.obs = &obs
+	r.obs = obs
 	r.out = nil
-	defer func() { r.obs, r.out = nil, nil }()
+	defer func() { r.obs, r.out = Observation{}, nil }()
 
 	if r.resume {
 		r.resume = false
@@ -212,7 +211,7 @@ func hashStep(s *rpc.Step) uint64 {
 
 // runStatus applies the cascade run status of the observation.
 func (r *Reconciler) runStatus() {
-	obs := r.obs
+	obs := &r.obs
 	switch obs.RunStatus {
 	case rpc.RunRunning, rpc.RunBusy:
 		r.idleArmed = false
@@ -254,7 +253,7 @@ func (r *Reconciler) goIdle() {
 // idleBound reports whether this observation will close the turn, so a
 // prompt closing inside it does not flap the status to running first.
 func (r *Reconciler) idleBound() bool {
-	return r.obs != nil && r.obs.Kind == Snapshot && (r.obs.RunStatus == rpc.RunIdle || (r.obs.RunStatus == "" && r.idleArmed))
+	return r.obs.Kind == Snapshot && (r.obs.RunStatus == rpc.RunIdle || (r.obs.RunStatus == "" && r.idleArmed))
 }
 
 func (r *Reconciler) setState(state string, anchor int) {
@@ -276,16 +275,12 @@ func (r *Reconciler) setState(state string, anchor int) {
 
 // event makes an event with the header the reconciler knows.
 func (r *Reconciler) event(t messages.EventType, id string) messages.Event {
-	var at time.Time
-	if r.obs != nil {
-		at = r.obs.Time
-	}
 	return messages.Event{
 		Type:                 t,
 		ID:                   id,
 		ConversationID:       r.cfg.ConversationID,
 		ParentConversationID: r.cfg.ParentConversationID,
-		Time:                 at,
+		Time:                 r.obs.Time,
 	}
 }
 

@@ -1,0 +1,88 @@
+package mapper
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// history builds a finished trajectory of n steps, cycling through a turn, a
+// planner message, a command and a checkpoint.
+func history(n int) []rpc.Step {
+	steps := make([]rpc.Step, n)
+	for i := range steps {
+		switch i % 4 {
+		case 0:
+			steps[i] = userStep(fmt.Sprintf("turn %d", i), "MODEL_M20")
+		case 1:
+			steps[i] = plannerStep(rpc.StatusDone, "Thinking about it.", strings.Repeat("An answer. ", 20))
+		case 2:
+			s := withOutput(commandStep(rpc.StatusDone, "ls"), "a\nb\n", 0)
+			s.RequestedInteraction = nil
+			steps[i] = s
+		default:
+			steps[i] = systemStep(rpc.StepCheckpoint)
+		}
+	}
+	return indexed(steps)
+}
+
+// BenchmarkApplyFrame applies stream frames that each carry one changed step
+// (the live planner step at the end, its text one chunk longer) to
+// trajectories of growing length: the cost per frame must not grow with it.
+func BenchmarkApplyFrame(b *testing.B) {
+	const versions = 256
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			hist := history(n - 1)
+			frames := make([]Observation, versions)
+			text := ""
+			for v := range frames {
+				text += "chunk "
+				live := wire(plannerStep(rpc.StatusGenerating, "thinking", text))
+				frames[v] = Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{n - 1}, Steps: []rpc.Step{live}, Time: at(v)}
+			}
+			fresh := func() *Reconciler {
+				r := newTestReconciler()
+				r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
+				return r
+			}
+			r := fresh()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v := i % versions
+				if v == 0 && i > 0 {
+					b.StopTimer()
+					r = fresh()
+					b.StartTimer()
+				}
+				if evs := r.Apply(frames[v]); len(evs) == 0 {
+					b.Fatalf("frame %d yielded no delta", v)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApplySnapshotUnchanged re-reads a trajectory in which nothing
+// changed, as the reconciling poller does: a hash per step, no decoding.
+func BenchmarkApplySnapshotUnchanged(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			hist := history(n)
+			r := newTestReconciler()
+			r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
+			obs := FromSnapshot(hist, "", at(1))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if evs := r.Apply(obs); len(evs) != 0 {
+					b.Fatal("an unchanged snapshot yielded events")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+package mapper
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// FuzzApply maps arbitrary step JSON: it must never panic, every event needs
+// a type and a unique id, and the same observation twice yields nothing the
+// second time.
+func FuzzApply(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join(fixtureDir, "*.json"))
+	for _, name := range files {
+		if b, err := os.ReadFile(name); err == nil {
+			f.Add(b, uint8(3))
+		}
+	}
+	for _, s := range []rpc.Step{
+		userStep("hi", "MODEL_M20"),
+		plannerStep(rpc.StatusGenerating, "think", "text"),
+		commandStep(rpc.StatusWaiting, "pwd"),
+		questionStep(rpc.StatusWaiting, qLang, qExtra),
+		subagentStep(rpc.StatusDone, "a"),
+	} {
+		b, _ := json.Marshal(s)
+		f.Add(b, uint8(1))
+	}
+	f.Add([]byte(`{"type":"CORTEX_STEP_TYPE_X","status":"CORTEX_STEP_STATUS_WAITING","requestedInteraction":{"askQuestion":{}}}`), uint8(0))
+	f.Fuzz(func(t *testing.T, data []byte, index uint8) {
+		var s rpc.Step
+		if json.Unmarshal(data, &s) != nil {
+			return
+		}
+		r := newTestReconciler()
+		seen := map[string]bool{}
+		check := func(evs []messages.Event) {
+			for _, e := range evs {
+				if e.Type == "" || e.ID == "" {
+					t.Fatalf("event without type or id: %+v", e)
+				}
+				if seen[e.ID] {
+					t.Fatalf("duplicate id %s", e.ID)
+				}
+				seen[e.ID] = true
+			}
+		}
+		obs := Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{int(index)}, Steps: []rpc.Step{s}, Time: at(0)}
+		check(r.Apply(obs))
+		if evs := r.Apply(obs); len(evs) > 0 {
+			t.Fatalf("the same frame twice yielded %v", types(evs))
+		}
+		check(r.Apply(FromSnapshot([]rpc.Step{s, s}, rpc.RunIdle, at(1))))
+
+		if p, ok := PendingInteraction(&s, int(index)); ok {
+			res := messages.Resolve{Action: messages.ActionAccept}
+			for _, q := range p.Questions {
+				a := messages.Answer{Question: q.Question}
+				if len(q.Options) > 0 {
+					a.SelectedOptionIDs = []string{q.Options[0].ID}
+				}
+				res.Answers = append(res.Answers, a)
+			}
+			if _, err := BuildInteraction(p, res, "traj", int(index)); err != nil && p.Kind == messages.KindPermission {
+				t.Fatalf("accepting a permission failed: %v", err)
+			}
+		}
+	})
+}
