@@ -124,7 +124,7 @@ func TestQuestionAnswered(t *testing.T) {
 
 	ctx := testCtx(t)
 	bad := []rpc.InteractionResponse{
-		choose(p, rpc.QuestionResponse{Question: "which language?", SelectedOptionIDs: []string{"1"}}), // not verbatim
+		choose(p, rpc.QuestionResponse{Question: "which language?", SelectedOptionIDs: []string{"1"}}),  // not verbatim
 		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"Go"}}), // text, not id
 		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"4"}}),
 		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1", "2"}}), // single select

@@ -2,6 +2,7 @@ package agytest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
@@ -200,6 +201,7 @@ type turnRun struct {
 func (t *turnRun) run() (lagMode, error) {
 	if t.turnNo == 1 {
 		f := t.newStep(rpc.StepConversationHistory, rpc.StatusDone, rpc.SourceSystem)
+		f.step.Metadata.CompletedAt = f.step.Metadata.CreatedAt
 		f.setExtra("conversationHistory", map[string]any{})
 		t.add(f)
 	}
@@ -350,8 +352,11 @@ func (t *turnRun) plan(text string, chunks int, call *rpc.ToolCall) error {
 	if call != nil {
 		respTokens += tokens(call.ArgumentsJSON)
 	}
-	usage := t.usage(tokens(thinking), respTokens)
+	// The model thinks on every call, shown or not (tool-call planner steps
+	// carry thinking tokens without thinking text).
+	usage := t.usage(tokens(thinking)+50+t.rng.IntN(300), respTokens)
 	omit := t.rng.IntN(3) == 0
+	signature := thinkingSignature(t.rng)
 	t.commit(idx, func(f *fakeStep) {
 		now := timestamp(time.Now())
 		f.step.Status = rpc.StatusDone
@@ -367,6 +372,9 @@ func (t *turnRun) plan(text string, chunks int, call *rpc.ToolCall) error {
 		f.setExtra("metadata.modelUsage.responseId", shortID(t.rng)+shortID(t.rng))
 		f.setExtra("metadata.stepGenerationVersion", 1)
 		f.setExtra("metadata.finishedGeneratingAt", now)
+		if pr.Thinking != "" {
+			f.setExtra("plannerResponse.thinkingSignature", signature)
+		}
 		f.streamOmitsResponse = omit && text != ""
 	})
 	return nil
@@ -383,13 +391,19 @@ func (t *turnRun) stream(idx int, text string, chunks int, grow func(*rpc.Planne
 }
 
 func (t *turnRun) usage(thinking, response int) *rpc.ModelUsage {
+	// The prompt cache is cold on a conversation's first model call only.
+	cache := 0
+	if t.c.calls > 0 {
+		cache = 8000 + t.rng.IntN(12000)
+	}
+	t.c.calls++ // only this conversation's worker touches calls
 	return &rpc.ModelUsage{
 		Model:                t.req.model,
 		InputTokens:          rpc.Int64(1000 + t.rng.IntN(20000)),
 		OutputTokens:         rpc.Int64(thinking + response),
 		ThinkingOutputTokens: rpc.Int64(thinking),
 		ResponseOutputTokens: rpc.Int64(response),
-		CacheReadTokens:      rpc.Int64(t.rng.IntN(3) * 8000),
+		CacheReadTokens:      rpc.Int64(cache),
 	}
 }
 
@@ -487,7 +501,7 @@ func (t *turnRun) runCommand(cmd CommandAction) error {
 		idx = at
 		allowed := ans.Permission != nil && ans.Permission.Allow
 		answered := func(f *fakeStep) {
-			f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
+			complete(f, req, extra, ans)
 			grant := map[string]any{"resource": map[string]any{"action": resource.Action, "target": resource.Target}}
 			if allowed {
 				grant["allow"] = true
@@ -515,6 +529,9 @@ func (t *turnRun) runCommand(cmd CommandAction) error {
 		f.step.Status = rpc.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		f.step.RunCommand.ExitCode = rpc.Int(cmd.ExitCode)
+		// The recording shows exitCode 0 written out (an optional field):
+		// a command that ran always carries it.
+		f.setExtra("runCommand.exitCode", cmd.ExitCode)
 		f.step.RunCommand.CombinedOutput = &rpc.CombinedOutput{Full: cmd.Output}
 		f.setExtra("runCommand.shellName", "bash")
 	})
@@ -554,7 +571,7 @@ func (t *turnRun) ask(a AskAction) error {
 	t.commit(idx, func(f *fakeStep) {
 		f.step.Status = rpc.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
-		f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
+		complete(f, req, nil, ans)
 		for _, r := range ans.AskQuestion.Responses {
 			for i := range f.step.AskQuestion.Questions {
 				q := &f.step.AskQuestion.Questions[i]
@@ -619,9 +636,7 @@ func (t *turnRun) tool(a ToolAction) error {
 			return err
 		}
 		idx = at
-		done := func(f *fakeStep) {
-			f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
-		}
+		done := func(f *fakeStep) { complete(f, req, nil, ans) }
 		if ans.Permission == nil || !ans.Permission.Allow {
 			t.commit(idx, func(f *fakeStep) {
 				done(f)
@@ -643,7 +658,7 @@ func (t *turnRun) tool(a ToolAction) error {
 		switch typ {
 		case rpc.StepViewFile:
 			lines := strings.Count(a.Result, "\n")
-			body := map[string]any{"absolutePathUri": "file://" + a.Target, "numLines": lines, "numBytes": len(a.Result)}
+			body := map[string]any{"absolutePathUri": "file://" + a.Target, "numLines": lines, "numBytes": len(a.Result), "lineRangeBytes": len(a.Result)}
 			if lines > 1 {
 				body["endLine"] = lines - 1
 			}
@@ -663,6 +678,10 @@ func (t *turnRun) tool(a ToolAction) error {
 			f.step.ListDirectory, _ = json.Marshal(map[string]any{"directoryPathUri": "file://" + a.Target, "results": results})
 		default:
 			f.step.Generic.Result = &rpc.GenericResult{Result: a.Result}
+			f.setExtra("generic.result.stepRenderInfo", map[string]any{
+				"title": a.Target, "titlePrefix": "Used " + a.Name, "markdown": a.Result,
+				"icon": "description", "aggregationKey": a.Name,
+			})
 		}
 	})
 	return nil
@@ -734,10 +753,13 @@ func (t *turnRun) checkpoint() error {
 	}
 	userIdx := t.userInputIdx
 	text := t.req.text
+	responseID := shortID(t.rng) + shortID(t.rng)
 	t.commit(idx, func(f *fakeStep) {
 		f.step.Status = rpc.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		f.step.Metadata.ModelUsage = &rpc.ModelUsage{Model: "MODEL_PLACEHOLDER_M50", InputTokens: 35, OutputTokens: 3, ResponseOutputTokens: 3}
+		f.setExtra("metadata.modelUsage.apiProvider", "API_PROVIDER_GOOGLE_GEMINI")
+		f.setExtra("metadata.modelUsage.responseId", responseID)
 		f.step.Checkpoint, _ = json.Marshal(map[string]any{
 			"intentOnly":                 true,
 			"includedStepIndexEnd":       idx,
@@ -748,4 +770,41 @@ func (t *turnRun) checkpoint() error {
 		})
 	})
 	return nil
+}
+
+// complete records an answered interaction in completedInteractions: the
+// request as asked (with its extra fields, as agy echoes them) and the
+// response as delivered.
+func complete(f *fakeStep, req *rpc.Interaction, reqExtra map[string]any, ans rpc.InteractionResponse) {
+	f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
+	if len(reqExtra) == 0 {
+		return
+	}
+	b, err := json.Marshal(f.step.CompletedInteractions)
+	if err != nil {
+		panic("agytest: completed interactions: " + err.Error())
+	}
+	var list []any
+	if err := json.Unmarshal(b, &list); err != nil {
+		panic("agytest: completed interactions: " + err.Error())
+	}
+	for _, item := range list {
+		wrapped := map[string]any{"request": map[string]any{}}
+		for k, v := range reqExtra {
+			if rest, ok := strings.CutPrefix(k, "requestedInteraction."); ok {
+				setPath(wrapped["request"].(map[string]any), rest, v)
+			}
+		}
+		mergeJSON(item.(map[string]any), wrapped)
+	}
+	f.setExtra("completedInteractions", list)
+}
+
+// thinkingSignature is an opaque blob like the one agy attaches to thinking.
+func thinkingSignature(r *rand.Rand) string {
+	b := make([]byte, 48)
+	for i := range b {
+		b[i] = byte(r.IntN(256))
+	}
+	return base64.StdEncoding.EncodeToString(b)
 }

@@ -47,6 +47,11 @@ func (f *fakeStep) wire(streamed bool) []byte {
 	if f.streamJSON == nil {
 		s := f.step
 		s.Metadata.ToolCall = nil
+		if f.step.Type == rpc.StepGeneric && f.step.Metadata.ToolCall != nil {
+			// Streamed GENERIC copies keep the call's id and name
+			// (fixtures/stream_generic_done.json); others drop it.
+			s.Metadata.ToolCall = &rpc.ToolCall{ID: f.step.Metadata.ToolCall.ID, Name: f.step.Metadata.ToolCall.Name}
+		}
 		if s.PlannerResponse != nil {
 			pr := *s.PlannerResponse
 			pr.ToolCalls = nil
@@ -121,7 +126,10 @@ func (f *fakeStep) setExtra(path string, v any) {
 	if f.extra == nil {
 		f.extra = map[string]any{}
 	}
-	m := f.extra
+	setPath(f.extra, path, v)
+}
+
+func setPath(m map[string]any, path string, v any) {
 	parts := strings.Split(path, ".")
 	for _, p := range parts[:len(parts)-1] {
 		next, ok := m[p].(map[string]any)
