@@ -204,12 +204,11 @@ func TestProbe(t *testing.T) {
 	_, err = rpc.Probe(ctx, rpc.Config{Host: "10.1.1.1", Port: 1}, conv)
 	assert.ErrorIs(t, err, rpc.ErrNotLoopback)
 
-	_, dead := listen(t, "127.0.0.1:0")
-	// Close the listener so nothing answers, then probe it.
+	// A port nothing listens on any more.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	dead = l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	dead := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
 	ok, err = rpc.Probe(context.Background(), rpc.Config{Port: dead}, conv)
 	assert.False(t, ok)
 	assert.ErrorIs(t, err, rpc.ErrPortGone)
