@@ -280,3 +280,25 @@ func TestPrompts(t *testing.T) {
 		assert.Equal(t, []string{"status:running"}, types(r.Apply(snapshot(2, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"), q))))
 	})
 }
+
+func TestPromptFlagsFromALaterPolledCopy(t *testing.T) {
+	r := newTestReconciler()
+	streamed := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	streamed.Metadata.ToolCall = nil
+	evs := r.Apply(frame(0, rpc.RunRunning, 1, streamed))
+	req := findEvent(t, evs, messages.EventElicitationRequest)
+	assert.False(t, req.Questions[1].MultiSelect, "a streamed copy cannot tell")
+
+	polled := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	evs = r.Apply(snapshot(1, rpc.RunRunning, userStep("x", ""), polled))
+	assert.Equal(t, []string{"user_message"}, types(evs), "a turn seen late does not hide the open prompt")
+	p, ok := r.Prompt(req.ElicitationID)
+	require.True(t, ok)
+	assert.True(t, p.Questions[1].MultiSelect)
+	assert.True(t, p.Request.Questions[1].MultiSelect)
+	_, err := BuildInteraction(p, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+		{Question: qLang.text, SelectedOptionIDs: []string{"1"}},
+		{Question: qExtra.text, SelectedOptionIDs: []string{"1", "2"}},
+	}}, testTraj, 1)
+	assert.NoError(t, err)
+}

@@ -46,6 +46,13 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 	if p.closed || index != p.StepIndex {
 		return // closed already, or an older step of a retried prompt
 	}
+	if p.Kind == messages.KindQuestion && s.Metadata.ToolCall != nil && s.RequestedInteraction != nil && s.RequestedInteraction.AskQuestion != nil {
+		// Streamed copies drop toolCall, the only source of the multi-select
+		// and write-in flags: a polled copy brings them back, for validating
+		// answers and for re-sending the request to a re-attached driver.
+		p.Questions = questionsOf(s)
+		p.Request.Questions = p.Questions
+	}
 	switch {
 	case s.Status == rpc.StatusWaiting:
 		p.timedOut = false

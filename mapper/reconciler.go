@@ -317,7 +317,10 @@ func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
 		}
 		r.lastModel = model
 	}
-	r.setState(messages.StateRunning, index)
+	if r.openCount() == 0 {
+		// A turn seen late (behind an open prompt) does not hide the prompt.
+		r.setState(messages.StateRunning, index)
+	}
 }
 
 func userText(s *rpc.Step) string {
