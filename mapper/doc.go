@@ -24,7 +24,10 @@
 // snapshot, never as a wrong delta. At the terminal copy the emitted text is
 // always brought to the committed text (one last delta, or a snapshot) before
 // the message, so deltas concatenated from the last snapshot always equal the
-// committed text. Unchanged steps are skipped by comparing a hash of their raw
+// committed text. A PLANNER_RESPONSE that ends without DONE (interrupted)
+// commits the text it had, so a consumer's live preview is retired; one that
+// ends without any text (tool calls only) commits no message, only usage.
+// Unchanged steps are skipped by comparing a hash of their raw
 // bytes, so a frame costs what its changed steps cost, whatever the length of
 // the trajectory.
 //
@@ -54,8 +57,10 @@
 //
 // # Status edges
 //
-// running: on a user turn, on a cascade RUNNING (or BUSY) after idle or at
-// the start, and when the last open prompt closes while the cascade runs.
+// running: on a user turn (unless a prompt is still open), on a cascade
+// RUNNING (or BUSY) after idle or at the start, and when the last open prompt
+// closes while the cascade runs. A run status carries no version, so a stale
+// RUNNING read after idle reports running until the next read says IDLE.
 // waiting: when a prompt opens. idle: when agy reported the cascade IDLE and
 // the steps were read after that report, that is a Snapshot carrying IDLE (the
 // poller reads the status first, then the steps), or any Snapshot after a
