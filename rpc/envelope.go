@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 )
 
 // Envelope flags of the Connect streaming protocol. A data envelope has
@@ -102,15 +103,37 @@ func (er *EnvelopeReader) Next() (flags byte, payload []byte, err error) {
 	if uint64(size) > uint64(er.max) {
 		return flags, nil, fmt.Errorf("%w: envelope of %d bytes exceeds the limit of %d", ErrMessageTooLarge, size, er.max)
 	}
-	payload = make([]byte, size)
-	n, err = readFull(er.r, payload)
+	payload, err = readPayload(er.r, int(size))
 	switch {
 	case err == io.EOF:
-		return flags, nil, fmt.Errorf("%w: truncated envelope (%d of %d bytes): %w", ErrProtocol, n, size, io.ErrUnexpectedEOF)
+		return flags, nil, fmt.Errorf("%w: truncated envelope (%d of %d bytes): %w", ErrProtocol, len(payload), size, io.ErrUnexpectedEOF)
 	case err != nil:
 		return flags, nil, err
 	}
 	return flags, payload, nil
+}
+
+// payloadChunk is the first allocation for a payload; larger ones grow by
+// doubling as bytes arrive, so a header that promises megabytes and then
+// stops costs only what was actually sent.
+const payloadChunk = 32 << 10
+
+// readPayload reads exactly size bytes, returning what it got and the
+// reader's error (io.EOF when the input ended early).
+func readPayload(r io.Reader, size int) ([]byte, error) {
+	buf := make([]byte, 0, min(size, payloadChunk))
+	for len(buf) < size {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, min(size-len(buf), len(buf)))
+		}
+		// slices.Grow may round the capacity past size: never read beyond it.
+		n, err := readFull(r, buf[len(buf):min(cap(buf), size)])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return buf, err
+		}
+	}
+	return buf, nil
 }
 
 // readFull is io.ReadFull except that it reports the reader's own error:

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -53,6 +54,8 @@ func startConnectServer(t *testing.T, l net.Listener, cert *tls.Certificate, han
 	t.Helper()
 	cs := &connectServer{handle: handle}
 	cs.Server = httptest.NewUnstartedServer(http.HandlerFunc(cs.serve))
+	// Refused handshakes (the certificate tests) are expected, not news.
+	cs.Config.ErrorLog = log.New(io.Discard, "", 0)
 	if l != nil {
 		cs.Listener.Close()
 		cs.Listener = l

@@ -418,3 +418,21 @@ func TestStreamServerDiesMidStreamIsPortGone(t *testing.T) {
 	assert.ErrorIs(t, err, rpc.ErrPortGone)
 	assert.NotErrorIs(t, err, rpc.ErrProtocol)
 }
+
+func TestEnvelopeReaderLargePayloadGrows(t *testing.T) {
+	payload := bytes.Repeat([]byte("x"), 300<<10)
+	var in bytes.Buffer
+	require.NoError(t, rpc.WriteEnvelope(&in, 0, payload))
+	_, got, err := rpc.NewEnvelopeReader(&in, 1<<20).Next()
+	require.NoError(t, err)
+	assert.Equal(t, payload, got)
+
+	// A header promising 16 MiB followed by a few bytes allocates little.
+	hdr := []byte{0, 0x01, 0x00, 0x00, 0x00}
+	var before, after runtimeMem
+	before.read()
+	_, _, err = rpc.NewEnvelopeReader(io.MultiReader(bytes.NewReader(hdr), strings.NewReader("abc")), 0).Next()
+	after.read()
+	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
+	assert.Less(t, after.total-before.total, uint64(1<<20))
+}
