@@ -1,9 +1,146 @@
 package main
 
-import "context"
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agyharness/agyharness/actors"
+)
 
 func serveCommand() *command {
-	c := &command{name: "serve", synopsis: "serve", summary: "multi-session host", example: "agyharness serve"}
-	c.run = func(ctx context.Context, e *env, args []string) error { return usagef("serve: not yet") }
+	c := &command{
+		name:     "serve",
+		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--allow-remote]",
+		summary:  "run the multi-session host: HTTP + SSE, loopback and a bearer token by default",
+		example: `agyharness serve --token-file ~/.config/agyharness/token &
+TOKEN=$(cat ~/.config/agyharness/token)
+curl -s -H "Authorization: Bearer $TOKEN" -d '{"port":41237}' http://127.0.0.1:7420/v1/sessions
+curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESSION/events`,
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		fs := newFlagSet(e, c)
+		listen := fs.String("listen", "127.0.0.1:7420", "address to listen on (port 0 picks a free one)")
+		tokenFile := fs.String("token-file", "", "file holding the bearer token (default: a random token, printed to stderr)")
+		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --listen address (requires --token-file)")
+		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
+		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
+		pos, err := parseFlags(fs, args)
+		if err != nil {
+			return err
+		}
+		if len(pos) > 0 {
+			return usagef("serve: unexpected argument %q", pos[0])
+		}
+		host, _, err := net.SplitHostPort(*listen)
+		if err != nil {
+			return usagef("serve: --listen %q: %v", *listen, err)
+		}
+		if !isLoopbackListen(host) && (!*allowRemote || *tokenFile == "") {
+			return usagef("serve: --listen %s is not loopback: it needs --allow-remote and --token-file", *listen)
+		}
+		if *heartbeat <= 0 || *attachTimeout <= 0 {
+			return usagef("serve: --heartbeat and --attach-timeout must be positive")
+		}
+		token, generated, err := loadToken(*tokenFile)
+		if err != nil {
+			return err
+		}
+		log := newLogger(e)
+		ln, err := net.Listen("tcp", *listen)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		h := actors.NewHost(actors.Config{Logger: log})
+		s := newServer(serverConfig{
+			host: actorsHost{h}, token: token, log: log,
+			heartbeat: *heartbeat, attachTimeout: *attachTimeout,
+		})
+		fmt.Fprintf(e.stderr, "agyharness serve: listening on http://%s\n", ln.Addr())
+		if generated {
+			// The one place a token is ever printed: the operator needs it.
+			fmt.Fprintf(e.stderr, "agyharness serve: token: %s\n", token)
+		}
+		return s.serve(ctx, ln, e.signals, func(sctx context.Context) error { return h.Shutdown(sctx) })
+	}
 	return c
+}
+
+// isLoopbackListen: "" and 0.0.0.0 listen on every interface, so they are
+// not loopback.
+func isLoopbackListen(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// loadToken reads the bearer token from path, or makes a random one.
+func loadToken(path string) (token string, generated bool, err error) {
+	if path == "" {
+		b := make([]byte, 32)
+		if _, err := rand.Read(b); err != nil {
+			return "", false, fmt.Errorf("serve: token: %w", err)
+		}
+		return hex.EncodeToString(b), true, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", false, fmt.Errorf("serve: token file: %w", err)
+	}
+	token = strings.TrimSpace(string(b))
+	if len(token) < 16 {
+		return "", false, usagef("serve: token file %s: the token must be at least 16 characters", path)
+	}
+	return token, false, nil
+}
+
+// serve runs the HTTP server on ln until ctx ends or a signal arrives,
+// then stops in order: SSE streams end, in-flight requests finish (10s at
+// most), every session detaches, session watchers stop.
+func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.Signal, shutdownHost func(context.Context) error) error {
+	hs := &http.Server{
+		Handler:           s.handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return s.base },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+
+	var serveErr error
+	served := false
+	select {
+	case <-ctx.Done():
+	case <-signals:
+	case err := <-errc:
+		served = true
+		if !errors.Is(err, http.ErrServerClosed) {
+			serveErr = fmt.Errorf("serve: %w", err)
+		}
+	}
+	s.log.Info("shutting down")
+	s.stop() // ends SSE streams, so Shutdown need not wait for them
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		s.log.Warn("http shutdown", "err", err)
+	}
+	if !served {
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr = fmt.Errorf("serve: %w", err)
+		}
+	}
+	if err := shutdownHost(sctx); err != nil {
+		s.log.Warn("host shutdown", "err", err)
+	}
+	s.wait()
+	return serveErr
 }

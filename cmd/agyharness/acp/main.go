@@ -1,0 +1,123 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/agyharness/agyharness/actors"
+)
+
+// Exit codes of Main.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+const usage = `usage: agyharness acp [--agy PATH] [--attach-port P | --attach-pid N] [flags] [-- AGY_ARGS]
+
+Speaks the Agent Client Protocol on stdin/stdout, so an ACP client (Zed and
+others) can drive agy. Each new session launches agy in a tmux session the
+harness owns (tmux attach -t NAME to watch it), in the session's cwd; with
+--attach-port or --attach-pid every session attaches to a running agy
+instead. Logs go to stderr.
+
+Example (Zed settings.json):
+
+  "agent_servers": {
+    "agy": { "type": "custom", "command": "agyharness", "args": ["acp"] }
+  }
+
+Example (attach to a running agy, whose language server listens on 43121):
+
+  agyharness acp --attach-port 43121
+
+Flags:
+`
+
+// Main runs `agyharness acp` with args (the words after "acp"): it serves
+// ACP on stdin/stdout until the client disconnects or ctx ends. It returns
+// the exit code: 0 when the client disconnected (or after --help), 1 on a
+// runtime failure, 2 on bad flags.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agyharness acp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	agy := fs.String("agy", "agy", "agy binary to launch for new sessions")
+	port := fs.Int("attach-port", 0, "attach to agy's language server on this HTTPS port instead of launching agy")
+	pid := fs.Int("attach-pid", 0, "attach to this agy process (or the terminal pane running it) instead of launching agy")
+	prefix := fs.String("tmux-session-prefix", "agyharness-acp", "name prefix of the tmux sessions agy is launched in")
+	csrf := fs.String("csrf-token", "", "CSRF token for agy's language server, when it requires one (default $ANTIGRAVITY_CSRF_TOKEN)")
+	attachTimeout := fs.Duration("attach-timeout", 60*time.Second, "how long to look for agy's language server for a session")
+	cancelDeadline := fs.Duration("cancel-deadline", 10*time.Second, "how long a cancelled prompt waits for agy to stop")
+	contextWindow := fs.Int("context-window", 1<<20, "context window size reported to the client (agy does not report it)")
+	verbose := fs.Bool("v", false, "log debug detail to stderr")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *port != 0 && *pid != 0 {
+		fmt.Fprintln(stderr, "agyharness acp: --attach-port and --attach-pid are exclusive")
+		return exitUsage
+	}
+	if *port < 0 || *port > 65535 {
+		fmt.Fprintf(stderr, "agyharness acp: --attach-port %d is not a port\n", *port)
+		return exitUsage
+	}
+	if *pid < 0 {
+		fmt.Fprintf(stderr, "agyharness acp: --attach-pid %d is not a process id\n", *pid)
+		return exitUsage
+	}
+	if *agy == "" {
+		fmt.Fprintln(stderr, "agyharness acp: --agy is empty")
+		return exitUsage
+	}
+	if *csrf == "" {
+		*csrf = os.Getenv("ANTIGRAVITY_CSRF_TOKEN")
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	host := actors.NewHost(actors.Config{Logger: logger})
+	agent, err := NewAgent(Options{
+		Host:           host,
+		AttachPort:     *port,
+		AttachPID:      *pid,
+		CSRFToken:      *csrf,
+		Launcher:       Tmux{Agy: append([]string{*agy}, fs.Args()...), SessionPrefix: *prefix},
+		Logger:         logger,
+		AttachTimeout:  *attachTimeout,
+		CancelDeadline: *cancelDeadline,
+		ContextWindow:  *contextWindow,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "agyharness acp: %v\n", err)
+		_ = host.Shutdown(context.Background())
+		return exitUsage
+	}
+	serveErr := agent.Serve(ctx, stdin, stdout)
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := host.Shutdown(sctx); err != nil {
+		logger.Warn("host shutdown", "err", err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
+		fmt.Fprintf(stderr, "agyharness acp: %v\n", serveErr)
+		return exitFailure
+	}
+	return exitOK
+}
