@@ -258,13 +258,14 @@ func transportError(ctx context.Context, method string, err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
+	// The context decides first: a cancelled call fails with whatever error
+	// the transport happened to see, which says nothing about the port.
+	ctxErr := ctx.Err()
 	switch {
-	case ctx.Err() != nil && errors.Is(ctx.Err(), context.Canceled):
-		return &Error{Method: method, Code: CodeCanceled, Err: ctx.Err()}
-	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(ctxErr, context.Canceled), ctxErr == nil && errors.Is(err, context.Canceled):
+		return &Error{Method: method, Code: CodeCanceled, Err: context.Canceled}
+	case ctxErr != nil, errors.Is(err, context.DeadlineExceeded):
 		return &Error{Method: method, Code: CodeDeadlineExceeded, Err: context.DeadlineExceeded}
-	case errors.Is(err, context.Canceled):
-		return &Error{Method: method, Code: CodeCanceled, Err: err}
 	case errors.Is(err, ErrProtocol):
 		return &Error{Method: method, Code: CodeInternal, Err: err}
 	case errors.Is(err, ErrMessageTooLarge):
