@@ -163,7 +163,7 @@ func recordShapes(t *testing.T) recorded {
 			case len(s.PlannerResponse.ToolCalls) > 0 && s.PlannerResponse.ToolCalls[0].Name == "ask_question":
 				name = "planner_response_tool_call_ask_question.json"
 			case s.PlannerResponse.Response != "":
-				name = "planner_response_text.json" // the first text answer
+				name = "planner_response_text.json"                                 // the first text answer
 				rec.streamed["stream_planner_text_done.json"] = r.latest[s.Index()] // the last one
 			}
 		}
