@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -181,6 +182,7 @@ func startRig(t *testing.T, fake agytest.Options, tune func(*Options)) *rig {
 	go func() { served <- agent.Serve(context.Background(), toAgentR, toClientW) }()
 	client := newTestClient()
 	conn := sdk.NewClientSideConnection(client, toAgentW, toClientR)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		_ = toAgentW.Close() // the agent sees EOF: Serve closes every session
 		select {
@@ -439,6 +441,8 @@ func TestMultiQuestionPromptIsDeclinedWithANote(t *testing.T) {
 	message, _ := texts(r.client.snapshot())
 	assert.Contains(t, message, "multi-select question")
 	assert.Contains(t, message, "declined")
+	assert.Contains(t, message, "1. a")
+	assert.NotContains(t, message, "Fine.", "the turn stopped at the question")
 }
 
 func TestQuestionsAsElicitationFormWhenAdvertised(t *testing.T) {

@@ -79,6 +79,12 @@ func (s *session) elicit(ev *messages.Event) {
 		if cancelled {
 			return
 		}
+		if ev.Kind == messages.KindQuestion && r.Action != messages.ActionAccept {
+			// agy's RPC cannot decline a question: stop the turn instead, so
+			// the user can answer in the next message.
+			s.stopForQuestion(t)
+			return
+		}
 		r.ElicitationID = ev.ElicitationID
 		rctx, rcancel := context.WithTimeout(s.ctx, s.a.opts.RequestTimeout)
 		defer rcancel()
@@ -125,9 +131,38 @@ func (s *session) ask(ctx context.Context, ev *messages.Event, callID string, fo
 		what = "a question without options"
 	}
 	s.update(sdk.UpdateAgentMessageText(fmt.Sprintf(
-		"\n\n_agy asked %s (%s), which this client cannot show (it has no elicitation forms); the question was declined. Answer it in agy's own terminal to give a choice._\n\n",
-		what, questionSummary(ev.Questions))))
+		"\n\n_agy asked %s, which this client cannot show (it has no elicitation forms), so the question was declined:_\n\n%s\n_Answer in your next message, or in agy's own terminal._\n\n",
+		what, questionList(ev.Questions))))
 	return messages.Resolve{Action: messages.ActionDecline}, nil
+}
+
+// stopForQuestion ends the running turn (if the client started it) after
+// a question was declined: agy would otherwise wait for an answer.
+func (s *session) stopForQuestion(t *turn) {
+	if t == nil {
+		return // a turn typed in agy's terminal: its user can answer there
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.a.opts.CancelDeadline)
+	defer cancel()
+	if err := s.hs.Interrupt(ctx); err != nil {
+		s.log.Warn("interrupt after a declined question", "err", err)
+	}
+}
+
+// questionList lists questions and their options as Markdown.
+func questionList(qs []messages.Question) string {
+	var b strings.Builder
+	for _, q := range qs {
+		kind := ""
+		if q.MultiSelect {
+			kind = " (choose any)"
+		}
+		fmt.Fprintf(&b, "- **%s**%s\n", q.Question, kind)
+		for _, o := range q.Options {
+			fmt.Fprintf(&b, "  %s. %s\n", o.ID, o.Text)
+		}
+	}
+	return b.String()
 }
 
 func (s *session) askPermission(ctx context.Context, ev *messages.Event, callID string) (messages.Resolve, error) {

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// attached is "agyharness attach --json" running as a process.
+type attached struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	er     *eventReader
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func startAttach(t *testing.T, args ...string) *attached {
+	t.Helper()
+	cmd := exec.Command(harness(t), append([]string{"attach", "--json"}, args...)...)
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	a := &attached{t: t, cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = a.stderr
+	require.NoError(t, cmd.Start())
+	a.er = newEventReader(t, stdout)
+	go func() { a.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case <-a.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-a.done
+		}
+	})
+	return a
+}
+
+func (a *attached) send(v any) {
+	a.t.Helper()
+	var b []byte
+	switch v := v.(type) {
+	case string:
+		b = []byte(v)
+	default:
+		var err error
+		b, err = json.Marshal(v)
+		require.NoError(a.t, err)
+	}
+	_, err := a.stdin.Write(append(b, '\n'))
+	require.NoError(a.t, err)
+}
+
+// exit waits for the process to end and returns its exit code.
+func (a *attached) exit(timeout time.Duration) int {
+	a.t.Helper()
+	a.er.rest(timeout)
+	select {
+	case err := <-a.done:
+		a.done <- err
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode()
+		}
+		require.NoError(a.t, err)
+		return 0
+	case <-time.After(timeout):
+		a.t.Fatalf("attach did not exit; stderr:\n%s", a.stderr.String())
+		return -1
+	}
+}
+
+const wait = 30 * time.Second
+
+func TestAttachJSONByPort(t *testing.T) {
+	fake := startFakeAgy(t, "--seed", "7", "--chunk-delay", "3ms")
+	a := startAttach(t, "--port", strconv.Itoa(fake.port))
+
+	// A bad command gets an error event and changes nothing.
+	a.send(`{"type":"dance"}`)
+	ev := a.er.until(wait, "error event", isType(messages.EventError))
+	assert.Contains(t, ev.Message, `unknown command type "dance"`)
+	assert.Zero(t, ev.Seq)
+	assert.NotEmpty(t, ev.SessionID)
+	require.NotNil(t, ev.Retryable)
+	assert.False(t, *ev.Retryable)
+	a.send(`{"type":"turn"}`)
+	ev = a.er.until(wait, "error event", isType(messages.EventError))
+	assert.Contains(t, ev.Message, `"text" is required`)
+	a.send(`{"type":"turn","text":`)
+	ev = a.er.until(wait, "error event", isType(messages.EventError))
+	assert.Contains(t, ev.Message, "bad command JSON")
+
+	a.send(messages.Command{Type: messages.CommandTurn, Text: "Show me what you can do"})
+	ev = a.er.until(wait, "user_message", isType(messages.EventUserMessage))
+	assert.Equal(t, messages.OriginHarness, ev.Origin)
+	assert.Equal(t, "Show me what you can do", ev.Text)
+
+	perm := a.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
+	require.Equal(t, messages.KindPermission, perm.Kind)
+	require.NotNil(t, perm.Command)
+	assert.Equal(t, "ls -la", perm.Command.Line)
+	a.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionAccept})
+	ev = a.er.until(wait, "permission resolved", isType(messages.EventElicitationResolved))
+	assert.Equal(t, perm.ElicitationID, ev.ElicitationID)
+	assert.Equal(t, messages.ActionAccept, ev.Action)
+
+	q := a.er.until(wait, "question prompt", isType(messages.EventElicitationRequest))
+	require.Equal(t, messages.KindQuestion, q.Kind)
+	require.Len(t, q.Questions, 1)
+	require.Len(t, q.Questions[0].Options, 3)
+	// An answer the prompt cannot take is refused, with an error event.
+	a.send(messages.Command{Type: messages.CommandResolve, ElicitationID: q.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{Question: q.Questions[0].Question, SelectedOptionIDs: []string{"9"}}}})
+	ev = a.er.until(wait, "error for a bad answer", isType(messages.EventError))
+	assert.Contains(t, ev.Message, "resolve")
+	a.send(messages.Command{Type: messages.CommandResolve, ElicitationID: q.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{Question: q.Questions[0].Question, SelectedOptionIDs: []string{"2"}}}})
+	ev = a.er.until(wait, "question resolved", isType(messages.EventElicitationResolved))
+	assert.Equal(t, q.ElicitationID, ev.ElicitationID)
+	out := a.er.until(wait, "the question's output", isType(messages.EventFunctionCallOutput))
+	assert.Contains(t, out.Output, "The build setup")
+	a.er.until(wait, "the final message", func(ev *messages.Event) bool {
+		return ev.Type == messages.EventMessage && strings.Contains(ev.Text, "single Go file")
+	})
+	a.er.until(wait, "idle", isStatus(messages.StateIdle))
+
+	// Interrupt a running turn.
+	a.send(messages.Command{Type: messages.CommandTurn, Text: "Show me once more"})
+	a.er.until(wait, "the turn running", func(ev *messages.Event) bool {
+		return ev.Type == messages.EventReasoningDelta || ev.Type == messages.EventOutputTextDelta
+	})
+	a.send(`{"type":"interrupt"}`)
+	a.er.until(wait, "idle after the interrupt", isStatus(messages.StateIdle))
+
+	a.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, a.exit(wait), "stderr:\n%s", a.stderr.String())
+	for _, ev := range a.er.events {
+		if ev.Type == messages.EventError {
+			assert.Zero(t, ev.Seq, "only the CLI's own errors: %s", ev.Message)
+		}
+	}
+	assertSeqIncreasing(t, a.er.events)
+}
+
+func TestAttachJSONByPIDDetachesOnEOF(t *testing.T) {
+	fake := startFakeAgy(t, "--seed", "8", "--chunk-delay", "2ms")
+	a := startAttach(t, "--pid", strconv.Itoa(fake.cmd.Process.Pid), "--read-mode", "poll")
+
+	a.send(messages.Command{Type: messages.CommandTurn, Text: "Please read the README"})
+	perm := a.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
+	require.Equal(t, messages.KindPermission, perm.Kind)
+	require.NotNil(t, perm.Resource)
+	assert.Equal(t, "/workspace/README.md", perm.Resource.Target)
+	a.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionDecline})
+	ev := a.er.until(wait, "permission resolved", isType(messages.EventElicitationResolved))
+	assert.Equal(t, messages.ActionDecline, ev.Action)
+
+	// stdin ends: the session detaches once the turn is idle.
+	require.NoError(t, a.stdin.Close())
+	assert.Equal(t, 0, a.exit(wait), "stderr:\n%s", a.stderr.String())
+	last := a.er.events[len(a.er.events)-1]
+	assert.True(t, isStatus(messages.StateIdle)(last), "the last event is idle: %s", tail(a.er.events, 3))
+	assertSeqIncreasing(t, a.er.events)
+}
+
+func TestAttachFailsWhenNothingListens(t *testing.T) {
+	cmd := exec.Command(harness(t), "attach", "--json", "--port", "1", "--attach-timeout", "300ms")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, exitFailure, ee.ExitCode())
+	assert.Empty(t, stdout.String(), "stdout carries only events")
+	assert.Contains(t, stderr.String(), "attach")
+}
+
+func assertSeqIncreasing(t *testing.T, evs []*messages.Event) {
+	t.Helper()
+	var last uint64
+	for _, ev := range evs {
+		if ev.Seq == 0 {
+			continue // the CLI's own error events
+		}
+		assert.Greater(t, ev.Seq, last, fmt.Sprintf("seq of %s", ev.ID))
+		last = ev.Seq
+	}
+}
