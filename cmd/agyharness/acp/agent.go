@@ -38,7 +38,9 @@ type Options struct {
 	// loaded session. Default 60s.
 	AttachTimeout time.Duration
 	// HistoryTimeout bounds reading a session's history (replayed on
-	// session/load, skipped on session/new). Default 15s.
+	// session/load, skipped on session/new): the history ends when agy is
+	// idle or asks something; a conversation still running when the session
+	// opens goes live after this long. Default 10s.
 	HistoryTimeout time.Duration
 	// CancelDeadline bounds a cancelled prompt: it returns cancelled once agy
 	// is idle, or after this long. Default 10s.
@@ -58,7 +60,7 @@ func (o Options) withDefaults() Options {
 		}
 	}
 	def(&o.AttachTimeout, 60*time.Second)
-	def(&o.HistoryTimeout, 15*time.Second)
+	def(&o.HistoryTimeout, 10*time.Second)
 	def(&o.CancelDeadline, 10*time.Second)
 	def(&o.RequestTimeout, 30*time.Second)
 	if o.ContextWindow <= 0 {

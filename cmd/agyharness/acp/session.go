@@ -330,14 +330,18 @@ func (s *session) pump() {
 	s.finish(fmt.Sprintf("the agy session ended: %v", err))
 }
 
-// handle routes one event. Until the first status event the events are
-// agy's history: sent on session/load, skipped on session/new. Open prompts
-// are live either way: they must be answered.
+// handle routes one event. Until the first idle or waiting status the
+// events are agy's history (the session's first read replays the whole
+// conversation, with a running status at each user turn): sent on
+// session/load, skipped on session/new. Open prompts are live either way:
+// they must be answered.
 func (s *session) handle(ev *messages.Event) {
 	if !s.historyOver.Load() {
 		switch ev.Type {
 		case messages.EventStatus:
-			s.endHistory()
+			if ev.State == messages.StateIdle || ev.State == messages.StateWaiting {
+				s.endHistory()
+			}
 			return
 		case messages.EventElicitationRequest, messages.EventElicitationResolved:
 		case messages.EventModelChanged:
