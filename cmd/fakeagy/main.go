@@ -69,12 +69,13 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	printPorts(stderr, srv)
-	fmt.Fprintf(stderr, "fakeagy: conversation %s\n", srv.ConversationID())
-
+	// Signals are caught before the ports are announced: whoever reads the
+	// log line may signal at once.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	printPorts(stderr, srv)
+	fmt.Fprintf(stderr, "fakeagy: conversation %s\n", srv.ConversationID())
 	for sig := range sigs {
 		if sig != syscall.SIGHUP {
 			break

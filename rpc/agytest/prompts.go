@@ -50,6 +50,8 @@ func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, qu
 		retry.step.Status = rpc.StatusPending
 		retry.step.RequestedInteraction = nil
 		retry.step.CompletedInteractions = nil
+		delete(retry.extra, "requestedInteraction") // asked again when it turns WAITING
+		delete(retry.extra, "completedInteractions")
 		retry.step.Metadata.CreatedAt = timestamp(time.Now())
 		retry.step.Metadata.CompletedAt = ""
 		if err := t.pause(); err != nil {
