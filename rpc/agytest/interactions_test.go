@@ -216,6 +216,11 @@ func TestPromptTimesOutAndIsRetriedAtAHigherIndex(t *testing.T) {
 	srv := agytest.Start(t, opts)
 	c := client(t, srv)
 	conv := srv.ConversationID()
+	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
+	require.NoError(t, err)
+	defer st.Close()
+	r := newReader()
+	r.readUntil(t, st, func(*rpc.StreamFrame) bool { return true })
 	send(t, c, conv, "deploy")
 	first := waitPrompt(t, srv, conv, 0)
 	retry := waitPrompt(t, srv, conv, first.Index()+1)
@@ -224,7 +229,7 @@ func TestPromptTimesOutAndIsRetriedAtAHigherIndex(t *testing.T) {
 	assert.Equal(t, rpc.StatusError, srv.Steps(conv)[first.Index()].Status, "the expired prompt turned ERROR")
 
 	ctx := testCtx(t)
-	err := c.HandleCascadeUserInteraction(ctx, conv, allow(first, true))
+	err = c.HandleCascadeUserInteraction(ctx, conv, allow(first, true))
 	require.ErrorIs(t, err, rpc.ErrInputNotRegistered, "the timed-out step is not registered any more")
 
 	// Answer the freshest WAITING step, racing its own timeout: retry until
@@ -253,6 +258,24 @@ func TestPromptTimesOutAndIsRetriedAtAHigherIndex(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, errs, 1)
 	assert.Equal(t, 1, dones)
+
+	// Every copy the stream carried is well formed: a requested permission
+	// always says what it asks about, and only WAITING or later steps ask.
+	r.readUntil(t, st, idleFrame)
+	for _, f := range r.frames {
+		for _, s := range f.Update.MainTrajectoryUpdate.StepsUpdate.Steps {
+			if s.Type != rpc.StepRunCommand {
+				continue
+			}
+			if s.Status == rpc.StatusPending {
+				assert.Nil(t, s.RequestedInteraction, "step %d asks before it waits", s.Index())
+			}
+			if s.RequestedInteraction != nil {
+				require.NotNil(t, s.RequestedInteraction.Permission)
+				assert.NotNil(t, s.RequestedInteraction.Permission.Resource)
+			}
+		}
+	}
 }
 
 func TestCancelStopsGeneration(t *testing.T) {
