@@ -33,6 +33,15 @@
 //     RequestedModel specified" and records nothing (agy's turn would end in
 //     ERROR; failing the call tells the caller at once).
 //   - SendAgentMessage records a SYSTEM_MESSAGE, never a user turn.
+//   - A message sent while a turn runs is queued behind it. Cancel methods stop
+//     the turn (live steps turn CANCELED) and return once the cascade is IDLE;
+//     Options.CancelNoop makes some of them ineffective, as on some builds.
+//   - Subagent children are conversations of their own: their summaries carry
+//     trajectoryMetadata.parentConversationId and the root's
+//     rootConversationId (GetConversationMetadata echoes that root too); their
+//     first step is a USER_INPUT with the task, sourced SYSTEM.
+//   - A command that ran carries exitCode even when 0 (as recorded); a denied
+//     one carries none.
 //
 // GroundTruth records every committed step so tests compare what a client saw
 // with what happened; InjectFault arms seeded, reproducible faults.
