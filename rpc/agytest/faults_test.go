@@ -168,9 +168,11 @@ func TestFaultPromptTimeoutExpiresTheNextPrompt(t *testing.T) {
 	conv := srv.ConversationID()
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout})
 	send(t, c, conv, "build")
-	retry := waitPrompt(t, srv, conv, 0)
+	at := waitExpired(t, srv, conv)
+	retry := waitPrompt(t, srv, conv, at+1)
+	assert.Equal(t, at+1, retry.Index(), "agy retries at the next index")
 	steps := srv.Steps(conv)
-	expired := steps[retry.Index()-1]
+	expired := steps[at]
 	assert.Equal(t, rpc.StepRunCommand, expired.Type)
 	assert.Equal(t, rpc.StatusError, expired.Status, "the first prompt expired before anyone answered")
 	assert.Equal(t, 1, srv.FaultsInjected()["prompt_timeout"])

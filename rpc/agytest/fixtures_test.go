@@ -119,7 +119,8 @@ func recordShapes(t *testing.T) recorded {
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout}) // the first prompt expires: run_command_error
 	send(t, c, conv, "Say hello in one short sentence.")
 	rec := recorded{unary: map[string]rpc.Step{}, streamed: map[string]rpc.Step{}}
-	p := waitPrompt(t, srv, conv, 0)
+	expired := waitExpired(t, srv, conv)
+	p := waitPrompt(t, srv, conv, expired+1) // agy's retry of the expired prompt
 	rec.unary["run_command_waiting.json"] = p
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(p, true)))
 	q := waitPrompt(t, srv, conv, p.Index()+1)

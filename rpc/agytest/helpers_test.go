@@ -152,3 +152,20 @@ func canon(t *testing.T, s rpc.Step) string {
 }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
+
+// waitExpired waits until a prompt of the conversation has expired (a tool
+// step in ERROR) and returns its index.
+func waitExpired(t *testing.T, srv *agytest.Server, conv string) int {
+	t.Helper()
+	expired := -1
+	require.Eventually(t, func() bool {
+		for _, s := range srv.Steps(conv) {
+			if s.Status == rpc.StatusError && s.RequestedInteraction != nil {
+				expired = s.Index()
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "no prompt expired")
+	return expired
+}
