@@ -38,6 +38,9 @@ type Spec struct {
 	SessionID string
 	// ReadMode is how the trajectory is read (default ReadBoth).
 	ReadMode ReadMode
+	// Recorder, when set, receives every frame and snapshot read (for
+	// --record and replay).
+	Recorder Recorder
 }
 
 // Host is the root supervisor of sessions, and the embedding API: attach

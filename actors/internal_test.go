@@ -153,14 +153,20 @@ func TestRotationRule(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "fresh", to)
 
-	w2 := &rotationWatcher{conv: "a"}
+	// Bound to a conversation just minted (no times): older activity
+	// elsewhere is history, newer activity is a rotation.
+	bound := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	w2 := &rotationWatcher{conv: "fresh", started: bound}
 	active := map[string]rpc.TrajectorySummary{
-		"a": first["a"],
-		"b": summary("", "", "2026-01-03T00:00:00Z"),
+		"fresh": summary("", "", ""),
+		"a":     summary("", "", "2026-01-09T00:00:00Z"),
 	}
+	_, ok = w2.rotationTarget(active)
+	require.False(t, ok, "activity before the binding is not a rotation back")
+	active["a"] = summary("", "", "2026-01-11T00:00:00Z")
 	to, ok = w2.rotationTarget(active)
-	require.True(t, ok, "a root strictly more recently active rotates even at the first read")
-	require.Equal(t, "b", to)
+	require.True(t, ok, "a root strictly more recently active than the binding rotates")
+	require.Equal(t, "a", to)
 }
 
 func TestRecommendedModel(t *testing.T) {

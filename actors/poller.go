@@ -108,8 +108,11 @@ func (p *poller) arm(ctx actor.Context) {
 	}
 }
 
-// poll reads the steps, after the run status when withStatus (so that an
-// IDLE status is known to precede the steps read).
+// poll reads the steps; withStatus, between two reads of the run status.
+// The status goes with the steps only when both reads agree: agy can report
+// IDLE before its last steps are flushed (so the steps must be read after
+// the IDLE), and a turn can start between a status read and a steps read
+// (so an IDLE read before it would be stale).
 func (p *poller) poll(ctx actor.Context, withStatus bool) {
 	if p.busy {
 		return
@@ -117,19 +120,41 @@ func (p *poller) poll(ctx actor.Context, withStatus bool) {
 	p.busy = true
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
-		var status rpc.RunStatus
-		if withStatus {
-			all, err := p.client.GetAllCascadeTrajectories(c)
-			if err != nil {
-				p.t.send(self, &pollDone{err})
-				return
-			}
-			status = all.TrajectorySummaries[p.conv].Status
-		}
-		steps, err := p.client.GetCascadeTrajectorySteps(c, p.conv)
+		status, steps, err := readSnapshot(c, p.client, p.conv, withStatus)
 		if err == nil {
 			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
 		p.t.send(self, &pollDone{err})
 	})
+}
+
+// readSnapshot reads a conversation's steps, and its run status around
+// them when withStatus ("" when the two status reads disagree).
+func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool) (rpc.RunStatus, []rpc.Step, error) {
+	statusOf := func() (rpc.RunStatus, error) {
+		all, err := c.GetAllCascadeTrajectories(ctx)
+		if err != nil {
+			return "", err
+		}
+		return all.TrajectorySummaries[conv].Status, nil
+	}
+	var before rpc.RunStatus
+	if withStatus {
+		var err error
+		if before, err = statusOf(); err != nil {
+			return "", nil, err
+		}
+	}
+	steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
+	if err != nil || !withStatus {
+		return "", steps, err
+	}
+	after, err := statusOf()
+	if err != nil {
+		return "", nil, err
+	}
+	if after != before {
+		return "", steps, nil
+	}
+	return after, steps, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
@@ -15,8 +16,8 @@ import (
 // every Config.RotationInterval (and at once on *messages.ReadNow, which the
 // session sends when a frame names another conversation) and report
 // *messages.ConversationRotated when a root conversation is strictly more
-// recently active than the bound one, or appeared after the watcher's first
-// read. Subagent children (a parentConversationId, or a rootConversationId
+// recently active than the bound one (and than the moment it was bound), or
+// appeared after the watcher's first read. Subagent children (a parentConversationId, or a rootConversationId
 // not their own) are never rotation targets.
 //
 // A transient error waits for the next tick; a lost port is a failure.
@@ -28,6 +29,7 @@ type rotationWatcher struct {
 	wg     *sync.WaitGroup
 	t      *tasks
 
+	started  time.Time       // activity before this is history, not a rotation
 	known    map[string]bool // conversations present at the first read
 	busy     bool
 	reported bool
@@ -49,6 +51,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.t = newTasks(w.wg, ctx.ActorSystem().Root)
+		w.started = time.Now()
 		w.read(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		w.t.stop()
@@ -94,7 +97,13 @@ func (w *rotationWatcher) rotationTarget(all map[string]rpc.TrajectorySummary) (
 			w.known[id] = true
 		}
 	}
+	// The bound conversation counts as active from the moment it was bound
+	// (a conversation just minted by /clear has no times yet), so only
+	// activity after that elsewhere is a rotation.
 	bound := activity(all[w.conv])
+	if w.started.After(bound) {
+		bound = w.started
+	}
 	var best string
 	var bestAct = bound
 	for id, s := range all {

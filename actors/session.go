@@ -103,6 +103,9 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *messages.SnapshotRead:
 		if m.Gen == s.core.gen {
+			if rec := s.core.spec.Recorder; rec != nil {
+				rec("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.RunStatus), m.Received)
+			}
 			obs := mapper.FromSnapshot(m.Steps, m.RunStatus, m.Received)
 			s.apply(ctx, m.ConversationID, obs)
 		}
@@ -311,6 +314,13 @@ func (s *session) rotate(ctx actor.Context, to string) {
 
 func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
 	up := &m.Frame.Update
+	if rec := s.core.spec.Recorder; rec != nil {
+		conv := up.ConversationID
+		if conv == "" {
+			conv = s.conv()
+		}
+		rec("frame", conv, captureFrame(m.Frame), m.Received)
+	}
 	if up.ConversationID != "" && up.ConversationID != s.conv() {
 		if _, child := s.core.children[up.ConversationID]; !child && s.rotation != nil {
 			// The frame names another conversation: agy may have rotated.
@@ -353,6 +363,10 @@ func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) 
 		s.react(ctx, rec, &ev)
 	}
 	if !child {
+		if rec.AwaitingDetail() && s.poller != nil {
+			// A question seen on the stream lacks its flags: read a polled copy now.
+			ctx.Send(s.poller, &messages.ReadNow{Gen: s.core.gen})
+		}
 		s.syncSubagents(ctx)
 	}
 }
@@ -504,27 +518,12 @@ func (s *session) onSubscribe(m *messages.Subscribe) {
 			sent[ev.ID] = true
 		}
 	}
-	for _, rec := range s.reconcilers() {
-		for _, p := range rec.OpenPrompts() {
-			if !sent[p.Request.ID] {
-				ev := p.Request
-				ev.SessionID = s.core.spec.SessionID
-				m.Sink.Push(&ev)
-			}
+	for _, ev := range s.core.openRequests {
+		if !sent[ev.ID] {
+			m.Sink.Push(ev)
 		}
 	}
 	s.core.sinks = append(s.core.sinks, m.Sink)
-}
-
-func (s *session) reconcilers() []*mapper.Reconciler {
-	out := []*mapper.Reconciler{}
-	if s.core.root != nil {
-		out = append(out, s.core.root)
-	}
-	for _, r := range s.core.children {
-		out = append(out, r)
-	}
-	return out
 }
 
 // ---- publishing ----
@@ -544,6 +543,17 @@ func (s *session) publish(ev *messages.Event) {
 		c.log = c.log[:len(c.log)-1]
 	}
 	c.log = append(c.log, ev)
+	switch ev.Type {
+	case messages.EventElicitationRequest:
+		c.openRequests = append(c.openRequests, ev)
+	case messages.EventElicitationResolved:
+		for i, req := range c.openRequests {
+			if req.ElicitationID == ev.ElicitationID {
+				c.openRequests = append(c.openRequests[:i], c.openRequests[i+1:]...)
+				break
+			}
+		}
+	}
 	live := c.sinks[:0]
 	for _, sink := range c.sinks {
 		if sink.Push(ev) {

@@ -191,7 +191,8 @@ type sessionCore struct {
 
 	// owned by the session actor
 	seq          uint64
-	log          []*messages.Event // ring of the last cfg.EventLog events
+	log          []*messages.Event // the last cfg.EventLog events
+	openRequests []*messages.Event // elicitation_request events of prompts still open, as published
 	sinks        []messages.EventSink
 	root         *mapper.Reconciler
 	rootConv     string

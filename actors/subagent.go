@@ -73,15 +73,9 @@ func (a *subagent) read(ctx actor.Context) {
 	a.busy = true
 	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
 	a.t.run(func(c context.Context) {
-		var status rpc.RunStatus
-		all, err := client.GetAllCascadeTrajectories(c)
+		status, steps, err := readSnapshot(c, client, a.conv, true)
 		if err == nil {
-			status = all.TrajectorySummaries[a.conv].Status
-			var steps []rpc.Step
-			steps, err = client.GetCascadeTrajectorySteps(c, a.conv)
-			if err == nil {
-				a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
-			}
+			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
 		a.t.send(self, &subagentRead{status: status, err: err})
 	})

@@ -46,7 +46,6 @@ type pendingTurn struct {
 
 // turnSent and catalogRead are the sender's own messages.
 type turnSent struct {
-	reply   *actor.PID
 	result  *messages.TurnResult
 	catalog map[string]rpc.ModelInfo
 }
@@ -90,16 +89,16 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 			ts.catalog = m.catalog
 			ctx.Send(ctx.Parent(), &messages.ModelsLoaded{Gen: ts.gen, Models: m.catalog})
 		}
-		ctx.Send(m.reply, m.result)
 		if errors.Is(m.result.Err, rpc.ErrPortGone) {
 			fail("turns", m.result.Err)
 		}
 		ts.next(ctx)
 	case *messages.Interrupt:
 		reply := ctx.Sender()
+		root := ctx.ActorSystem().Root
 		ts.t.run(func(c context.Context) {
 			err := ts.interrupt(c)
-			ts.t.send(reply, &messages.TurnResult{Err: err})
+			root.Send(reply, &messages.TurnResult{Err: err})
 		})
 	}
 }
@@ -111,10 +110,12 @@ func (ts *turnSender) next(ctx actor.Context) {
 	p := ts.queue[0]
 	ts.queue = ts.queue[1:]
 	ts.busy = true
-	self, catalog := ctx.Self(), ts.catalog
+	self, catalog, root := ctx.Self(), ts.catalog, ctx.ActorSystem().Root
 	ts.t.run(func(c context.Context) {
 		res, cat := ts.send(c, p.msg, catalog)
-		ts.t.send(self, &turnSent{reply: p.reply, result: res, catalog: cat})
+		// The requester gets its answer even if this actor stops meanwhile.
+		root.Send(p.reply, res)
+		ts.t.send(self, &turnSent{result: res, catalog: cat})
 	})
 }
 

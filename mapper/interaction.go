@@ -81,8 +81,23 @@ func promptOf(step *rpc.Step, index int) (*Prompt, bool) {
 type toolQuestion struct {
 	Question      string `json:"question"`
 	IsMultiSelect bool   `json:"is_multi_select"`
-	AllowWriteIn  bool   `json:"allow_write_in"`
-	AllowWriteIn2 bool   `json:"allowWriteIn"`
+	AllowWriteIn  *bool  `json:"allow_write_in"`
+	AllowWriteIn2 *bool  `json:"allowWriteIn"`
+}
+
+// allowsWriteIn: agy's ask_question takes a free-text answer
+// (writeInResponse) and no recorded step flags it, so a write-in is allowed
+// unless argumentsJson says otherwise.
+func (q *toolQuestion) allowsWriteIn() bool {
+	switch {
+	case q == nil:
+		return true
+	case q.AllowWriteIn != nil:
+		return *q.AllowWriteIn
+	case q.AllowWriteIn2 != nil:
+		return *q.AllowWriteIn2
+	}
+	return true
 }
 
 func questionsOf(step *rpc.Step) []messages.Question {
@@ -96,7 +111,7 @@ func questionsOf(step *rpc.Step) []messages.Question {
 	qs := step.RequestedInteraction.AskQuestion.Questions
 	out := make([]messages.Question, 0, len(qs))
 	for i, q := range qs {
-		mq := messages.Question{Question: q.Question, Options: make([]messages.Option, 0, len(q.Options))}
+		mq := messages.Question{Question: q.Question, Options: make([]messages.Option, 0, len(q.Options)), AllowWriteIn: true}
 		for _, o := range q.Options {
 			mq.Options = append(mq.Options, messages.Option{ID: o.ID, Text: o.Text})
 		}
@@ -112,7 +127,7 @@ func questionsOf(step *rpc.Step) []messages.Question {
 		}
 		if tq != nil {
 			mq.MultiSelect = tq.IsMultiSelect
-			mq.AllowWriteIn = tq.AllowWriteIn || tq.AllowWriteIn2
+			mq.AllowWriteIn = tq.allowsWriteIn()
 		}
 		out = append(out, mq)
 	}

@@ -152,7 +152,10 @@ func TestBuildInteraction(t *testing.T) {
 	t.Run("empty answer", bad(sp, accept(messages.Answer{}), "missing answer"))
 	t.Run("no answers", bad(sp, accept(), "missing answer"))
 	t.Run("multi on single-select", bad(sp, accept(messages.Answer{SelectedOptionIDs: []string{"1", "2"}}), "single-select"))
-	t.Run("write-in not allowed", bad(sp, accept(messages.Answer{WriteIn: "Zig"}), "does not allow a write-in"))
+	noWriteIn := *sp
+	noWriteIn.Questions = []messages.Question{sp.Questions[0]}
+	noWriteIn.Questions[0].AllowWriteIn = false
+	t.Run("write-in not allowed", bad(&noWriteIn, accept(messages.Answer{WriteIn: "Zig"}), "does not allow a write-in"))
 	t.Run("unknown question", bad(qp, accept(messages.Answer{Question: "Which OS?", SelectedOptionIDs: []string{"1"}}), `no question "Which OS?"`))
 	t.Run("two answers to one question", bad(qp, accept(
 		messages.Answer{Question: "Which language?", SelectedOptionIDs: []string{"1"}},
@@ -281,24 +284,31 @@ func TestPrompts(t *testing.T) {
 	})
 }
 
-func TestPromptFlagsFromALaterPolledCopy(t *testing.T) {
+func TestQuestionFromAStreamedCopyWaitsForItsFlags(t *testing.T) {
 	r := newTestReconciler()
 	streamed := questionStep(rpc.StatusWaiting, qLang, qExtra)
 	streamed.Metadata.ToolCall = nil
 	evs := r.Apply(frame(0, rpc.RunRunning, 1, streamed))
-	req := findEvent(t, evs, messages.EventElicitationRequest)
-	assert.False(t, req.Questions[1].MultiSelect, "a streamed copy cannot tell")
+	assert.NotContains(t, types(evs), "elicitation_request", "a streamed copy cannot tell multi-select: no request yet")
+	assert.True(t, r.AwaitingDetail(), "the caller is told to read a polled copy")
+	assert.Empty(t, r.OpenPrompts())
 
 	polled := questionStep(rpc.StatusWaiting, qLang, qExtra)
 	evs = r.Apply(snapshot(1, rpc.RunRunning, userStep("x", ""), polled))
-	assert.Equal(t, []string{"user_message"}, types(evs), "a turn seen late does not hide the open prompt")
+	assert.False(t, r.AwaitingDetail())
+	req := findEvent(t, evs, messages.EventElicitationRequest)
+	assert.True(t, req.Questions[1].MultiSelect, "the request carries the flags of the polled copy")
 	p, ok := r.Prompt(req.ElicitationID)
 	require.True(t, ok)
 	assert.True(t, p.Questions[1].MultiSelect)
-	assert.True(t, p.Request.Questions[1].MultiSelect)
 	_, err := BuildInteraction(p, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
 		{Question: qLang.text, SelectedOptionIDs: []string{"1"}},
 		{Question: qExtra.text, SelectedOptionIDs: []string{"1", "2"}},
 	}}, testTraj, 1)
 	assert.NoError(t, err)
+
+	// Once open, later streamed copies keep it open and do not ask again.
+	evs = r.Apply(frame(2, rpc.RunRunning, 1, streamed))
+	assert.NotContains(t, types(evs), "elicitation_request")
+	assert.Len(t, r.OpenPrompts(), 1)
 }

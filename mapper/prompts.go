@@ -35,6 +35,14 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 				}
 			}
 		} else if s.Status == rpc.StatusWaiting {
+			if fresh.Kind == messages.KindQuestion && s.Metadata.ToolCall == nil {
+				// A streamed copy: it lacks toolCall, the only source of the
+				// multi-select and write-in flags. Ask the driver once a
+				// polled copy has them (AwaitingDetail tells the session to
+				// read one now), rather than ask a question wrongly.
+				r.awaitingDetail = true
+				return
+			}
 			r.openNew(fresh)
 			st.prompt = r.prompts[len(r.prompts)-1]
 			return
@@ -67,6 +75,12 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 		r.closePrompt(p, answeredAction(s, p.Kind), messages.ByTerminal, messages.Ptr(index))
 	}
 }
+
+// AwaitingDetail reports whether the last Apply saw a question prompt in a
+// streamed copy without the tool call that carries its multi-select flags:
+// its elicitation_request waits for a polled copy, which the caller should
+// read now.
+func (r *Reconciler) AwaitingDetail() bool { return r.awaitingDetail }
 
 // openNew opens a prompt and reports it: elicitation_request, then waiting.
 func (r *Reconciler) openNew(p *Prompt) {

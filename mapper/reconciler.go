@@ -36,6 +36,8 @@ type Reconciler struct {
 
 	closingTurn bool // goIdle is expiring prompts: no running in between
 
+	awaitingDetail bool // the last Apply deferred a question prompt (see AwaitingDetail)
+
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
@@ -116,6 +118,7 @@ func (r *Reconciler) Apply(obs Observation) []messages.Event {
 	}
 	r.obs = obs
 	r.out = nil
+	r.awaitingDetail = false
 	defer func() { r.obs, r.out = Observation{}, nil }()
 
 	if r.resume {
@@ -235,6 +238,13 @@ func (r *Reconciler) runStatus() {
 // A prompt still WAITING means the IDLE report was not the end: no idle.
 func (r *Reconciler) goIdle() {
 	r.idleArmed = false
+	// A step still live means the IDLE report is older than the steps (read
+	// before a new turn started): the turn is not over.
+	for _, sl := range r.slots {
+		if !sl.terminal {
+			return
+		}
+	}
 	for _, p := range r.prompts {
 		if !p.closed && !p.timedOut {
 			return

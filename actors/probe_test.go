@@ -1,0 +1,164 @@
+package actors
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/require"
+)
+
+// probe stands in for a session: it spawns one child and forwards every
+// message it receives into a channel, so a child actor is tested through
+// the messages it sends.
+type probe struct {
+	child *actor.Props
+	pid   *actor.PID
+	ch    chan any
+	ready chan *actor.PID
+}
+
+func (p *probe) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *actor.Started:
+		p.pid = ctx.Spawn(p.child)
+		p.ready <- p.pid
+	case *actor.Stopping, *actor.Stopped, *actor.Restarting:
+	default:
+		p.ch <- ctx.Message()
+	}
+}
+
+type probeRig struct {
+	t      *testing.T
+	system *actor.ActorSystem
+	wg     *sync.WaitGroup
+	parent *actor.PID
+	child  *actor.PID
+	ch     chan any
+}
+
+// startProbe spawns the actor built by newChild under a probe.
+func startProbe(t *testing.T, newChild func(wg *sync.WaitGroup) actor.Actor) *probeRig {
+	t.Helper()
+	system := actor.NewActorSystem(actor.WithDeadLetterThrottleInterval(10*time.Millisecond),
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	wg := &sync.WaitGroup{}
+	p := &probe{
+		child: actor.PropsFromProducer(func() actor.Actor { return newChild(wg) }),
+		ch:    make(chan any, 1024),
+		ready: make(chan *actor.PID, 1),
+	}
+	parent := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	r := &probeRig{t: t, system: system, wg: wg, parent: parent, child: <-p.ready, ch: p.ch}
+	t.Cleanup(func() {
+		_ = system.Root.PoisonFuture(parent).Wait()
+		wg.Wait()
+		system.Shutdown()
+	})
+	return r
+}
+
+// expect waits for the first message of type T that satisfies pred.
+func expect[T any](r *probeRig, pred func(T) bool) T {
+	r.t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-r.ch:
+			if v, ok := m.(T); ok && (pred == nil || pred(v)) {
+				return v
+			}
+		case <-deadline:
+			var zero T
+			r.t.Fatalf("no %T arrived", zero)
+			return zero
+		}
+	}
+}
+
+func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{})
+	cfg := testCfg()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newDiscovery(Spec{Port: srv.Port()}, "", cfg, 7, wg)
+	})
+	found := expect[*messages.PortFound](r, nil)
+	defer found.Client.Close()
+	require.Equal(t, messages.Gen(7), found.Gen)
+	require.Equal(t, srv.Port(), found.Port)
+	require.Equal(t, srv.ConversationID(), found.ConversationID, "without a conversation id, the most recent root is bound")
+}
+
+func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{})
+	cfg := testCfg()
+	cfg.GiveUpAfter = 100 * time.Millisecond
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newDiscovery(Spec{Port: srv.Port()}, "not-a-conversation-here", cfg, 1, wg)
+	})
+	stalled := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
+	require.Error(t, stalled.Err)
+	require.GreaterOrEqual(t, stalled.Attempts, 1)
+}
+
+func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
+	cfg := testCfg()
+	cfg.GiveUpAfter = 100 * time.Millisecond
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newDiscovery(Spec{Port: 1}, "", cfg, 1, wg)
+	})
+	first := expect[*messages.DiscoveryStalled](r, nil)
+	require.ErrorIs(t, first.Err, rpc.ErrPortGone)
+	last := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
+	require.Greater(t, last.Attempts, first.Attempts, "it retried with backoff before giving up")
+}
+
+func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}}})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	conv := srv.ConversationID()
+	cfg := testCfg()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newTurnSender(client, conv, cfg, 3, wg) })
+	loaded := expect[*messages.ModelsLoaded](r, nil)
+	require.NotEmpty(t, loaded.Models)
+	want := recommended(loaded.Models)
+
+	// The probe asks; the reply comes back to it.
+	r.system.Root.RequestWithCustomSender(r.child, &messages.SendTurn{Text: "first"}, r.parent)
+	res := expect[*messages.TurnResult](r, nil)
+	require.NoError(t, res.Err)
+	require.Equal(t, want, res.Model, "no model given, none seen: the recommended one")
+
+	r.system.Root.RequestWithCustomSender(r.child, &messages.SendTurn{Text: "second", LastModel: "MODEL_LAST"}, r.parent)
+	res = expect[*messages.TurnResult](r, nil)
+	require.Equal(t, "MODEL_LAST", res.Model, "the model agy used last wins over the catalog")
+
+	r.system.Root.RequestWithCustomSender(r.child, &messages.SendTurn{Text: "third", Model: "MODEL_EXPLICIT", LastModel: "MODEL_LAST"}, r.parent)
+	res = expect[*messages.TurnResult](r, nil)
+	require.Equal(t, "MODEL_EXPLICIT", res.Model)
+	require.Equal(t, 3, srv.Calls(rpc.MethodSendUserCascadeMessage))
+	require.Zero(t, srv.Calls(rpc.MethodSendAgentMessage), "turns never go through SendAgentMessage")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, srv.WaitIdle(ctx, conv))
+	r.system.Root.RequestWithCustomSender(r.child, &messages.Interrupt{}, r.parent)
+	res = expect[*messages.TurnResult](r, nil)
+	require.NoError(t, res.Err, "nothing to cancel counts as idle")
+}
+
+func testCfg() Config {
+	return Config{
+		PollFast: 20 * time.Millisecond, DiscoveryBackoffMin: 5 * time.Millisecond, DiscoveryBackoffMax: 20 * time.Millisecond,
+		InterruptDeadline: 3 * time.Second,
+	}.withDefaults()
+}

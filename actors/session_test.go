@@ -1,0 +1,498 @@
+package actors_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/stretchr/testify/require"
+)
+
+func scenario(actions ...agytest.Action) *agytest.Scenario {
+	return &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: actions}}}
+}
+
+// statusNeverRepeats checks that status events are edges.
+func statusNeverRepeats(t *testing.T, evs []*messages.Event) {
+	t.Helper()
+	last := ""
+	for _, ev := range ofType(evs, messages.EventStatus) {
+		require.NotEqualf(t, last, ev.State, "status %s repeated\n%s", ev.State, dump(evs))
+		last = ev.State
+	}
+}
+
+func seqIncreasing(t *testing.T, evs []*messages.Event) {
+	t.Helper()
+	for i := 1; i < len(evs); i++ {
+		require.Greater(t, evs[i].Seq, evs[i-1].Seq)
+	}
+}
+
+func TestTextTurnStreamsDeltasThenOneMessage(t *testing.T) {
+	const think = "The user greets me; a short answer will do."
+	const say = "Hello! This answer arrives in many small chunks, one after another."
+	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Think(think), agytest.Say(say, 12))}, actors.Spec{})
+	seq := r.turn("hello")
+	r.ev.waitIdleAfter(t, seq)
+	evs := r.ev.all()
+
+	users := ofType(evs, messages.EventUserMessage)
+	require.Len(t, users, 1)
+	require.Equal(t, "hello", users[0].Text)
+	require.Equal(t, messages.OriginHarness, users[0].Origin)
+
+	var reasoning strings.Builder
+	for _, ev := range ofType(evs, messages.EventReasoningDelta) {
+		reasoning.WriteString(ev.Delta)
+	}
+	require.Equal(t, think, reasoning.String(), dump(evs))
+
+	msgs := ofType(evs, messages.EventMessage)
+	require.Len(t, msgs, 1)
+	require.Equal(t, say, msgs[0].Text)
+	require.Equal(t, "assistant", msgs[0].Role)
+	deltas := ofType(evs, messages.EventOutputTextDelta)
+	require.NotEmpty(t, deltas, "the answer streamed")
+	for _, d := range deltas {
+		require.Less(t, d.Seq, msgs[0].Seq, "every delta precedes the message")
+	}
+	require.NotEmpty(t, ofType(evs, messages.EventUsage))
+	deltasPrefix(t, evs)
+	statusNeverRepeats(t, evs)
+	seqIncreasing(t, evs)
+	itemsOnce(t, r.srv, r.s.ConversationID(), evs)
+	for _, ev := range evs {
+		require.Equal(t, r.s.ID(), ev.SessionID)
+	}
+}
+
+func TestCommandApprovalAcceptedAndDeclined(t *testing.T) {
+	sc := &agytest.Scenario{Turns: []agytest.TurnScript{
+		{Match: "first", Actions: []agytest.Action{
+			agytest.Run(agytest.CommandAction{Line: "ls -la", Cwd: "/w", Output: "main.go\n", NeedsApproval: true}),
+			agytest.Say("Listed.", 2),
+		}},
+		{Match: "second", Actions: []agytest.Action{
+			agytest.Run(agytest.CommandAction{Line: "rm -rf build", Cwd: "/w", Output: "", NeedsApproval: true}),
+			agytest.Say("Not removed.", 2),
+		}},
+	}}
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+
+	seq := r.turn("first")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	require.Equal(t, messages.KindPermission, req.Kind)
+	require.NotNil(t, req.Command)
+	require.Equal(t, "ls -la", req.Command.Line)
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	require.Equal(t, messages.ByHarness, res.By)
+	require.Equal(t, messages.ActionAccept, res.Action)
+	r.ev.waitIdleAfter(t, res.Seq)
+	out := r.ev.waitFor(t, messages.EventFunctionCallOutput, func(ev *messages.Event) bool { return ev.Output == "main.go\n" })
+	require.NotNil(t, out.ExitCode)
+
+	seq = r.ev.lastSeq()
+	r.turn("second")
+	req2 := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	require.NotEqual(t, req.ElicitationID, req2.ElicitationID)
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req2.ElicitationID, Action: messages.ActionDecline}))
+	res2 := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req2.ElicitationID })
+	require.Equal(t, messages.ActionDecline, res2.Action)
+	r.ev.waitIdleAfter(t, res2.Seq)
+
+	// agy recorded exactly the answers we gave.
+	var allows []bool
+	for _, st := range r.srv.GroundTruth(r.s.ConversationID()) {
+		if st.Type == rpc.StepRunCommand {
+			require.Len(t, st.CompletedInteractions, 1)
+			allows = append(allows, st.CompletedInteractions[0].Response.Permission != nil && st.CompletedInteractions[0].Response.Permission.Allow)
+		}
+	}
+	require.Equal(t, []bool{true, false}, allows)
+	itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
+
+	// A resolve for a prompt that is gone is refused clearly.
+	err := r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept})
+	require.ErrorContains(t, err, "no open elicitation")
+}
+
+func TestQuestionAnsweredWithOneAndSeveralOptionsAndWriteIn(t *testing.T) {
+	sc := &agytest.Scenario{Turns: []agytest.TurnScript{
+		{Match: "one", Actions: []agytest.Action{
+			agytest.Ask(agytest.QuestionSpec{Question: "Which language?", Options: []string{"Go", "Rust", "Zig"}}),
+			agytest.Say("Noted.", 1),
+		}},
+		{Match: "many", Actions: []agytest.Action{
+			agytest.Ask(
+				agytest.QuestionSpec{Question: "Which targets?", Options: []string{"linux", "darwin", "windows"}, MultiSelect: true},
+				agytest.QuestionSpec{Question: "Anything else?", Options: []string{"No"}, AllowWriteIn: true},
+			),
+			agytest.Say("Noted all.", 1),
+		}},
+	}}
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+
+	seq := r.turn("one")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	require.Equal(t, messages.KindQuestion, req.Kind)
+	require.Len(t, req.Questions, 1)
+	require.Equal(t, []messages.Option{{ID: "1", Text: "Go"}, {ID: "2", Text: "Rust"}, {ID: "3", Text: "Zig"}}, req.Questions[0].Options)
+
+	// A bad answer is refused and changes nothing.
+	err := r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{SelectedOptionIDs: []string{"9"}}}})
+	require.Error(t, err)
+
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{Question: "Which language?", SelectedOptionIDs: []string{"2"}}}}))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	r.ev.waitIdleAfter(t, res.Seq)
+
+	seq = r.ev.lastSeq()
+	r.turn("many")
+	req2 := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	require.Len(t, req2.Questions, 2)
+	require.True(t, req2.Questions[0].MultiSelect)
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req2.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{
+			{Question: "Which targets?", SelectedOptionIDs: []string{"1", "3"}},
+			{Question: "Anything else?", WriteIn: "also freebsd"},
+		}}))
+	res2 := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req2.ElicitationID })
+	r.ev.waitIdleAfter(t, res2.Seq)
+
+	var answers [][]rpc.QuestionResponse
+	for _, st := range r.srv.GroundTruth(r.s.ConversationID()) {
+		if st.Type == rpc.StepAskQuestion && st.Status == rpc.StatusDone {
+			require.Len(t, st.CompletedInteractions, 1)
+			answers = append(answers, st.CompletedInteractions[0].Response.AskQuestion.Responses)
+		}
+	}
+	require.Len(t, answers, 2)
+	require.Equal(t, []string{"2"}, answers[0][0].SelectedOptionIDs)
+	require.Equal(t, "Which language?", answers[0][0].Question)
+	require.Equal(t, []string{"1", "3"}, answers[1][0].SelectedOptionIDs)
+	require.Equal(t, "also freebsd", answers[1][1].WriteInResponse)
+	itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
+}
+
+func TestPromptTimesOutBeforeAnswerAndIsDeliveredToRetry(t *testing.T) {
+	sc := scenario(
+		agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}),
+		agytest.Say("Tests pass.", 2),
+	)
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout})
+	seq := r.turn("run the tests")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+
+	// Wait until agy has timed the first step out and re-opened the prompt higher up.
+	conv := r.s.ConversationID()
+	first := -1
+	for _, st := range r.srv.Steps(conv) {
+		if st.Type == rpc.StepRunCommand && first < 0 {
+			first = st.Index()
+		}
+	}
+	deadline := time.Now().Add(waitLong)
+	var retry rpc.Step
+	for {
+		st, ok := r.srv.OpenPrompt(conv)
+		if ok && st.Index() > first {
+			retry = st
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "agy never retried the prompt")
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	require.Equal(t, messages.ByHarness, res.By)
+	require.NotNil(t, res.DeliveredStepIndex)
+	require.Equal(t, retry.Index(), *res.DeliveredStepIndex)
+	r.ev.waitIdleAfter(t, res.Seq)
+	require.Len(t, ofType(r.ev.all(), messages.EventElicitationRequest), 1, "one request per logical prompt, not per retry")
+}
+
+func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
+	sc := scenario(
+		agytest.Ask(agytest.QuestionSpec{Question: "Proceed?", Options: []string{"Yes", "No"}}),
+		agytest.Say("Proceeding.", 1),
+	)
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	seq := r.turn("go")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	conv := r.s.ConversationID()
+	st, ok := r.srv.OpenPrompt(conv)
+	require.True(t, ok)
+	require.NoError(t, r.srv.AnswerFromTerminal(conv, rpc.InteractionResponse{
+		TrajectoryID: st.TrajectoryID(), StepIndex: rpc.Int(st.Index()),
+		AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: "Proceed?", SelectedOptionIDs: []string{"1"}}}},
+	}))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	require.Equal(t, messages.ByTerminal, res.By)
+	r.ev.waitIdleAfter(t, res.Seq)
+	err := r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{SelectedOptionIDs: []string{"1"}}}})
+	require.Error(t, err, "the withdrawn prompt takes no answer")
+}
+
+func TestUserTurnTypedInAgyIsATerminalTurn(t *testing.T) {
+	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say("Hi.", 1))}, actors.Spec{})
+	require.NoError(t, r.srv.TypeTurn("typed by a person"))
+	ev := r.ev.waitFor(t, messages.EventUserMessage, nil)
+	require.Equal(t, messages.OriginTerminal, ev.Origin)
+	require.Equal(t, "typed by a person", ev.Text)
+	r.ev.waitIdleAfter(t, ev.Seq)
+}
+
+func TestStreamDroppedMidAnswerPollerCovers(t *testing.T) {
+	long := strings.Repeat("All work and no play. ", 40)
+	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say(long, 200))}, actors.Spec{})
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultDropStream, N: 20})
+	seq := r.turn("write")
+	r.ev.waitIdleAfter(t, seq)
+	evs := r.ev.all()
+	itemsOnce(t, r.srv, r.s.ConversationID(), evs)
+	deltasPrefix(t, evs)
+	msgs := ofType(evs, messages.EventMessage)
+	require.Len(t, msgs, 1)
+	require.Equal(t, long, msgs[0].Text)
+	require.GreaterOrEqual(t, r.s.Stats().Restarts["stream"], 1, "the reader was restarted")
+}
+
+func TestLanguageServerRestartsOnNewPortMidTurn(t *testing.T) {
+	long := strings.Repeat("Port churn should not lose a word. ", 30)
+	// Found by PID (this test process hosts the fake), as agy is: an explicit
+	// port cannot follow agy to a new one.
+	srvOpts := agytest.Options{Scenario: scenario(agytest.Say(long, 150)), ChunkDelay: 2 * time.Millisecond}
+	r := newRigPID(t, srvOpts)
+	old := r.s.Port()
+	seq := r.turn("write")
+	r.ev.waitFor(t, messages.EventOutputTextDelta, func(ev *messages.Event) bool { return ev.Seq > seq })
+	port, err := r.srv.Restart()
+	require.NoError(t, err)
+	require.NotEqual(t, old, port)
+	r.ev.waitIdleAfter(t, seq)
+	r.ev.waitFor(t, messages.EventMessage, nil)
+	require.Eventually(t, func() bool { return r.s.Port() == port }, waitLong, 10*time.Millisecond)
+	evs := r.ev.all()
+	itemsOnce(t, r.srv, r.s.ConversationID(), evs)
+	deltasPrefix(t, evs)
+	require.GreaterOrEqual(t, r.s.Stats().Rebinds, 1)
+}
+
+func TestClearRotatesToNewConversation(t *testing.T) {
+	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say("Fresh start.", 2))}, actors.Spec{})
+	seq := r.turn("before")
+	r.ev.waitIdleAfter(t, seq)
+	from := r.s.ConversationID()
+	to := r.srv.Clear()
+	rot := r.ev.waitFor(t, messages.EventConversationRotated, nil)
+	require.Equal(t, from, rot.From)
+	require.Equal(t, to, rot.To)
+	require.Eventually(t, func() bool { return r.s.ConversationID() == to }, waitLong, 10*time.Millisecond)
+	seq = r.turn("after")
+	r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == to && ev.Seq > seq })
+	itemsOnce(t, r.srv, to, r.ev.all())
+	itemsOnce(t, r.srv, from, r.ev.all())
+}
+
+func TestSubagentMirrored(t *testing.T) {
+	sc := scenario(
+		agytest.Subagents(2, "look around",
+			agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "a\nb\n"}),
+			agytest.Say("Child done.", 2)),
+		agytest.Say("Both children finished.", 2),
+	)
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	seq := r.turn("delegate")
+	r.ev.waitIdleAfter(t, seq)
+	root := r.s.ConversationID()
+	var children []string
+	for _, c := range r.srv.Conversations() {
+		if c != root {
+			children = append(children, c)
+		}
+	}
+	require.Len(t, children, 2)
+	for _, child := range children {
+		msg := r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
+		require.Equal(t, root, msg.ParentConversationID)
+		require.Equal(t, "Child done.", msg.Text)
+		itemsOnce(t, r.srv, child, r.ev.all())
+	}
+	itemsOnce(t, r.srv, root, r.ev.all())
+}
+
+func TestInterruptDuringGeneration(t *testing.T) {
+	long := strings.Repeat("This answer will be cut short. ", 200)
+	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say(long, 2000)), ChunkDelay: 3 * time.Millisecond}, actors.Spec{})
+	seq := r.turn("talk")
+	r.ev.waitFor(t, messages.EventOutputTextDelta, func(ev *messages.Event) bool { return ev.Seq > seq })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	require.Equal(t, rpc.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
+	r.ev.waitIdleAfter(t, seq)
+	evs := r.ev.all()
+	deltasPrefix(t, evs)
+	itemsOnce(t, r.srv, r.s.ConversationID(), evs)
+}
+
+func TestInterruptDuringPrompt(t *testing.T) {
+	sc := scenario(agytest.Run(agytest.CommandAction{Line: "deploy", NeedsApproval: true}), agytest.Say("Deployed.", 1))
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	seq := r.turn("deploy it")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	require.NotEqual(t, messages.ByHarness, res.By, "the driver's prompt is withdrawn, not answered")
+	r.ev.waitIdleAfter(t, res.Seq)
+	require.Empty(t, ofType(r.ev.all(), messages.EventMessage), "the cancelled turn said nothing")
+}
+
+func Test5xxBursts(t *testing.T) {
+	sc := scenario(agytest.Think("Under load."), agytest.Say("Still here, despite the errors.", 10))
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodGetCascadeTrajectorySteps, Count: 5})
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodStreamAgentStateUpdates, Count: 2})
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodGetAllCascadeTrajectories, Count: 3})
+	seq := r.turn("hello")
+	r.ev.waitIdleAfter(t, seq)
+	evs := r.ev.all()
+	itemsOnce(t, r.srv, r.s.ConversationID(), evs)
+	require.Len(t, ofType(evs, messages.EventMessage), 1)
+}
+
+func TestTwoSessionsOneAgyDiesOtherUntouched(t *testing.T) {
+	cfg := testConfig()
+	cfg.GiveUpAfter = 500 * time.Millisecond
+	host := actors.NewHost(cfg)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, host.Shutdown(ctx))
+	}()
+	sc := scenario(agytest.Say("Alive.", 2))
+	srvA := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
+	srvB := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	a, err := host.Attach(ctx, actors.Spec{Port: srvA.Port()})
+	require.NoError(t, err)
+	b, err := host.Attach(ctx, actors.Spec{Port: srvB.Port()})
+	require.NoError(t, err)
+	evA, evB := collect(a.Events()), collect(b.Events())
+
+	require.NoError(t, srvA.Close())
+	errEv := evA.waitFor(t, messages.EventError, func(ev *messages.Event) bool { return ev.Retryable != nil && !*ev.Retryable })
+	require.Contains(t, errEv.Message, "gone")
+	select {
+	case <-a.Done():
+	case <-time.After(waitLong):
+		t.Fatal("session A did not end after agy died")
+	}
+	require.Error(t, a.Err())
+
+	require.NoError(t, b.SendTurn(ctx, "still there?", ""))
+	evB.waitFor(t, messages.EventMessage, nil)
+	require.Len(t, host.Sessions(), 1)
+	require.Equal(t, b.ID(), host.Sessions()[0].ID())
+}
+
+func TestShutdownWithBusySessionsLeavesNoGoroutine(t *testing.T) {
+	host := actors.NewHost(testConfig())
+	long := strings.Repeat("busy ", 500)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	var cols []*collector
+	for i := 0; i < 3; i++ {
+		srv := agytest.Start(t, agytest.Options{Scenario: scenario(agytest.Say(long, 500)), ChunkDelay: 2 * time.Millisecond})
+		s, err := host.Attach(ctx, actors.Spec{Port: srv.Port()})
+		require.NoError(t, err)
+		c := collect(s.Events())
+		cols = append(cols, c)
+		require.NoError(t, s.SendTurn(ctx, "go", ""))
+		c.waitFor(t, messages.EventOutputTextDelta, nil)
+	}
+	require.NoError(t, host.Shutdown(ctx))
+	for _, c := range cols {
+		<-c.done // every event channel closed
+	}
+	_, err := host.Attach(ctx, actors.Spec{Port: 1})
+	require.ErrorIs(t, err, actors.ErrHostClosed)
+	// goleak (TestMain) checks that nothing is left running.
+}
+
+func TestResubscribeGetsOpenPromptsAgain(t *testing.T) {
+	sc := scenario(agytest.Ask(agytest.QuestionSpec{Question: "Pick one", Options: []string{"a", "b"}}), agytest.Say("ok", 1))
+	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	seq := r.turn("ask me")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	// A driver that resumes after the request's seq still gets the open prompt.
+	sub, err := r.s.Subscribe(ctx, req.Seq)
+	require.NoError(t, err)
+	defer sub.Close()
+	timeout := time.After(waitLong)
+	for got := false; !got; {
+		select {
+		case ev := <-sub.C():
+			require.Greater(t, ev.Seq, req.Seq-1, "nothing before the resume point but the open prompt")
+			got = ev.Type == messages.EventElicitationRequest && ev.ElicitationID == req.ElicitationID
+		case <-timeout:
+			t.Fatal("no prompt re-sent")
+		}
+	}
+	// One that resumes from 0 replays the whole log.
+	sub2, err := r.s.Subscribe(ctx, 0)
+	require.NoError(t, err)
+	defer sub2.Close()
+	first := <-sub2.C()
+	require.Equal(t, r.ev.all()[0].ID, first.ID)
+}
+
+func TestAttachErrors(t *testing.T) {
+	host := actors.NewHost(testConfig())
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, host.Shutdown(ctx))
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := host.Attach(ctx, actors.Spec{})
+	require.ErrorContains(t, err, "PID or a port")
+	_, err = host.Attach(ctx, actors.Spec{Port: 1, Host: "10.0.0.1"})
+	require.ErrorContains(t, err, "not loopback")
+	_, err = host.Attach(ctx, actors.Spec{Port: 1, ReadMode: "sometimes"})
+	require.ErrorContains(t, err, "read mode")
+	// A dead port: Attach gives up when its context ends, naming the last error.
+	_, err = host.Attach(ctx, actors.Spec{Port: 1})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Empty(t, host.Sessions())
+}
+
+// newRigPID attaches by this process's PID and the fake's conversation, as
+// the CLI attaches to agy.
+func newRigPID(t *testing.T, opts agytest.Options) *rig {
+	t.Helper()
+	srv, err := agytest.NewServer(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	return newRigOn(t, srv, actors.Spec{PID: os.Getpid(), ConversationID: srv.ConversationID()})
+}
