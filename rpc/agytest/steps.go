@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -224,5 +223,3 @@ func chunk(text string, n int) []string {
 	}
 	return out
 }
-
-func int64s(n int) string { return strconv.Itoa(n) }

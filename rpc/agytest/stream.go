@@ -229,7 +229,7 @@ func (st *streamState) write(payload []byte) bool {
 	s := st.srv
 	s.mu.Lock()
 	if st.dropAt < 0 {
-		if f := s.peekDropLocked(); f != nil {
+		if f := s.takeFaultLocked(FaultDropStreamAfter, ""); f != nil {
 			st.dropAt = st.frames + f.N
 		}
 	}
@@ -273,9 +273,4 @@ func (st *streamState) write(payload []byte) bool {
 func (st *streamState) abort() {
 	_ = st.rc.Flush()
 	panic(http.ErrAbortHandler)
-}
-
-// peekDropLocked claims the armed drop fault for this stream.
-func (s *Server) peekDropLocked() *Fault {
-	return s.takeFaultLocked(FaultDropStreamAfter, "")
 }
