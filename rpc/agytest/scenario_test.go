@@ -65,6 +65,8 @@ func TestScenarioValidation(t *testing.T) {
 	assert.Error(t, err, "a server refuses a bad scenario")
 	_, err = agytest.NewServer(agytest.Options{Host: "10.1.2.3"})
 	assert.Error(t, err, "loopback only")
+	_, err = agytest.NewServer(agytest.Options{Models: []rpc.ModelInfo{{Model: "gemini"}}})
+	assert.Error(t, err, "models are enum names")
 }
 
 func TestTurnsMatchThenCycle(t *testing.T) {

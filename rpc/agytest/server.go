@@ -93,6 +93,11 @@ func (o Options) normalized() (Options, error) {
 	if len(o.Models) == 0 {
 		return o, errors.New("agytest: empty model catalog")
 	}
+	for i, m := range o.Models {
+		if !strings.HasPrefix(m.Model, "MODEL_") {
+			return o, fmt.Errorf("agytest: model %d: %q is not a MODEL_* enum name", i, m.Model)
+		}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}

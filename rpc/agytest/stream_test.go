@@ -368,3 +368,20 @@ func TestPollerSeesGroundTruth(t *testing.T) {
 	}
 	assert.NotEmpty(t, raw)
 }
+
+func TestStreamOfAnUnhostedConversation(t *testing.T) {
+	srv := agytest.Start(t, fast(nil))
+	c := client(t, srv)
+	st, err := c.StreamAgentStateUpdates(testCtx(t), "not-hosted", "")
+	if err == nil {
+		defer st.Close()
+		_, err = st.Next()
+	}
+	require.ErrorIs(t, err, rpc.ErrTrajectoryNotFound, "a stream answers 200 and reports the error in its end-of-stream envelope")
+
+	r := post(t, rawHTTPS(t), srv.Port(), rpc.MethodStreamAgentStateUpdates, "application/connect+json", envelopeJSON(`{"conversationId":"not-hosted"}`))
+	assert.Equal(t, 200, r.status)
+	require.GreaterOrEqual(t, len(r.body), 5)
+	assert.Equal(t, rpc.FlagEndStream, r.body[0])
+	assert.JSONEq(t, `{"error":{"code":"unknown","message":"trajectory not found"}}`, string(r.body[5:]))
+}
