@@ -482,20 +482,25 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	if !ok {
 		return errNotBound
 	}
+	s.reconcilerOf(r.ElicitationID).AnswerInFlight(r.ElicitationID, r.Action)
 	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.core.gen, Resolve: r})
 	return nil
 }
 
-func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
-	rec := s.core.root
-	if _, ok := rec.Prompt(m.ElicitationID); !ok {
+// reconcilerOf finds the reconciler holding an open prompt (the root's when none does).
+func (s *session) reconcilerOf(elicitationID string) *mapper.Reconciler {
+	if _, ok := s.core.root.Prompt(elicitationID); !ok {
 		for _, r := range s.core.children {
-			if _, ok := r.Prompt(m.ElicitationID); ok {
-				rec = r
+			if _, ok := r.Prompt(elicitationID); ok {
+				return r
 			}
 		}
 	}
-	if ev, ok := rec.MarkResolved(m.ElicitationID, m.Action, m.StepIndex, time.Now()); ok {
+	return s.core.root
+}
+
+func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
+	if ev, ok := s.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, time.Now()); ok {
 		s.publish(&ev)
 	}
 	if pid, ok := s.interactions[m.ElicitationID]; ok {
@@ -505,6 +510,7 @@ func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDeliver
 }
 
 func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
+	s.reconcilerOf(m.ElicitationID).AnswerInFlight(m.ElicitationID, "")
 	s.publishError(ctx, fmt.Sprintf("answer to %s not delivered: %v", m.ElicitationID, m.Err), m.Retryable)
 }
 

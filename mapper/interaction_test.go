@@ -312,3 +312,29 @@ func TestQuestionFromAStreamedCopyWaitsForItsFlags(t *testing.T) {
 	assert.NotContains(t, types(evs), "elicitation_request")
 	assert.Len(t, r.OpenPrompts(), 1)
 }
+
+func TestAnswerInFlightAttributesAnEarlyDoneToTheHarness(t *testing.T) {
+	r := newTestReconciler()
+	u := userStep("run it", "")
+	evs := r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "pwd")))
+	req := findEvent(t, evs, messages.EventElicitationRequest)
+	r.AnswerInFlight(req.ElicitationID, messages.ActionAccept)
+	// agy shows the step answered before the delivery's reply reaches the session.
+	done := commandStep(rpc.StatusDone, "pwd")
+	done.CompletedInteractions = []rpc.CompletedInteraction{{Response: &rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}}}
+	evs = r.Apply(snapshot(1, rpc.RunRunning, u, done))
+	res := findEvent(t, evs, messages.EventElicitationResolved)
+	assert.Equal(t, messages.ByHarness, res.By)
+	assert.Equal(t, messages.ActionAccept, res.Action)
+	_, ok := r.MarkResolved(req.ElicitationID, messages.ActionAccept, 1, at(2))
+	assert.False(t, ok, "resolved once, not twice")
+
+	// A failed delivery clears it: a later answer in agy's terminal is the terminal's.
+	r2 := newTestReconciler()
+	evs = r2.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "pwd")))
+	req = findEvent(t, evs, messages.EventElicitationRequest)
+	r2.AnswerInFlight(req.ElicitationID, messages.ActionAccept)
+	r2.AnswerInFlight(req.ElicitationID, "")
+	evs = r2.Apply(snapshot(1, rpc.RunRunning, u, done))
+	assert.Equal(t, messages.ByTerminal, findEvent(t, evs, messages.EventElicitationResolved).By)
+}

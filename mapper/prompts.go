@@ -67,12 +67,12 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 	case s.Status == rpc.StatusError:
 		p.timedOut = true // agy may ask again at a higher index
 	case s.Status == rpc.StatusDone:
-		r.closePrompt(p, answeredAction(s, p.Kind), messages.ByTerminal, messages.Ptr(index))
+		r.closeAnswered(p, s, index)
 	case s.Status.Terminal():
 		r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
 	case len(s.CompletedInteractions) > 0:
-		// Answered (in agy's own terminal) and now running.
-		r.closePrompt(p, answeredAction(s, p.Kind), messages.ByTerminal, messages.Ptr(index))
+		// Answered (by us, or in agy's own terminal) and now running.
+		r.closeAnswered(p, s, index)
 	}
 }
 
@@ -152,6 +152,26 @@ func (r *Reconciler) expireBehind(index int, s *rpc.Step) {
 		if moved {
 			r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
 		}
+	}
+}
+
+// closeAnswered closes a prompt agy shows answered: by the harness when an
+// answer of ours was in flight (the trajectory can show it before the
+// delivery's reply arrives), else in agy's own terminal.
+func (r *Reconciler) closeAnswered(p *promptState, s *rpc.Step, index int) {
+	if p.inFlight != "" {
+		r.closePrompt(p, p.inFlight, messages.ByHarness, messages.Ptr(index))
+		return
+	}
+	r.closePrompt(p, answeredAction(s, p.Kind), messages.ByTerminal, messages.Ptr(index))
+}
+
+// AnswerInFlight records that the harness is delivering an answer with
+// action to the prompt (action "" when that delivery failed): if agy shows
+// the prompt answered before MarkResolved, the harness answered it.
+func (r *Reconciler) AnswerInFlight(elicitationID, action string) {
+	if p, ok := r.promptIDs[elicitationID]; ok && !p.closed {
+		p.inFlight = action
 	}
 }
 

@@ -78,7 +78,8 @@ type slot struct {
 type promptState struct {
 	Prompt
 	closed   bool
-	timedOut bool // its freshest step went ERROR: kept open, a retry may follow
+	timedOut bool   // its freshest step went ERROR: kept open, a retry may follow
+	inFlight string // the action of an answer the harness is delivering
 }
 
 var hashSeed = maphash.MakeSeed()
