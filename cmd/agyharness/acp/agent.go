@@ -125,9 +125,13 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		a.mu.Unlock()
 		return errors.New("acp: an Agent serves once")
 	}
-	// Handlers take a.mu to read conn, so none runs before it is set.
-	a.conn = sdk.NewAgentSideConnection(a, out, in)
+	// Handlers take a.mu to read conn, so none runs before it is set. The
+	// SDK starts reading at once and reads its logger unsynchronized, so
+	// its reader waits at the gate until the logger is set.
+	gate := &gatedReader{r: in, open: make(chan struct{})}
+	a.conn = sdk.NewAgentSideConnection(a, out, gate)
 	a.conn.SetLogger(a.log)
+	close(gate.open)
 	done := a.conn.Done()
 	a.mu.Unlock()
 
@@ -380,4 +384,15 @@ func (a *Agent) elicitationForms() bool {
 	defer a.mu.Unlock()
 	e := a.clientCaps.Elicitation
 	return e != nil && e.Form != nil
+}
+
+// gatedReader blocks reads until open is closed.
+type gatedReader struct {
+	r    io.Reader
+	open chan struct{}
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	<-g.open
+	return g.r.Read(p)
 }

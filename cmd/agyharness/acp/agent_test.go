@@ -182,8 +182,10 @@ func startRig(t *testing.T, fake agytest.Options, tune func(*Options)) *rig {
 	served := make(chan error, 1)
 	go func() { served <- agent.Serve(context.Background(), toAgentR, toClientW) }()
 	client := newTestClient()
-	conn := sdk.NewClientSideConnection(client, toAgentW, toClientR)
+	gate := &gatedReader{r: toClientR, open: make(chan struct{})}
+	conn := sdk.NewClientSideConnection(client, toAgentW, gate)
 	conn.SetLogger(slog.New(slog.DiscardHandler))
+	close(gate.open)
 	t.Cleanup(func() {
 		_ = toAgentW.Close() // the agent sees EOF: Serve closes every session
 		select {
