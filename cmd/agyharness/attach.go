@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
@@ -59,6 +60,14 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 	}
 	return c
 }
+
+// specFor is the spec of a session on an agy found by PID.
+func specFor(pid int, conv, csrf string, mode actors.ReadMode) actors.Spec {
+	return actors.Spec{PID: pid, ConversationID: conv, CSRFToken: csrf, ReadMode: mode}
+}
+
+// osGetpid is the harness's PID (names its default tmux session).
+func osGetpid() int { return os.Getpid() }
 
 func parseReadMode(s string) (actors.ReadMode, error) {
 	switch m := actors.ReadMode(s); m {

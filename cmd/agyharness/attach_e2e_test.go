@@ -28,7 +28,14 @@ type attached struct {
 
 func startAttach(t *testing.T, args ...string) *attached {
 	t.Helper()
-	cmd := exec.Command(harness(t), append([]string{"attach", "--json"}, args...)...)
+	return startAttachArgs(t, append([]string{"attach", "--json"}, args...)...)
+}
+
+// startAttachArgs runs the harness with args, commands on its stdin and
+// events from its stdout.
+func startAttachArgs(t *testing.T, args ...string) *attached {
+	t.Helper()
+	cmd := exec.Command(harness(t), args...)
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+
+	"github.com/agyharness/agyharness/cmd/agyharness/acp"
 )
 
 // Exit codes.
@@ -58,6 +60,7 @@ func commands() []*command {
 		launchCommand(),
 		serveCommand(),
 		replayCommand(),
+		acpCommand(),
 		versionCommand(),
 	}
 }
@@ -100,9 +103,17 @@ func run(ctx context.Context, e *env, args []string) int {
 	return exitCode(e, c.run(ctx, e, rest))
 }
 
+// exitStatus is an exit code a command chose (and already explained).
+type exitStatus int
+
+func (e exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 func exitCode(e *env, err error) int {
 	var ue *usageError
+	var es exitStatus
 	switch {
+	case errors.As(err, &es):
+		return int(es)
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
@@ -112,6 +123,36 @@ func exitCode(e *env, err error) int {
 		fmt.Fprintf(e.stderr, "agyharness: %v\n", err)
 		return exitFailure
 	}
+}
+
+// acpCommand runs the Agent Client Protocol adapter (package acp), which
+// owns its flags and help.
+func acpCommand() *command {
+	c := &command{
+		name:     "acp",
+		synopsis: "acp [--agy PATH] [--attach-port P | --attach-pid N] [flags]",
+		summary:  "speak the Agent Client Protocol on stdin/stdout (editors such as Zed)",
+		example:  "agyharness acp --help",
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		// The adapter stops when its context ends: the first signal ends it.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-e.signals:
+				cancel()
+			case <-stop:
+			}
+		}()
+		if code := acp.Main(ctx, args, e.stdin, e.stdout, e.stderr); code != 0 {
+			return exitStatus(code)
+		}
+		return nil
+	}
+	return c
 }
 
 func printUsage(w io.Writer) {

@@ -96,6 +96,8 @@ func TestPendingPromptQuestion(t *testing.T) {
 	assert.Equal(t, []string{"1", "3"}, p.resolve().Answers[0].SelectedOptionIDs)
 
 	p = &pendingPrompt{ev: question("e3", false, true, "a")}
+	_, err = p.input("3")
+	assert.ErrorContains(t, err, "not an option number", "a number is never a write-in")
 	done, err = p.input("something else")
 	require.NoError(t, err)
 	assert.True(t, done)

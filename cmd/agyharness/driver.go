@@ -321,7 +321,9 @@ func (d *driver) onPrompt(ev *messages.Event) {
 
 func (d *driver) onPromptClosed(ev *messages.Event) {
 	d.handled[ev.ElicitationID] = true
-	if d.resolved[ev.ElicitationID] && ev.By == messages.ByHarness && d.cfg.onResolved != nil {
+	// by is not required to be harness: the session may attribute an answer
+	// it delivered to agy's terminal when agy's frame beats the reply.
+	if d.resolved[ev.ElicitationID] && ev.By != messages.ByExpired && d.cfg.onResolved != nil {
 		d.cfg.onResolved(ev)
 	}
 	for i, p := range d.prompts {

@@ -87,6 +87,8 @@ func (p *pendingPrompt) input(line string) (bool, error) {
 	a := messages.Answer{Question: q.Question}
 	ids, ok := optionNumbers(line, len(q.Options))
 	switch {
+	case !ok && len(q.Options) > 0 && looksNumeric(line):
+		return false, fmt.Errorf("%q is not an option number", line)
 	case ok && len(ids) > 1 && !q.MultiSelect:
 		return false, errors.New("pick one option")
 	case ok:
@@ -130,4 +132,14 @@ func optionNumbers(s string, n int) ([]int, bool) {
 		out = append(out, v)
 	}
 	return out, true
+}
+
+// looksNumeric: "7" or "1,9" is a try at option numbers, never a write-in.
+func looksNumeric(s string) bool {
+	for _, r := range s {
+		if (r < '0' || r > '9') && r != ',' && r != ' ' {
+			return false
+		}
+	}
+	return s != ""
 }
