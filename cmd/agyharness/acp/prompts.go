@@ -50,6 +50,8 @@ func (s *session) elicit(ev *messages.Event) {
 		return // re-sent on resubscription: already asked
 	}
 	ctx, cancel := context.WithCancel(base)
+	// A question asked for a prompt also ends when the session closes.
+	stopOnClose := context.AfterFunc(s.ctx, cancel)
 	s.pending[ev.ElicitationID] = cancel
 	s.mu.Unlock()
 
@@ -61,6 +63,7 @@ func (s *session) elicit(ev *messages.Event) {
 			s.mu.Lock()
 			delete(s.pending, ev.ElicitationID)
 			s.mu.Unlock()
+			stopOnClose()
 			cancel()
 		}()
 		r, err := s.ask(ctx, ev, callID, forms)
