@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// scriptedSession is a sessionAPI whose events the test pushes and whose
+// commands it records.
+type scriptedSession struct {
+	events chan *messages.Event
+	mu     sync.Mutex
+	cmds   []messages.Command
+	refuse map[messages.CommandType]error
+	once   sync.Once
+	seq    uint64
+}
+
+func newScriptedSession() *scriptedSession {
+	return &scriptedSession{events: make(chan *messages.Event, 64), refuse: map[messages.CommandType]error{}}
+}
+
+func (s *scriptedSession) ID() string                     { return "s1" }
+func (s *scriptedSession) ConversationID() string         { return "c1" }
+func (s *scriptedSession) Events() <-chan *messages.Event { return s.events }
+func (s *scriptedSession) Err() error                     { return nil }
+
+func (s *scriptedSession) Do(ctx context.Context, c messages.Command) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cmds = append(s.cmds, c)
+	return s.refuse[c.Type]
+}
+
+func (s *scriptedSession) Detach(ctx context.Context) error {
+	s.once.Do(func() { close(s.events) })
+	return nil
+}
+
+func (s *scriptedSession) commands() []messages.Command {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]messages.Command(nil), s.cmds...)
+}
+
+// push publishes an event (the test's goroutine is the session's).
+func (s *scriptedSession) push(ev messages.Event) {
+	s.seq++
+	ev.Seq, ev.SessionID, ev.ConversationID = s.seq, "s1", "c1"
+	s.events <- &ev
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the driver writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestDriverJSONCommands(t *testing.T) {
+	sess := newScriptedSession()
+	sess.refuse[messages.CommandResolve] = errors.New("no open elicitation")
+	inR, inW := io.Pipe()
+	out := &syncBuffer{}
+	d := newDriver(driverConfig{json: true, detachOnEOF: true}, sess, out, inR, nil, slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- d.run(context.Background()) }()
+
+	write := func(s string) {
+		_, err := inW.Write([]byte(s + "\n"))
+		require.NoError(t, err)
+	}
+	write(`{"type":"nope"}`)
+	write(`{"type":"resolve","elicitation_id":"e","action":"accept"}`)
+	write(`{"type":"turn","text":"hi"}`)
+	require.Eventually(t, func() bool { return strings.Count(out.String(), `"type":"error"`) == 2 && len(sess.commands()) == 2 },
+		5*time.Second, time.Millisecond)
+	assert.Equal(t, []messages.Command{
+		{Type: messages.CommandResolve, ElicitationID: "e", Action: "accept"},
+		{Type: messages.CommandTurn, Text: "hi"},
+	}, sess.commands(), "the bad command reached nothing")
+	assert.Contains(t, out.String(), `unknown command type \"nope\"`)
+	assert.Contains(t, out.String(), `resolve failed: no open elicitation`)
+
+	// EOF while the turn runs: the driver waits for the turn to go idle.
+	require.NoError(t, inW.Close())
+	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "hi", Origin: messages.OriginHarness})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateRunning})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle}) // agy's early IDLE: nothing done yet
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateRunning})
+	select {
+	case <-done:
+		t.Fatal("detached before the turn was done")
+	default:
+	}
+	sess.push(messages.Event{Type: messages.EventMessage, Text: "hello", Role: "assistant", ItemID: "i"})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the driver did not detach after EOF and idle")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var ev messages.Event
+		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
+	}
+}
+
+func TestDriverAutoAnswersAndRunsTheScript(t *testing.T) {
+	sess := newScriptedSession()
+	out := &syncBuffer{}
+	turns := []messages.Command{{Type: messages.CommandTurn, Text: "one"}, {Type: messages.CommandTurn, Text: "two"}}
+	d := newDriver(driverConfig{auto: true, turns: turns, exitAfterTurns: true, echoTurns: true, noTypedTurns: true},
+		sess, out, nil, nil, slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- d.run(context.Background()) }()
+
+	waitCmds := func(n int) {
+		require.Eventually(t, func() bool { return len(sess.commands()) >= n }, 5*time.Second, time.Millisecond)
+	}
+	waitCmds(1)
+	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "one", Origin: messages.OriginHarness})
+	sess.push(messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "q", Kind: messages.KindQuestion,
+		Questions: []messages.Question{{Question: "Which?", Options: []messages.Option{{ID: "1", Text: "a"}, {ID: "2", Text: "b"}}}}})
+	waitCmds(2)
+	sess.push(messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "q", Action: "accept", By: "harness"})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+	waitCmds(3)
+	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "two", Origin: messages.OriginHarness})
+	sess.push(messages.Event{Type: messages.EventMessage, Text: "done", ItemID: "m"})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the driver did not detach after the last turn")
+	}
+	assert.Equal(t, []messages.Command{
+		turns[0],
+		{Type: messages.CommandResolve, ElicitationID: "q", Action: "accept", Answers: []messages.Answer{{Question: "Which?", SelectedOptionIDs: []string{"1"}}}},
+		turns[1],
+	}, sess.commands())
+	assert.Contains(t, out.String(), "> one")
+	assert.Contains(t, out.String(), "✓ answered: Which?")
+	assert.Contains(t, out.String(), "done")
+}
