@@ -1,0 +1,377 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/rpc/agytest"
+)
+
+// The fault kinds --faults accepts.
+const (
+	FaultStreamDrop     = "stream-drop"
+	FaultPortChurn      = "port-churn"
+	Fault5xx            = "5xx"
+	FaultSlow           = "slow"
+	FaultPromptTimeout  = "prompt-timeout"
+	FaultTruncatedFrame = "truncated-frame"
+	FaultSlowConsumer   = "slow-consumer"
+)
+
+// AllFaults lists every fault kind, in the order sessions are assigned them.
+var AllFaults = []string{FaultStreamDrop, FaultPortChurn, Fault5xx, FaultSlow, FaultPromptTimeout, FaultTruncatedFrame, FaultSlowConsumer}
+
+// Options configure a campaign.
+type Options struct {
+	// Sessions is how many fakes (one session each) run at once.
+	Sessions int
+	// Duration is how long the drivers start new turns; the run then waits
+	// for the last turns and the settle deadline.
+	Duration time.Duration
+	// Seed drives every random choice; fake i gets Seed+i.
+	Seed int64
+	// Faults are the fault kinds to inject (AllFaults names them); session i
+	// gets Faults[i%len(Faults)], so every kind runs on its own sessions.
+	Faults []string
+	// ReadMode is the sessions' read mode ("" is actors' default, both).
+	ReadMode actors.ReadMode
+	// ChunkDelay is the fakes' pause between streamed changes. 0 means 2ms.
+	ChunkDelay time.Duration
+	// Settle bounds the wait, after the drivers stop, for the sessions'
+	// events to catch up with the ground truth. 0 means 10s.
+	Settle time.Duration
+	// IdleSessions, when > 0, measures heap and goroutines per idle session
+	// by attaching that many extra sessions to idle fakes.
+	IdleSessions int
+	// Logger receives the host's and the campaign's logs; nil discards.
+	Logger *slog.Logger
+}
+
+// Result is a campaign's figures, printed by --json.
+type Result struct {
+	Seed                 int64          `json:"seed"`
+	Sessions             int            `json:"sessions"`
+	DurationS            float64        `json:"duration_s"`
+	ReadMode             string         `json:"read_mode"`
+	Turns                int            `json:"turns"`
+	Interrupts           int            `json:"interrupts"`
+	ItemsExpected        int            `json:"items_expected"`
+	ItemsEmitted         int            `json:"items_emitted"`
+	Lost                 int            `json:"lost"`
+	Duplicated           int            `json:"duplicated"`
+	OutOfOrder           int            `json:"out_of_order"`
+	SeqErrors            int            `json:"seq_errors"`
+	Prompts              int            `json:"prompts"`
+	PromptsMisdelivered  int            `json:"prompts_misdelivered"`
+	PromptsFailedClearly int            `json:"prompts_failed_clearly"`
+	PromptsUnresolved    int            `json:"prompts_unresolved"`
+	StuckTurns           int            `json:"stuck_turns"`
+	FaultsInjected       map[string]int `json:"faults_injected"`
+	Restarts             map[string]int `json:"restarts"`
+	Rebinds              int            `json:"rebinds"`
+	GoroutinesBefore     int            `json:"goroutines_before"`
+	GoroutinesAfter      int            `json:"goroutines_after"`
+	Events               int            `json:"events"`
+	LatencyP50Ms         float64        `json:"latency_p50_ms"`
+	LatencyP99Ms         float64        `json:"latency_p99_ms"`
+	LatencyMaxMs         float64        `json:"latency_max_ms"`
+	HarnessCPUS          float64        `json:"harness_cpu_s"`
+	CPUUsPerEvent        float64        `json:"cpu_us_per_event"`
+	HeapBytesPerIdle     *float64       `json:"heap_bytes_per_idle_session,omitempty"`
+	GoroutinesPerIdle    *float64       `json:"goroutines_per_idle_session,omitempty"`
+	Problems             []string       `json:"problems,omitempty"`
+	problemsDropped      int
+}
+
+// Failed says whether the campaign found a fault in the harness: anything
+// lost, doubled, out of order or misdelivered, unresolved or stuck, or a
+// goroutine leak.
+func (r *Result) Failed() bool {
+	return r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
+		r.PromptsMisdelivered > 0 || r.PromptsUnresolved > 0 || r.StuckTurns > 0 ||
+		r.GoroutinesAfter > r.GoroutinesBefore
+}
+
+// maxProblems bounds Problems so a broken run still prints a readable report.
+const maxProblems = 50
+
+func (r *Result) problem(format string, args ...any) {
+	if len(r.Problems) >= maxProblems {
+		r.problemsDropped++
+		return
+	}
+	r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
+}
+
+func (o Options) normalized() (Options, error) {
+	if o.Sessions <= 0 {
+		return o, fmt.Errorf("bench: --sessions must be positive, got %d", o.Sessions)
+	}
+	if o.Duration <= 0 {
+		return o, fmt.Errorf("bench: --duration must be positive, got %s", o.Duration)
+	}
+	for _, f := range o.Faults {
+		if !slices.Contains(AllFaults, f) {
+			return o, fmt.Errorf("bench: unknown fault %q (known: %s)", f, strings.Join(AllFaults, ", "))
+		}
+	}
+	switch o.ReadMode {
+	case "", actors.ReadBoth, actors.ReadStream, actors.ReadPoll:
+	default:
+		return o, fmt.Errorf("bench: unknown read mode %q (stream, poll or both)", o.ReadMode)
+	}
+	if o.ChunkDelay == 0 {
+		o.ChunkDelay = 2 * time.Millisecond
+	}
+	if o.Settle <= 0 {
+		o.Settle = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// hostConfig runs the host's intervals in milliseconds, so faults are
+// noticed and recovered from within a turn.
+func hostConfig(log *slog.Logger) actors.Config {
+	return actors.Config{
+		Logger:              log,
+		PollFast:            20 * time.Millisecond,
+		PollSlow:            500 * time.Millisecond,
+		RotationInterval:    100 * time.Millisecond,
+		SubagentPoll:        20 * time.Millisecond,
+		DiscoveryBackoffMin: 10 * time.Millisecond,
+		DiscoveryBackoffMax: 200 * time.Millisecond,
+		LostAfter:           2 * time.Second,
+		GiveUpAfter:         30 * time.Second,
+		RestartBackoffMin:   10 * time.Millisecond,
+		RestartBackoffMax:   200 * time.Millisecond,
+		InterruptDeadline:   5 * time.Second,
+		PromptRetryWait:     5 * time.Second,
+	}
+}
+
+// Run runs one campaign. An error means the campaign could not run (bad
+// options, a fake or an attach failed); what the campaign found is in the
+// Result (see Failed).
+func Run(ctx context.Context, o Options) (*Result, error) {
+	o, err := o.normalized()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Seed: o.Seed, Sessions: o.Sessions, ReadMode: string(o.ReadMode),
+		FaultsInjected: map[string]int{}, Restarts: map[string]int{}}
+	if res.ReadMode == "" {
+		res.ReadMode = string(actors.ReadBoth)
+	}
+	res.GoroutinesBefore = runtime.NumGoroutine()
+	if o.IdleSessions > 0 {
+		if err := measureIdle(ctx, o, res); err != nil {
+			return nil, err
+		}
+	}
+	cpuBefore := cpuTime()
+	start := time.Now()
+
+	host := actors.NewHost(hostConfig(o.Logger))
+	var drivers []*driver
+	cleanup := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := host.Shutdown(sctx); err != nil {
+			res.problem("host shutdown: %v", err)
+		}
+		for _, d := range drivers {
+			d.close()
+		}
+	}
+
+	sc := campaignScenario()
+	for i := range o.Sessions {
+		fault := ""
+		if len(o.Faults) > 0 {
+			fault = o.Faults[i%len(o.Faults)]
+		}
+		d, err := newDriver(ctx, host, o, sc, i, fault)
+		if err != nil {
+			cleanup()
+			return nil, err
+		}
+		drivers = append(drivers, d)
+	}
+
+	deadline := start.Add(o.Duration)
+	var wg sync.WaitGroup
+	for _, d := range drivers {
+		wg.Go(func() { d.drive(ctx, deadline) })
+	}
+	wg.Wait()
+
+	// Let every session catch up with its fake before judging it.
+	settle := time.Now().Add(o.Settle)
+	for _, d := range drivers {
+		d.waitSettled(settle)
+	}
+	for _, d := range drivers {
+		d.check(res)
+		st := d.s.Stats()
+		for k, n := range st.Restarts {
+			res.Restarts[k] += n
+		}
+		res.Rebinds += st.Rebinds
+		for k, n := range d.srv.FaultsInjected() {
+			res.FaultsInjected[k] += n
+		}
+	}
+	if res.problemsDropped > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("... and %d more", res.problemsDropped))
+	}
+	cleanup()
+	res.DurationS = time.Since(start).Seconds()
+	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()
+	if res.Events > 0 {
+		res.CPUUsPerEvent = res.HarnessCPUS * 1e6 / float64(res.Events)
+	}
+	var lat []time.Duration
+	for _, d := range drivers {
+		lat = append(lat, d.latencies...)
+	}
+	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(lat)
+	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
+	return res, nil
+}
+
+// settleGoroutines waits, up to limit, for the goroutine count to fall back
+// to before (HTTP transports and timers end asynchronously), and returns
+// the last count.
+func settleGoroutines(before int, limit time.Duration) int {
+	deadline := time.Now().Add(limit)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= before || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// cpuTime is the whole process's user+system CPU time. The fakes run in
+// this process, so it includes theirs.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func percentiles(d []time.Duration) (p50, p99, max float64) {
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(d)
+	ms := func(x time.Duration) float64 { return float64(x.Microseconds()) / 1000 }
+	return ms(d[len(d)*50/100]), ms(d[len(d)*99/100]), ms(d[len(d)-1])
+}
+
+// measureIdle attaches n sessions to n idle fakes and reports the heap and
+// goroutines they add per session. The fakes are started (and measured)
+// first, so the difference is the harness's own.
+func measureIdle(ctx context.Context, o Options, res *Result) error {
+	n := o.IdleSessions
+	host := actors.NewHost(hostConfig(o.Logger))
+	var srvs []*agytest.Server
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		_ = host.Shutdown(sctx)
+		for _, s := range srvs {
+			_ = s.Close()
+		}
+	}()
+	for i := range n {
+		srv, err := agytest.NewServer(agytest.Options{Seed: o.Seed + int64(o.Sessions+i)})
+		if err != nil {
+			return fmt.Errorf("bench: idle fake %d: %w", i, err)
+		}
+		srvs = append(srvs, srv)
+	}
+	heap0, g0 := heapNow(), runtime.NumGoroutine()
+	for _, srv := range srvs {
+		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := host.Attach(actx, actors.Spec{Port: srv.Port(), ReadMode: o.ReadMode})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("bench: attach idle session: %w", err)
+		}
+	}
+	// Sessions bind asynchronously; let the first reads finish.
+	deadline := time.Now().Add(10 * time.Second)
+	for _, s := range host.Sessions() {
+		for s.Port() == 0 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	heap1, g1 := heapNow(), runtime.NumGoroutine()
+	h := float64(int64(heap1)-int64(heap0)) / float64(n)
+	g := float64(g1-g0) / float64(n)
+	res.HeapBytesPerIdle, res.GoroutinesPerIdle = &h, &g
+	return nil
+}
+
+func heapNow() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// newRand is the campaign's seeded source for one session.
+func newRand(seed int64, i int) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(seed), uint64(i)+1))
+}
+
+// Main is `agyharness bench`: it parses args, runs the campaign and prints
+// its figures (one JSON object with --json). It returns the exit status: 0
+// when nothing was lost, doubled, out of order or misdelivered and no
+// goroutine leaked, 1 when the campaign found a fault, 2 on bad usage.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, asJSON, err := parseArgs(args, stderr)
+	if err != nil {
+		if errors.Is(err, errHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "agyharness bench:", err)
+		return 2
+	}
+	// The seed is printed first so that a run that hangs or crashes can
+	// still be reproduced.
+	fmt.Fprintf(stderr, "agyharness bench: seed %d, %d sessions, %s, faults %s\n",
+		o.Seed, o.Sessions, o.Duration, strings.Join(o.Faults, ","))
+	res, err := Run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "agyharness bench:", err)
+		return 2
+	}
+	if err := report(stdout, res, asJSON); err != nil {
+		fmt.Fprintln(stderr, "agyharness bench:", err)
+		return 2
+	}
+	if res.Failed() {
+		fmt.Fprintf(stderr, "agyharness bench: FAILED (seed %d): rerun with --seed %d\n", res.Seed, res.Seed)
+		return 1
+	}
+	return 0
+}

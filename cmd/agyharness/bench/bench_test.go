@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// campaignSeed is the short campaign's seed; BENCH_SEED overrides it to
+// reproduce or explore.
+func campaignSeed(t *testing.T) int64 {
+	if s := os.Getenv("BENCH_SEED"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	return 7
+}
+
+// TestShortCampaign is the short campaign of make test: every fault kind,
+// 56 sessions, a few seconds of turns. Any lost, doubled, out-of-order or
+// misdelivered item fails it with the seed and the conversation's ground
+// truth.
+func TestShortCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("campaign skipped in -short")
+	}
+	seed := campaignSeed(t)
+	res, err := Run(context.Background(), Options{
+		Sessions: 56, Duration: 4 * time.Second, Seed: seed, Faults: AllFaults,
+	})
+	require.NoError(t, err)
+	t.Logf("seed %d: %d turns, %d items, %d prompts, faults %v, restarts %v, latency p50 %.2fms p99 %.2fms",
+		seed, res.Turns, res.ItemsEmitted, res.Prompts, res.FaultsInjected, res.Restarts, res.LatencyP50Ms, res.LatencyP99Ms)
+	problems := "seed " + strconv.FormatInt(seed, 10) + ":\n" + strings.Join(res.Problems, "\n")
+	assert.Zero(t, res.Lost, problems)
+	assert.Zero(t, res.Duplicated, problems)
+	assert.Zero(t, res.OutOfOrder, problems)
+	assert.Zero(t, res.SeqErrors, problems)
+	assert.Zero(t, res.PromptsMisdelivered, problems)
+	assert.Zero(t, res.PromptsUnresolved, problems)
+	assert.Zero(t, res.StuckTurns, problems)
+	assert.LessOrEqual(t, res.GoroutinesAfter, res.GoroutinesBefore, "goroutines leaked")
+	assert.Positive(t, res.Turns)
+	assert.Positive(t, res.Prompts)
+	assert.Equal(t, res.ItemsExpected, res.ItemsEmitted)
+	for _, k := range []string{"drop_stream_after", "restart", "burst_5xx", "slow", "prompt_timeout", "truncated_frame"} {
+		assert.Positivef(t, res.FaultsInjected[k], "fault %s never fired", k)
+	}
+}
+
+func TestMainJSONAndUsage(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), []string{"--sessions", "2", "--duration", "300ms", "--seed", "3", "--faults", "stream-drop", "--idle-sessions", "2", "--json"}, &out, &errb)
+	require.Contains(t, errb.String(), "seed 3")
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
+	for _, k := range []string{"sessions", "turns", "items_expected", "items_emitted", "lost", "duplicated", "out_of_order",
+		"prompts", "prompts_misdelivered", "prompts_failed_clearly", "faults_injected", "restarts", "goroutines_before",
+		"goroutines_after", "seed", "latency_p50_ms", "harness_cpu_s", "heap_bytes_per_idle_session", "goroutines_per_idle_session"} {
+		assert.Contains(t, got, k)
+	}
+	assert.Equal(t, 0, code, errb.String()+out.String())
+
+	for _, args := range [][]string{
+		{"--sessions", "0"},
+		{"--faults", "meteor"},
+		{"--read-mode", "telepathy"},
+		{"extra"},
+	} {
+		errb.Reset()
+		assert.Equal(t, 2, Main(context.Background(), args, &out, &errb), args)
+		assert.NotEmpty(t, errb.String())
+	}
+}
+
+func TestFailedReportsEveryKindOfFault(t *testing.T) {
+	assert.False(t, (&Result{GoroutinesBefore: 5, GoroutinesAfter: 5}).Failed())
+	for _, r := range []Result{{Lost: 1}, {Duplicated: 1}, {OutOfOrder: 1}, {PromptsMisdelivered: 1}, {PromptsUnresolved: 1}, {StuckTurns: 1}, {GoroutinesAfter: 1}} {
+		assert.True(t, r.Failed(), "%+v", r)
+	}
+}

@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// itemTypes are the events that stand for committed items: each appears
+// exactly once per ground-truth step.
+var itemTypes = []messages.EventType{messages.EventUserMessage, messages.EventMessage, messages.EventFunctionCall, messages.EventFunctionCallOutput}
+
+func isItem(t messages.EventType) bool {
+	for _, it := range itemTypes {
+		if t == it {
+			return true
+		}
+	}
+	return false
+}
+
+// expected returns the items a conversation's ground truth commits, as
+// counts by type: every USER_INPUT one user_message, every terminal planner
+// step with text one message (an interrupted one too), every terminal tool
+// step one function_call and one function_call_output.
+func expected(steps []rpc.Step) map[messages.EventType]int {
+	want := map[messages.EventType]int{}
+	for _, st := range steps {
+		switch st.Type {
+		case rpc.StepUserInput:
+			want[messages.EventUserMessage]++
+		case rpc.StepPlannerResponse:
+			if st.Status.Terminal() && st.PlannerResponse != nil &&
+				(st.PlannerResponse.Response != "" || st.PlannerResponse.ModifiedResponse != "") {
+				want[messages.EventMessage]++
+			}
+		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent:
+			if st.Status.Terminal() {
+				want[messages.EventFunctionCall]++
+				want[messages.EventFunctionCallOutput]++
+			}
+		}
+	}
+	return want
+}
+
+// itemsMatch says whether every conversation's item counts equal the
+// ground truth's (the settle condition).
+func (d *driver) itemsMatch() bool {
+	got := map[string]map[messages.EventType]int{}
+	for _, ev := range d.events() {
+		if isItem(ev.Type) {
+			if got[ev.ConversationID] == nil {
+				got[ev.ConversationID] = map[messages.EventType]int{}
+			}
+			got[ev.ConversationID][ev.Type]++
+		}
+	}
+	for _, conv := range d.srv.Conversations() {
+		want := expected(d.srv.GroundTruth(conv))
+		for _, t := range itemTypes {
+			if got[conv][t] != want[t] {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stepIndex reads the step index out of an item id (conversation/index/kind).
+func stepIndex(id, conv string) (int, bool) {
+	rest, ok := strings.CutPrefix(id, conv+"/")
+	if !ok {
+		return 0, false
+	}
+	n, _, _ := strings.Cut(rest, "/")
+	i, err := strconv.Atoi(n)
+	return i, err == nil
+}
+
+// check compares the session's events with its fake's ground truth and
+// adds what it finds to res.
+func (d *driver) check(res *Result) {
+	evs := d.events()
+	res.Turns += d.turns
+	res.Interrupts += d.interrupts
+	res.StuckTurns += d.stuck
+	res.Events += len(evs)
+	tag := fmt.Sprintf("session %d (fault %q, fake seed %d)", d.i, d.fault, res.Seed+int64(d.i))
+	if d.stuck > 0 {
+		res.problem("%s: %d turns did not reach idle", tag, d.stuck)
+	}
+
+	var last uint64
+	ids := map[string]int{}
+	for _, ev := range evs {
+		if ev.Seq <= last {
+			res.SeqErrors++
+			res.problem("%s: seq %d after %d", tag, ev.Seq, last)
+		}
+		last = ev.Seq
+		if isItem(ev.Type) {
+			ids[ev.ID]++
+		}
+	}
+	for id, n := range ids {
+		if n > 1 {
+			res.Duplicated += n - 1
+			res.problem("%s: item %s emitted %d times", tag, id, n)
+		}
+	}
+
+	for _, conv := range d.srv.Conversations() {
+		steps := d.srv.GroundTruth(conv)
+		want := expected(steps)
+		got := map[messages.EventType]int{}
+		maxIndex := -1
+		for _, ev := range evs {
+			if ev.ConversationID != conv || !isItem(ev.Type) {
+				continue
+			}
+			got[ev.Type]++
+			if i, ok := stepIndex(ev.ID, conv); ok {
+				if i < maxIndex {
+					res.OutOfOrder++
+					res.problem("%s: conversation %s: %s of step %d after an item of step %d", tag, conv, ev.Type, i, maxIndex)
+				}
+				maxIndex = max(maxIndex, i)
+			}
+		}
+		for _, t := range itemTypes {
+			res.ItemsExpected += want[t]
+			res.ItemsEmitted += got[t]
+			if got[t] < want[t] {
+				res.Lost += want[t] - got[t]
+				res.problem("%s: conversation %s: %s: ground truth has %d, the session emitted %d%s", tag, conv, t, want[t], got[t], truthSummary(steps))
+			}
+		}
+	}
+	d.checkPrompts(res, evs, tag)
+}
+
+// checkPrompts checks every answer we gave: resolved by the harness at the
+// step where agy echoes exactly that answer.
+func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
+	resolved := map[string]*messages.Event{}
+	for _, ev := range evs {
+		if ev.Type == messages.EventElicitationResolved {
+			resolved[ev.ElicitationID] = ev
+		}
+	}
+	for _, a := range d.answers {
+		res.Prompts++
+		if a.err != nil {
+			res.PromptsFailedClearly++
+			continue
+		}
+		ev := resolved[a.elicitationID]
+		switch {
+		case ev == nil:
+			res.PromptsUnresolved++
+			res.problem("%s: prompt %s answered, never resolved", tag, a.elicitationID)
+			continue
+		case ev.By != messages.ByHarness:
+			// Expired or answered elsewhere, and said so.
+			res.PromptsFailedClearly++
+			continue
+		case ev.DeliveredStepIndex == nil:
+			res.PromptsMisdelivered++
+			res.problem("%s: prompt %s resolved by the harness without a delivered step", tag, a.elicitationID)
+			continue
+		}
+		conv := ev.ConversationID
+		steps := d.srv.GroundTruth(conv)
+		idx := *ev.DeliveredStepIndex
+		if idx < 0 || idx >= len(steps) || !echoes(steps[idx], a) {
+			res.PromptsMisdelivered++
+			res.problem("%s: prompt %s (%s, accept=%v option=%q) resolved at step %d, where agy does not echo that answer%s",
+				tag, a.elicitationID, a.kind, a.accept, a.option, idx, truthSummary(steps))
+		}
+	}
+}
+
+// echoes says whether agy recorded answer a on step st.
+func echoes(st rpc.Step, a answer) bool {
+	if len(st.CompletedInteractions) == 0 || st.CompletedInteractions[0].Response == nil {
+		return false
+	}
+	r := st.CompletedInteractions[0].Response
+	if a.kind == messages.KindQuestion {
+		return r.AskQuestion != nil && len(r.AskQuestion.Responses) > 0 &&
+			reflect.DeepEqual(r.AskQuestion.Responses[0].SelectedOptionIDs, []string{a.option})
+	}
+	allowed := r.Permission != nil && r.Permission.Allow
+	return allowed == a.accept
+}
+
+// truthSummary lists a conversation's ground truth, one step a line, for a
+// problem report.
+func truthSummary(steps []rpc.Step) string {
+	var b strings.Builder
+	b.WriteString("\n    ground truth:")
+	for i, st := range steps {
+		fmt.Fprintf(&b, "\n      %d %s %s", i, st.Type, st.Status)
+	}
+	return b.String()
+}

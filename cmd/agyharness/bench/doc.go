@@ -1,0 +1,9 @@
+// Package bench is agyharness's fault campaign (`agyharness bench`): it
+// starts in-process fake language servers (rpc/agytest), attaches one
+// session per fake on a single actors.Host, drives every session like a
+// person would (turns, answers after short random delays, occasional
+// interrupts) while injecting faults, and at the end compares every
+// session's events with the fakes' ground truth: nothing lost, nothing
+// doubled, items in step order, every answer delivered to the prompt it was
+// meant for, no goroutine left behind. See docs/RELIABILITY.md.
+package bench

@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc/agytest"
+)
+
+// turnWait bounds one turn (faults included) before it counts as stuck.
+const turnWait = 30 * time.Second
+
+// answer is one prompt the driver answered.
+type answer struct {
+	elicitationID string
+	kind          string
+	accept        bool
+	option        string // the question's selected option id
+	err           error  // Resolve refused the answer
+}
+
+// driver is one fake, one session, and the simulated person driving it.
+type driver struct {
+	i      int
+	fault  string
+	rng    *rand.Rand
+	srv    *agytest.Server
+	s      *actors.Session
+	reqs   chan *messages.Event // elicitation requests, for the driver
+	consum sync.WaitGroup
+
+	mu        sync.Mutex
+	evs       []*messages.Event
+	lastIdle  uint64 // seq of the last idle status
+	wake      chan struct{}
+	latencies []time.Duration
+
+	turns, interrupts, stuck int
+	answers                  []answer
+}
+
+func newDriver(ctx context.Context, host *actors.Host, o Options, sc *agytest.Scenario, i int, fault string) (*driver, error) {
+	srv, err := agytest.NewServer(agytest.Options{
+		Seed:          o.Seed + int64(i),
+		Scenario:      sc,
+		ChunkDelay:    o.ChunkDelay,
+		PromptTimeout: time.Minute, // only FaultPromptTimeout expires prompts
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bench: fake %d: %w", i, err)
+	}
+	spec := actors.Spec{Port: srv.Port(), ReadMode: o.ReadMode}
+	if fault == FaultPortChurn {
+		// By port a session cannot follow agy to a new one; by PID it
+		// re-discovers, as it does with agy. Only churned sessions attach
+		// by PID, since discovery probes every port of the process.
+		spec = actors.Spec{PID: os.Getpid(), ConversationID: srv.ConversationID(), ReadMode: o.ReadMode}
+	}
+	actx, cancel := context.WithTimeout(ctx, turnWait)
+	defer cancel()
+	s, err := host.Attach(actx, spec)
+	if err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("bench: attach session %d: %w", i, err)
+	}
+	d := &driver{i: i, fault: fault, rng: newRand(o.Seed, i), srv: srv, s: s,
+		reqs: make(chan *messages.Event, 64), wake: make(chan struct{}, 1)}
+	slowBy := time.Duration(0)
+	if fault == FaultSlowConsumer {
+		slowBy = time.Duration(1+d.rng.IntN(3)) * time.Millisecond
+	}
+	d.consum.Add(1)
+	go d.consume(s.Events(), slowBy)
+	return d, nil
+}
+
+// consume reads the session's events until the channel closes (at host
+// shutdown). A slow consumer pauses after every event.
+func (d *driver) consume(ch <-chan *messages.Event, slowBy time.Duration) {
+	defer d.consum.Done()
+	for ev := range ch {
+		lat := time.Since(ev.Time)
+		d.mu.Lock()
+		d.evs = append(d.evs, ev)
+		d.latencies = append(d.latencies, lat)
+		if ev.Type == messages.EventStatus && ev.State == messages.StateIdle && ev.ConversationID == d.s.ConversationID() {
+			d.lastIdle = ev.Seq
+		}
+		d.mu.Unlock()
+		if ev.Type == messages.EventElicitationRequest {
+			select {
+			case d.reqs <- ev:
+			default: // the driver is behind; the prompt stays unanswered, found by the check
+			}
+		}
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+		if slowBy > 0 {
+			time.Sleep(slowBy)
+		}
+	}
+}
+
+func (d *driver) lastSeq() uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.evs) == 0 {
+		return 0
+	}
+	return d.evs[len(d.evs)-1].Seq
+}
+
+func (d *driver) idleAfter(seq uint64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastIdle > seq
+}
+
+// drive sends turns until deadline, each waited to its end.
+func (d *driver) drive(ctx context.Context, deadline time.Time) {
+	// The first read of a quiet agy ends in idle; start from there.
+	d.waitIdle(ctx, 0, false)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		kind := turnKinds[d.rng.IntN(len(turnKinds))]
+		if d.fault == FaultPromptTimeout && d.rng.IntN(2) == 0 {
+			kind = promptKinds[d.rng.IntN(len(promptKinds))]
+		}
+		d.turn(ctx, kind)
+	}
+}
+
+func (d *driver) turn(ctx context.Context, kind string) {
+	d.arm(kind)
+	seq := d.lastSeq()
+	tctx, cancel := context.WithTimeout(ctx, turnWait)
+	defer cancel()
+	if err := d.s.SendTurn(tctx, kind+" turn "+strconv.Itoa(d.turns), ""); err != nil {
+		d.stuck++
+		return
+	}
+	d.turns++
+	var churn <-chan time.Time
+	if d.fault == FaultPortChurn && d.rng.IntN(2) == 0 {
+		churn = time.After(time.Duration(d.rng.IntN(30)) * time.Millisecond)
+	}
+	var interrupt <-chan time.Time
+	if (kind == "long" || kind == "text") && d.rng.IntN(5) == 0 {
+		interrupt = time.After(time.Duration(d.rng.IntN(40)) * time.Millisecond)
+	}
+	d.waitTurn(tctx, seq, churn, interrupt)
+}
+
+// arm injects the session's fault before a turn, every other turn.
+func (d *driver) arm(kind string) {
+	if d.rng.IntN(2) == 0 {
+		return
+	}
+	switch d.fault {
+	case FaultStreamDrop:
+		d.srv.InjectFault(agytest.Fault{Kind: agytest.FaultDropStreamAfter, N: d.rng.IntN(6)})
+	case Fault5xx:
+		d.srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Count: 1 + d.rng.IntN(3)})
+	case FaultSlow:
+		d.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Count: 3, Duration: time.Duration(10+d.rng.IntN(50)) * time.Millisecond})
+	case FaultPromptTimeout:
+		if slices.Contains(promptKinds, kind) {
+			d.srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout})
+		}
+	case FaultTruncatedFrame:
+		d.srv.InjectFault(agytest.Fault{Kind: agytest.FaultTruncatedFrame})
+	}
+}
+
+// waitTurn answers the turn's prompts and waits for idle after seq.
+func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-chan time.Time) {
+	for {
+		if d.idleAfter(seq) && len(d.reqs) == 0 {
+			return
+		}
+		select {
+		case req := <-d.reqs:
+			d.answer(ctx, req)
+		case <-churn:
+			churn = nil
+			if _, err := d.srv.Restart(); err != nil {
+				d.stuck++ // a fake that cannot restart is a campaign failure too
+			}
+		case <-interrupt:
+			interrupt = nil
+			if err := d.s.Interrupt(ctx); err == nil {
+				d.interrupts++
+			}
+		case <-d.wake:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			d.stuck++
+			return
+		}
+	}
+}
+
+// waitIdle waits for idle after seq (used once, at start).
+func (d *driver) waitIdle(ctx context.Context, seq uint64, _ bool) {
+	tctx, cancel := context.WithTimeout(ctx, turnWait)
+	defer cancel()
+	for !d.idleAfter(seq) {
+		select {
+		case <-d.wake:
+		case <-time.After(100 * time.Millisecond):
+		case <-tctx.Done():
+			d.stuck++
+			return
+		}
+	}
+}
+
+// answer answers a prompt after a person's short delay: permissions
+// accepted or declined, questions with a random option.
+func (d *driver) answer(ctx context.Context, req *messages.Event) {
+	time.Sleep(time.Duration(d.rng.IntN(20)) * time.Millisecond) // a person reading the prompt
+	a := answer{elicitationID: req.ElicitationID, kind: req.Kind}
+	r := messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}
+	switch {
+	case req.Kind == messages.KindQuestion && len(req.Questions) > 0 && len(req.Questions[0].Options) > 0:
+		q := req.Questions[0]
+		a.accept = true
+		a.option = q.Options[d.rng.IntN(len(q.Options))].ID
+		r.Answers = []messages.Answer{{Question: q.Question, SelectedOptionIDs: []string{a.option}}}
+	default:
+		a.accept = d.rng.IntN(3) != 0
+		if !a.accept {
+			r.Action = messages.ActionDecline
+		}
+	}
+	a.err = d.s.Resolve(ctx, r)
+	d.answers = append(d.answers, a)
+}
+
+// waitSettled waits, until deadline, for the events to match the ground
+// truth's item counts (trailing copies may come after idle).
+func (d *driver) waitSettled(deadline time.Time) {
+	for time.Now().Before(deadline) {
+		if d.itemsMatch() {
+			return
+		}
+		select {
+		case <-d.wake:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (d *driver) events() []*messages.Event {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.evs)
+}
+
+// close waits for the consumer (the host's shutdown closed its channel)
+// and closes the fake.
+func (d *driver) close() {
+	d.consum.Wait()
+	_ = d.srv.Close()
+}

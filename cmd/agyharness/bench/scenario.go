@@ -1,0 +1,51 @@
+package bench
+
+import (
+	"strings"
+
+	"github.com/agyharness/agyharness/rpc/agytest"
+)
+
+// turnKinds are the kinds of turn the driver sends; each matches one script
+// of campaignScenario by its keyword.
+var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent"}
+
+// promptKinds are the turn kinds that open a prompt (where prompt-timeout
+// has something to expire).
+var promptKinds = []string{"approve", "question", "tool"}
+
+// campaignScenario is the agent's behaviour for every kind of turn. It is
+// small on purpose: the campaign's cost is in the number of sessions and
+// faults, not in the length of each answer.
+func campaignScenario() *agytest.Scenario {
+	long := strings.Repeat("A long answer streams many cumulative snapshots. ", 40)
+	return &agytest.Scenario{Name: "bench", Turns: []agytest.TurnScript{
+		{Match: "text", Actions: []agytest.Action{
+			agytest.Think("A short question."),
+			agytest.Say("A short answer.", 3),
+		}},
+		{Match: "long", Actions: []agytest.Action{
+			agytest.Say(long, 40),
+		}},
+		{Match: "approve", Actions: []agytest.Action{
+			agytest.Run(agytest.CommandAction{Line: "make test", Cwd: "/w", Output: "ok\n", NeedsApproval: true}),
+			agytest.Say("Ran it, or not.", 2),
+		}},
+		{Match: "question", Actions: []agytest.Action{
+			agytest.Ask(agytest.QuestionSpec{Question: "Which one?", Options: []string{"red", "green", "blue"}}),
+			agytest.Say("Noted.", 2),
+		}},
+		{Match: "tool", Actions: []agytest.Action{
+			agytest.Tool(agytest.ToolAction{Name: "read_file", Target: "/w/README.md", Result: "# w\n", NeedsApproval: true}),
+			agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "main.go\n"}),
+			agytest.Say("Read and listed.", 2),
+		}},
+		{Match: "subagent", Actions: []agytest.Action{
+			agytest.Subagents(2, "Look at one module.",
+				agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "main.go\n"}),
+				agytest.Say("Small module.", 2),
+			),
+			agytest.Say("Both subagents finished.", 2),
+		}},
+	}}
+}
