@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -64,6 +65,32 @@ func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
 	if mu := s.Metadata.ModelUsage; mu != nil {
 		r.usage(index, s, mu)
 	}
+	if s.Status == rpc.StatusError {
+		// The model call failed: the driver must know the turn ended in error.
+		e := r.event(messages.EventError, r.itemID(index, "error"))
+		e.Message = "agy's turn failed: " + stepError(s)
+		e.Retryable = messages.Ptr(false)
+		r.emit(e)
+	}
+}
+
+// stepError is agy's message for a failed step (error.userErrorMessage, else
+// error.shortError), read from the raw step.
+func stepError(s *rpc.Step) string {
+	var body struct {
+		Error struct {
+			UserErrorMessage string `json:"userErrorMessage"`
+			ShortError       string `json:"shortError"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(s.Raw, &body)
+	switch {
+	case body.Error.UserErrorMessage != "":
+		return body.Error.UserErrorMessage
+	case body.Error.ShortError != "":
+		return body.Error.ShortError
+	}
+	return "the model returned an error"
 }
 
 // advance moves the emitted text *cur toward next: a delta when next extends

@@ -1,0 +1,35 @@
+package mapper
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFailedPlannerStepIsAnError(t *testing.T) {
+	var failed rpc.Step
+	require.NoError(t, json.Unmarshal([]byte(`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_ERROR",
+		"metadata":{"sourceTrajectoryStepInfo":{"trajectoryId":"t","stepIndex":1}},
+		"error":{"userErrorMessage":"model provider unavailable: quota exceeded","shortError":"quota"}}`), &failed))
+	steps := func() Observation {
+		return FromSnapshot([]rpc.Step{wire(userStep("go", "")), failed}, rpc.RunRunning, at(0))
+	}
+	r := newTestReconciler()
+	evs := r.Apply(steps())
+	e := findEvent(t, evs, messages.EventError)
+	assert.Equal(t, "agy's turn failed: model provider unavailable: quota exceeded", e.Message)
+	require.NotNil(t, e.Retryable)
+	assert.False(t, *e.Retryable)
+	// Once, however often it is seen.
+	assert.NotContains(t, types(r.Apply(steps())), "error")
+
+	var bare rpc.Step
+	require.NoError(t, json.Unmarshal([]byte(`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_ERROR"}`), &bare))
+	r2 := newTestReconciler()
+	e = findEvent(t, r2.Apply(FromSnapshot([]rpc.Step{wire(userStep("go", "")), bare}, rpc.RunRunning, at(0))), messages.EventError)
+	assert.Contains(t, e.Message, "the model returned an error")
+}
