@@ -638,10 +638,8 @@ func TestLaunchFailureIsAClearError(t *testing.T) {
 }
 
 func TestFailedTurnIsAnError(t *testing.T) {
-	// The adapter maps an error event during a turn to a failed prompt; the
-	// mapper does not yet emit one for a PLANNER_RESPONSE that ends ERROR
-	// (error.userErrorMessage), so the turn looks like an empty end_turn.
-	t.Skip("needs mapper: an error event for a planner step that ends ERROR")
+	// A PLANNER_RESPONSE that ends ERROR is an error event (mapper); the
+	// adapter turns an error event during a turn into a failed prompt.
 	r := startRig(t, fake(scenario(
 		agytest.Think("Trying."),
 		agytest.Fail("model provider unavailable: quota exceeded"),
