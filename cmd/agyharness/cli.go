@@ -161,7 +161,7 @@ func printUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  agyharness %-8s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "  agyharness help CMD  flags and an example for CMD")
+	fmt.Fprintf(w, "  agyharness %-8s %s\n", "help CMD", "flags and an example for CMD")
 	fmt.Fprintln(w, "\nEvents go to stdout, logs to stderr (AGYHARNESS_LOG=debug|info|warn|error, default warn).")
 	fmt.Fprintln(w, "Exit codes: 0 success, 1 runtime failure, 2 usage error.")
 }

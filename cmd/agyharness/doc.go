@@ -8,6 +8,7 @@
 //	agyharness launch  [--tmux-session NAME] [--agy PATH] [-- AGY_ARGS]
 //	agyharness serve   [--listen 127.0.0.1:7420] [--token-file F] [--allow-remote]
 //	agyharness replay  FILE [--json]
+//	agyharness acp     [flags]   (the Agent Client Protocol adapter, package acp)
 //	agyharness version
 //
 // Events go to stdout (one JSON object per line with --json, else a human
