@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agyharness/agyharness/messages"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -104,7 +103,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	core := newSessionCore(spec, h.cfg, &h.wg, h.system)
 	s := &Session{core: core, host: h}
-	s.events = core.subscribeLocked(0)
+	s.events = core.subscribeLocked()
 	h.sessions[spec.SessionID] = s
 	h.mu.Unlock()
 
@@ -238,5 +237,3 @@ func isLoopback(host string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
-
-var _ = messages.EventStatus

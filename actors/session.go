@@ -203,16 +203,17 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	s.lostSince, s.lostReported = time.Time{}, false
 	s.core.markBound(m.ConversationID, m.Port)
 	s.spawnReaders(ctx)
-	for id, pid := range s.interactions {
-		_ = id
-		ctx.Send(pid, &messages.ClientChanged{Gen: s.core.gen, Client: s.client})
+	// Work in flight follows the session to the new port; prompts opened
+	// while no port was bound get their Interaction now.
+	changed := &messages.ClientChanged{Gen: s.core.gen, Client: s.client}
+	for _, pid := range s.interactions {
+		ctx.Send(pid, changed)
+	}
+	for _, pid := range s.subagents {
+		ctx.Send(pid, changed)
 	}
 	for _, p := range s.core.root.OpenPrompts() {
 		s.ensureInteraction(ctx, p)
-	}
-	for conv, pid := range s.subagents {
-		_ = conv
-		ctx.Send(pid, &messages.ClientChanged{Gen: s.core.gen, Client: s.client})
 	}
 }
 

@@ -229,7 +229,7 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, system *actor.Act
 }
 
 // subscribeLocked adds a subscriber before the session actor runs.
-func (c *sessionCore) subscribeLocked(afterSeq uint64) *Subscription {
+func (c *sessionCore) subscribeLocked() *Subscription {
 	sub := newSubscription(c.cfg.CoalesceAfter, c.wg)
 	c.sinks = append(c.sinks, sub)
 	return sub
