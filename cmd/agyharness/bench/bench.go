@@ -51,6 +51,9 @@ type Options struct {
 	// Settle bounds the wait, after the drivers stop, for the sessions'
 	// events to catch up with the ground truth. 0 means 10s.
 	Settle time.Duration
+	// TurnTimeout bounds one turn, faults included, before it counts as
+	// stuck. 0 means 30s.
+	TurnTimeout time.Duration
 	// IdleSessions, when > 0, measures heap and goroutines per idle session
 	// by attaching that many extra sessions to idle fakes.
 	IdleSessions int
@@ -65,6 +68,7 @@ type Result struct {
 	DurationS            float64        `json:"duration_s"`
 	ReadMode             string         `json:"read_mode"`
 	Turns                int            `json:"turns"`
+	TurnsFailedClearly   int            `json:"turns_failed_clearly"`
 	Interrupts           int            `json:"interrupts"`
 	ItemsExpected        int            `json:"items_expected"`
 	ItemsEmitted         int            `json:"items_emitted"`
@@ -133,6 +137,9 @@ func (o Options) normalized() (Options, error) {
 	}
 	if o.ChunkDelay == 0 {
 		o.ChunkDelay = 2 * time.Millisecond
+	}
+	if o.TurnTimeout <= 0 {
+		o.TurnTimeout = 30 * time.Second
 	}
 	if o.Settle <= 0 {
 		o.Settle = 10 * time.Second
@@ -212,7 +219,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		drivers = append(drivers, d)
 	}
 
-	deadline := start.Add(o.Duration)
+	// Turns run for Duration after every session is attached.
+	deadline := time.Now().Add(o.Duration)
 	var wg sync.WaitGroup
 	for _, d := range drivers {
 		wg.Go(func() { d.drive(ctx, deadline) })
@@ -293,10 +301,16 @@ func measureIdle(ctx context.Context, o Options, res *Result) error {
 	n := o.IdleSessions
 	host := actors.NewHost(hostConfig(o.Logger))
 	var srvs []*agytest.Server
+	// Every session's Events channel must be read: the host's Shutdown
+	// waits for each session's queued events to be received.
+	var drains sync.WaitGroup
 	defer func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		_ = host.Shutdown(sctx)
+		if err := host.Shutdown(sctx); err != nil {
+			res.problem("idle host shutdown: %v", err)
+		}
+		drains.Wait()
 		for _, s := range srvs {
 			_ = s.Close()
 		}
@@ -311,11 +325,15 @@ func measureIdle(ctx context.Context, o Options, res *Result) error {
 	heap0, g0 := heapNow(), runtime.NumGoroutine()
 	for _, srv := range srvs {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := host.Attach(actx, actors.Spec{Port: srv.Port(), ReadMode: o.ReadMode})
+		s, err := host.Attach(actx, actors.Spec{Port: srv.Port(), ReadMode: o.ReadMode})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("bench: attach idle session: %w", err)
 		}
+		drains.Go(func() {
+			for range s.Events() {
+			}
+		})
 	}
 	// Sessions bind asynchronously; let the first reads finish.
 	deadline := time.Now().Add(10 * time.Second)

@@ -88,6 +88,7 @@ func (d *driver) check(res *Result) {
 	evs := d.events()
 	res.Turns += d.turns
 	res.Interrupts += d.interrupts
+	res.TurnsFailedClearly += d.turnsFailed
 	res.StuckTurns += d.stuck
 	res.Events += len(evs)
 	tag := fmt.Sprintf("session %d (fault %q, fake seed %d)", d.i, d.fault, res.Seed+int64(d.i))
@@ -161,9 +162,15 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 		}
 		ev := resolved[a.elicitationID]
 		switch {
+		case ev == nil && errorNames(evs, a.elicitationID):
+			// Not delivered, and the session said so in an error event.
+			res.PromptsFailedClearly++
+			res.problem("%s: prompt %s (%s) failed with an error event%s", tag, a.elicitationID, a.kind, dumpTail(evs, 5))
+			continue
 		case ev == nil:
 			res.PromptsUnresolved++
-			res.problem("%s: prompt %s answered, never resolved", tag, a.elicitationID)
+			res.problem("%s: prompt %s (%s) answered, never resolved%s\n    events:%s", tag, a.elicitationID, a.kind,
+				truthSummary(d.srv.GroundTruth(d.s.ConversationID())), dumpTail(evs, 40))
 			continue
 		case ev.By != messages.ByHarness:
 			// Expired or answered elsewhere, and said so.
@@ -208,4 +215,31 @@ func truthSummary(steps []rpc.Step) string {
 		fmt.Fprintf(&b, "\n      %d %s %s", i, st.Type, st.Status)
 	}
 	return b.String()
+}
+
+// dumpTail lists the last n events, one a line, for a problem report.
+func dumpTail(evs []*messages.Event, n int) string {
+	var b strings.Builder
+	for _, ev := range evs[max(0, len(evs)-n):] {
+		fmt.Fprintf(&b, "\n      %d %s id=%s", ev.Seq, ev.Type, ev.ID)
+		switch ev.Type {
+		case messages.EventStatus:
+			fmt.Fprintf(&b, " %s", ev.State)
+		case messages.EventError:
+			fmt.Fprintf(&b, " %q", ev.Message)
+		case messages.EventElicitationRequest, messages.EventElicitationResolved:
+			fmt.Fprintf(&b, " elicitation=%s action=%s by=%s", ev.ElicitationID, ev.Action, ev.By)
+		}
+	}
+	return b.String()
+}
+
+// errorNames says whether an error event names the elicitation.
+func errorNames(evs []*messages.Event, elicitationID string) bool {
+	for _, ev := range evs {
+		if ev.Type == messages.EventError && strings.Contains(ev.Message, elicitationID) {
+			return true
+		}
+	}
+	return false
 }

@@ -15,9 +15,6 @@ import (
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
-// turnWait bounds one turn (faults included) before it counts as stuck.
-const turnWait = 30 * time.Second
-
 // answer is one prompt the driver answered.
 type answer struct {
 	elicitationID string
@@ -29,13 +26,14 @@ type answer struct {
 
 // driver is one fake, one session, and the simulated person driving it.
 type driver struct {
-	i      int
-	fault  string
-	rng    *rand.Rand
-	srv    *agytest.Server
-	s      *actors.Session
-	reqs   chan *messages.Event // elicitation requests, for the driver
-	consum sync.WaitGroup
+	i        int
+	turnWait time.Duration
+	fault    string
+	rng      *rand.Rand
+	srv      *agytest.Server
+	s        *actors.Session
+	reqs     chan *messages.Event // elicitation requests, for the driver
+	consum   sync.WaitGroup
 
 	mu        sync.Mutex
 	evs       []*messages.Event
@@ -43,8 +41,8 @@ type driver struct {
 	wake      chan struct{}
 	latencies []time.Duration
 
-	turns, interrupts, stuck int
-	answers                  []answer
+	turns, turnsFailed, interrupts, stuck int
+	answers                               []answer
 }
 
 func newDriver(ctx context.Context, host *actors.Host, o Options, sc *agytest.Scenario, i int, fault string) (*driver, error) {
@@ -64,14 +62,14 @@ func newDriver(ctx context.Context, host *actors.Host, o Options, sc *agytest.Sc
 		// by PID, since discovery probes every port of the process.
 		spec = actors.Spec{PID: os.Getpid(), ConversationID: srv.ConversationID(), ReadMode: o.ReadMode}
 	}
-	actx, cancel := context.WithTimeout(ctx, turnWait)
+	actx, cancel := context.WithTimeout(ctx, o.TurnTimeout)
 	defer cancel()
 	s, err := host.Attach(actx, spec)
 	if err != nil {
 		_ = srv.Close()
 		return nil, fmt.Errorf("bench: attach session %d: %w", i, err)
 	}
-	d := &driver{i: i, fault: fault, rng: newRand(o.Seed, i), srv: srv, s: s,
+	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, rng: newRand(o.Seed, i), srv: srv, s: s,
 		reqs: make(chan *messages.Event, 64), wake: make(chan struct{}, 1)}
 	slowBy := time.Duration(0)
 	if fault == FaultSlowConsumer {
@@ -142,10 +140,11 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 func (d *driver) turn(ctx context.Context, kind string) {
 	d.arm(kind)
 	seq := d.lastSeq()
-	tctx, cancel := context.WithTimeout(ctx, turnWait)
+	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
 	defer cancel()
 	if err := d.s.SendTurn(tctx, kind+" turn "+strconv.Itoa(d.turns), ""); err != nil {
-		d.stuck++
+		// Refused with an error (a 5xx on the send): the driver was told.
+		d.turnsFailed++
 		return
 	}
 	d.turns++
@@ -211,7 +210,7 @@ func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-ch
 
 // waitIdle waits for idle after seq (used once, at start).
 func (d *driver) waitIdle(ctx context.Context, seq uint64, _ bool) {
-	tctx, cancel := context.WithTimeout(ctx, turnWait)
+	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
 	defer cancel()
 	for !d.idleAfter(seq) {
 		select {
