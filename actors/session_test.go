@@ -150,6 +150,10 @@ func TestQuestionAnsweredWithOneAndSeveralOptionsAndWriteIn(t *testing.T) {
 	err := r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
 		Answers: []messages.Answer{{SelectedOptionIDs: []string{"9"}}}})
 	require.Error(t, err)
+	require.False(t, req.Questions[0].AllowWriteIn)
+	err = r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{Question: "Which language?", WriteIn: "Haskell"}}})
+	require.ErrorContains(t, err, "write-in", "agy would refuse it: refused before sending")
 
 	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
 		Answers: []messages.Answer{{Question: "Which language?", SelectedOptionIDs: []string{"2"}}}}))
@@ -161,6 +165,7 @@ func TestQuestionAnsweredWithOneAndSeveralOptionsAndWriteIn(t *testing.T) {
 	req2 := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
 	require.Len(t, req2.Questions, 2)
 	require.True(t, req2.Questions[0].MultiSelect)
+	require.True(t, req2.Questions[1].AllowWriteIn)
 	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req2.ElicitationID, Action: messages.ActionAccept,
 		Answers: []messages.Answer{
 			{Question: "Which targets?", SelectedOptionIDs: []string{"1", "3"}},

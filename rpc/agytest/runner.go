@@ -542,7 +542,7 @@ func (t *turnRun) ask(a AskAction) error {
 	var argQs []any
 	qs := make([]rpc.Question, len(a.Questions))
 	for i, q := range a.Questions {
-		argQs = append(argQs, map[string]any{"is_multi_select": q.MultiSelect, "options": toAny(q.Options), "question": q.Question})
+		argQs = append(argQs, map[string]any{"is_multi_select": q.MultiSelect, "allow_write_in": q.AllowWriteIn, "options": toAny(q.Options), "question": q.Question})
 		qs[i].Question = q.Question
 		for j, o := range q.Options {
 			qs[i].Options = append(qs[i].Options, rpc.Option{ID: strconv.Itoa(j + 1), Text: o})

@@ -65,7 +65,9 @@ type AskAction struct {
 // QuestionSpec is one question. Option ids on the wire are "1".."N" in this
 // order. MultiSelect shows only in the tool call's argumentsJson
 // (is_multi_select), as with agy. AllowWriteIn lets an answer carry a
-// writeInResponse; agy shows no wire flag for it, so neither does the fake.
+// writeInResponse. No recorded agy step shows a flag for it; the fake writes
+// allow_write_in beside is_multi_select in argumentsJson so that clients can
+// know (the mapper reads it there, and allows write-ins when it is absent).
 type QuestionSpec struct {
 	Question     string   `json:"question"`
 	Options      []string `json:"options,omitempty"`
