@@ -87,3 +87,17 @@ func TestFailedReportsEveryKindOfFault(t *testing.T) {
 		assert.True(t, r.Failed(), "%+v", r)
 	}
 }
+
+// TestCampaignFromEnv runs `agyharness bench` with the arguments in
+// BENCH_ARGS (for make soak and long runs before the CLI registers the
+// command); skipped when unset.
+func TestCampaignFromEnv(t *testing.T) {
+	args := os.Getenv("BENCH_ARGS")
+	if args == "" {
+		t.Skip("BENCH_ARGS not set")
+	}
+	var out, errb bytes.Buffer
+	code := Main(context.Background(), strings.Fields(args), &out, &errb)
+	t.Logf("stderr:\n%s\nstdout:\n%s", errb.String(), out.String())
+	require.Equal(t, 0, code)
+}
