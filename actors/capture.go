@@ -7,12 +7,21 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 )
 
-// Recorder receives every frame and snapshot a session reads, as it reads
-// them: kind is "frame" or "snapshot", conv the conversation, payload the
-// raw JSON (a frame as agy sent it, {"update":{...}}; a snapshot as
-// {"steps":[...],"runStatus":"..."}), t when it arrived. Steps are agy's
-// bytes, unknown fields included. It is called on the session's goroutine
-// and must not block (buffer, write elsewhere).
+// Recorder receives everything a session reads and the decisions that shape
+// its events, in order, so that a capture replays to the same events:
+//
+//	kind        payload
+//	frame       a frame as agy sent it, {"update":{...}}
+//	snapshot    {"steps":[...],"runStatus":"..."}
+//	bind        null: the session bound conversation conv
+//	models      the model catalog, keyed by model enum
+//	turn        {"text"}: the session sent a turn (its USER_INPUT is the harness's)
+//	delivering  {"elicitation_id","action"}: an answer is on its way ("" action: it failed)
+//	resolved    {"elicitation_id","action","step_index"}: agy took our answer
+//
+// conv is the conversation, t when it happened. Steps are agy's bytes,
+// unknown fields included. It is called on the session's goroutine and must
+// not block (buffer, write elsewhere).
 type Recorder func(kind, conv string, payload json.RawMessage, t time.Time)
 
 // rawSteps returns each step's bytes as agy sent them.
@@ -63,4 +72,23 @@ func captureFrame(f *rpc.StreamFrame) json.RawMessage {
 func captureSnapshot(steps []rpc.Step, status rpc.RunStatus) json.RawMessage {
 	b, _ := json.Marshal(&SnapshotCapture{Steps: rawSteps(steps), RunStatus: status})
 	return b
+}
+
+// record passes one record to the spec's Recorder, if any.
+func (s *session) record(kind, conv string, payload any, t time.Time) {
+	rec := s.core.spec.Recorder
+	if rec == nil {
+		return
+	}
+	raw, ok := payload.(json.RawMessage)
+	if !ok {
+		raw, _ = json.Marshal(payload)
+	}
+	rec(kind, conv, raw, t)
+}
+
+type answerRecord struct {
+	ElicitationID string `json:"elicitation_id"`
+	Action        string `json:"action"`
+	StepIndex     *int   `json:"step_index,omitempty"`
 }

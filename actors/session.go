@@ -103,8 +103,8 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *messages.SnapshotRead:
 		if m.Gen == s.core.gen {
-			if rec := s.core.spec.Recorder; rec != nil {
-				rec("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.RunStatus), m.Received)
+			if s.core.spec.Recorder != nil {
+				s.record("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.RunStatus), m.Received)
 			}
 			obs := mapper.FromSnapshot(m.Steps, m.RunStatus, m.Received)
 			s.apply(ctx, m.ConversationID, obs)
@@ -158,6 +158,7 @@ func (s *session) bindConversation(conv string) {
 	}
 	s.core.rootConv = conv
 	s.core.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.core.models})
+	s.record("bind", conv, nil, time.Now())
 }
 
 // ---- binding ----
@@ -315,12 +316,12 @@ func (s *session) rotate(ctx actor.Context, to string) {
 
 func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
 	up := &m.Frame.Update
-	if rec := s.core.spec.Recorder; rec != nil {
+	if s.core.spec.Recorder != nil {
 		conv := up.ConversationID
 		if conv == "" {
 			conv = s.conv()
 		}
-		rec("frame", conv, captureFrame(m.Frame), m.Received)
+		s.record("frame", conv, captureFrame(m.Frame), m.Received)
 	}
 	if up.ConversationID != "" && up.ConversationID != s.conv() {
 		if _, child := s.core.children[up.ConversationID]; !child && s.rotation != nil {
@@ -437,6 +438,7 @@ func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
 
 func (s *session) setModels(models map[string]rpc.ModelInfo) {
 	s.core.models = models
+	s.record("models", s.conv(), models, time.Now())
 	s.core.root.SetModels(models)
 	for _, r := range s.core.children {
 		r.SetModels(models)
@@ -452,6 +454,7 @@ func (s *session) onSendTurn(ctx actor.Context, m *messages.SendTurn) {
 	}
 	m.LastModel = s.core.root.LastModel()
 	s.core.root.ExpectTurn(m.Text)
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
 	ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
 }
 
@@ -484,6 +487,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 		return errNotBound
 	}
 	s.reconcilerOf(r.ElicitationID).AnswerInFlight(r.ElicitationID, r.Action)
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, time.Now())
 	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.core.gen, Resolve: r})
 	return nil
 }
@@ -501,7 +505,9 @@ func (s *session) reconcilerOf(elicitationID string) *mapper.Reconciler {
 }
 
 func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
-	if ev, ok := s.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, time.Now()); ok {
+	t := time.Now()
+	s.record("resolved", s.conv(), answerRecord{ElicitationID: m.ElicitationID, Action: m.Action, StepIndex: &m.StepIndex}, t)
+	if ev, ok := s.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
 		s.publish(&ev)
 	}
 	if pid, ok := s.interactions[m.ElicitationID]; ok {
@@ -512,6 +518,7 @@ func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDeliver
 
 func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
 	s.reconcilerOf(m.ElicitationID).AnswerInFlight(m.ElicitationID, "")
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: m.ElicitationID}, time.Now())
 	s.publishError(ctx, fmt.Sprintf("answer to %s not delivered: %v", m.ElicitationID, m.Err), m.Retryable)
 }
 

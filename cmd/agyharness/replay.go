@@ -185,6 +185,17 @@ func (p *replayer) apply(rec captureRecord) error {
 		if r := p.recs[p.root]; r != nil {
 			r.ExpectTurn(turn.Text)
 		}
+	case "delivering":
+		var res resolvedPayload
+		if err := json.Unmarshal(rec.Payload, &res); err != nil {
+			return fmt.Errorf("delivering: %w", err)
+		}
+		for _, r := range p.recs {
+			if _, ok := r.Prompt(res.ElicitationID); ok {
+				r.AnswerInFlight(res.ElicitationID, res.Action)
+				break
+			}
+		}
 	case "resolved":
 		var res resolvedPayload
 		if err := json.Unmarshal(rec.Payload, &res); err != nil {

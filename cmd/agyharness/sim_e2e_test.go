@@ -174,6 +174,9 @@ func TestRecordThenReplayGivesTheSameEvents(t *testing.T) {
 	assert.Equal(t, 1, kinds["capture"])
 	assert.Positive(t, kinds["frame"])
 	assert.Positive(t, kinds["snapshot"])
+	for _, k := range []string{"bind", "models", "turn", "delivering", "resolved"} {
+		assert.Positivef(t, kinds[k], "a %q record", k)
+	}
 
 	out, err := exec.Command(harness(t), "replay", capture, "--json").Output()
 	require.NoError(t, err)
@@ -182,11 +185,9 @@ func TestRecordThenReplayGivesTheSameEvents(t *testing.T) {
 		replayed = append(replayed, decodeEvent(t, line))
 	}
 
-	// Without "turn" and "resolved" records the replay cannot know which
-	// turns and answers were this session's: compare origin and by only
-	// when the capture has them.
-	strict := kinds["turn"] > 0 && kinds["resolved"] > 0
-	assert.Equal(t, itemsOf(live, strict), itemsOf(replayed, strict))
+	// The capture holds the session's turns and answers too, so the replay
+	// knows which were the harness's: origin and by compare as well.
+	assert.Equal(t, itemsOf(live), itemsOf(replayed))
 	assert.Equal(t, deltaText(live), deltaText(replayed))
 
 	// Human rendering of the same capture.
@@ -198,7 +199,7 @@ func TestRecordThenReplayGivesTheSameEvents(t *testing.T) {
 
 // itemsOf are the committed events (not deltas), without the header fields
 // a replay stamps differently (session, seq, time).
-func itemsOf(evs []*messages.Event, strict bool) []messages.Event {
+func itemsOf(evs []*messages.Event) []messages.Event {
 	var out []messages.Event
 	for _, ev := range evs {
 		if ev.Type == messages.EventReasoningDelta || ev.Type == messages.EventOutputTextDelta {
@@ -206,10 +207,6 @@ func itemsOf(evs []*messages.Event, strict bool) []messages.Event {
 		}
 		c := *ev
 		c.SessionID, c.Seq, c.Time = "", 0, time.Time{}
-		c.DisplayName = "" // the model catalog is not in the capture
-		if !strict {
-			c.Origin, c.By = "", ""
-		}
 		out = append(out, c)
 	}
 	return out
