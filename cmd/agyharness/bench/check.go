@@ -92,6 +92,10 @@ func (d *driver) check(res *Result) {
 	res.StuckTurns += d.stuck
 	res.Events += len(evs)
 	tag := fmt.Sprintf("session %d (fault %q, fake seed %d)", d.i, d.fault, res.Seed+int64(d.i))
+	if d.ended {
+		res.StuckTurns++
+		res.problem("%s: the session ended during the run: %v", tag, d.s.Err())
+	}
 	if d.stuck > 0 {
 		res.problem("%s: %d turns did not reach idle", tag, d.stuck)
 	}

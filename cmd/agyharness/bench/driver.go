@@ -42,6 +42,7 @@ type driver struct {
 	latencies []time.Duration
 
 	turns, turnsFailed, interrupts, stuck int
+	ended                                 bool // the session ended during the run
 	answers                               []answer
 }
 
@@ -129,6 +130,12 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 	// The first read of a quiet agy ends in idle; start from there.
 	d.waitIdle(ctx, 0, false)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
+		select {
+		case <-d.s.Done():
+			d.ended = true
+			return
+		default:
+		}
 		kind := turnKinds[d.rng.IntN(len(turnKinds))]
 		if d.fault == FaultPromptTimeout && d.rng.IntN(2) == 0 {
 			kind = promptKinds[d.rng.IntN(len(promptKinds))]
@@ -143,8 +150,13 @@ func (d *driver) turn(ctx context.Context, kind string) {
 	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
 	defer cancel()
 	if err := d.s.SendTurn(tctx, kind+" turn "+strconv.Itoa(d.turns), ""); err != nil {
-		// Refused with an error (a 5xx on the send): the driver was told.
+		// Refused with an error (a 5xx on the send): the driver was told,
+		// and tries again a moment later, as a person would.
 		d.turnsFailed++
+		select {
+		case <-d.s.Done():
+		case <-time.After(time.Duration(20+d.rng.IntN(30)) * time.Millisecond):
+		}
 		return
 	}
 	d.turns++
