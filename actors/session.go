@@ -134,7 +134,7 @@ func (s *session) Receive(ctx actor.Context) {
 		s.onSendTurn(ctx, m)
 	case *messages.Interrupt:
 		if s.turns == nil {
-			ctx.Respond(&messages.TurnResult{Err: errNotBound})
+			ctx.Respond(&messages.TurnResult{Err: ErrNotBound})
 			return
 		}
 		ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
@@ -145,8 +145,6 @@ func (s *session) Receive(ctx actor.Context) {
 		ctx.Respond(&messages.Subscribed{})
 	}
 }
-
-var errNotBound = errors.New("not connected to agy (discovering its language server); try again")
 
 func (s *session) conv() string { return s.core.rootConv }
 
@@ -449,7 +447,7 @@ func (s *session) setModels(models map[string]rpc.ModelInfo) {
 
 func (s *session) onSendTurn(ctx actor.Context, m *messages.SendTurn) {
 	if s.turns == nil {
-		ctx.Respond(&messages.TurnResult{Err: errNotBound})
+		ctx.Respond(&messages.TurnResult{Err: ErrNotBound})
 		return
 	}
 	m.LastModel = s.core.root.LastModel()
@@ -476,7 +474,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	}
 	p, ok := s.findPrompt(r.ElicitationID)
 	if !ok {
-		return fmt.Errorf("resolve: no open elicitation %q", r.ElicitationID)
+		return fmt.Errorf("resolve: %w %q", ErrUnknownElicitation, r.ElicitationID)
 	}
 	// Check the answer against the prompt now, so a bad command changes nothing.
 	if _, err := mapper.BuildInteraction(p, r, p.TrajectoryID, p.StepIndex); err != nil {
@@ -484,7 +482,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	}
 	pid, ok := s.interactions[r.ElicitationID]
 	if !ok {
-		return errNotBound
+		return ErrNotBound
 	}
 	s.reconcilerOf(r.ElicitationID).AnswerInFlight(r.ElicitationID, r.Action)
 	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, time.Now())

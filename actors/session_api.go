@@ -13,8 +13,20 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// ErrSessionEnded is returned by calls on a session that has stopped.
-var ErrSessionEnded = errors.New("actors: session ended")
+// Errors of the embedding API, for errors.Is.
+var (
+	// ErrSessionEnded: the session has stopped.
+	ErrSessionEnded = errors.New("actors: session ended")
+	// ErrNotBound: the session is (re)discovering agy's port; try again.
+	ErrNotBound = errors.New("not connected to agy (discovering its language server); try again")
+	// ErrUnknownElicitation: no open elicitation has that id (never
+	// opened, or already resolved or withdrawn).
+	ErrUnknownElicitation = errors.New("no open elicitation")
+	// ErrBadAnswer: the answer does not fit the prompt (an unknown option
+	// id, a missing answer, several options on a single-select question, a
+	// write-in where none is allowed, the wrong kind); nothing was sent.
+	ErrBadAnswer = mapper.ErrInvalidResolve
+)
 
 // Session is the embedding API of one attached agy session. Its methods are
 // safe for concurrent use; each sends a message to the session actor and

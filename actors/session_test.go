@@ -121,7 +121,7 @@ func TestCommandApprovalAcceptedAndDeclined(t *testing.T) {
 
 	// A resolve for a prompt that is gone is refused clearly.
 	err := r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept})
-	require.ErrorContains(t, err, "no open elicitation")
+	require.ErrorIs(t, err, actors.ErrUnknownElicitation)
 }
 
 func TestQuestionAnsweredWithOneAndSeveralOptionsAndWriteIn(t *testing.T) {
@@ -149,7 +149,7 @@ func TestQuestionAnsweredWithOneAndSeveralOptionsAndWriteIn(t *testing.T) {
 	// A bad answer is refused and changes nothing.
 	err := r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
 		Answers: []messages.Answer{{SelectedOptionIDs: []string{"9"}}}})
-	require.Error(t, err)
+	require.ErrorIs(t, err, actors.ErrBadAnswer)
 	require.False(t, req.Questions[0].AllowWriteIn)
 	err = r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept,
 		Answers: []messages.Answer{{Question: "Which language?", WriteIn: "Haskell"}}})

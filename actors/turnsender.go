@@ -72,7 +72,7 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		ts.t.stop()
 		for _, p := range ts.queue {
-			ctx.Send(p.reply, &messages.TurnResult{Err: errNotBound})
+			ctx.Send(p.reply, &messages.TurnResult{Err: ErrNotBound})
 		}
 		ts.queue = nil
 	case *catalogRead:

@@ -209,8 +209,12 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 // commandStatus maps a session's refusal of a command to a status.
 func commandStatus(err error) int {
 	switch {
-	case errors.Is(err, actors.ErrSessionEnded):
+	case errors.Is(err, actors.ErrSessionEnded), errors.Is(err, actors.ErrUnknownElicitation):
 		return http.StatusNotFound
+	case errors.Is(err, actors.ErrBadAnswer):
+		return http.StatusUnprocessableEntity
+	case errors.Is(err, actors.ErrNotBound):
+		return http.StatusServiceUnavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout
 	}
@@ -431,27 +435,16 @@ func (s *server) resolve(w http.ResponseWriter, r *http.Request, sv *served) {
 		return
 	}
 	s.mu.Lock()
-	_, open := sv.open[eid]
 	done := sv.resolved[eid]
 	s.mu.Unlock()
 	if done {
 		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %q is already resolved", eid))
 		return
 	}
-	// Not yet seen as open is not proof it is unknown (the watcher may lag
-	// behind the client's own stream): the session has the last word.
+	// The session has the last word on whether the prompt is open and the
+	// answer fits it (the watcher may lag behind the client's own stream).
 	if err := sv.sess.Do(r.Context(), messages.Command{Type: messages.CommandResolve, ElicitationID: eid, Action: req.Action, Answers: req.Answers}); err != nil {
-		status := commandStatus(err)
-		if status == http.StatusBadGateway {
-			// The session checks the answer against the prompt before
-			// sending anything: a refusal of an open prompt is a bad answer,
-			// of any other an unknown elicitation.
-			status = http.StatusUnprocessableEntity
-			if !open {
-				status = http.StatusNotFound
-			}
-		}
-		writeError(w, status, err.Error())
+		writeError(w, commandStatus(err), err.Error())
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
