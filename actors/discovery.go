@@ -26,6 +26,7 @@ import (
 // normal state to wait out, not a crash.
 type discovery struct {
 	spec  Spec
+	onErr func(method string, err error) // the session's RPC error counter
 	conv  string
 	cfg   Config
 	gen   messages.Gen
@@ -44,8 +45,8 @@ type probeRound struct {
 // probeAgain is sent by discovery to itself when the backoff has elapsed.
 type probeAgain struct{}
 
-func newDiscovery(spec Spec, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &discovery{spec: spec, conv: conv, cfg: cfg, gen: gen, wg: wg}
+func newDiscovery(spec Spec, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, onErr func(string, error)) actor.Actor {
+	return &discovery{spec: spec, conv: conv, cfg: cfg, gen: gen, wg: wg, onErr: onErr}
 }
 
 // Receive runs rounds of probing until a port is found.
@@ -78,17 +79,17 @@ func (d *discovery) Receive(ctx actor.Context) {
 }
 
 func (d *discovery) round(ctx actor.Context) {
-	self, spec, conv, cfg := ctx.Self(), d.spec, d.conv, d.cfg
+	self, spec, conv, onErr := ctx.Self(), d.spec, d.conv, d.onErr
 	d.t.run(func(c context.Context) {
-		found, err := discoverOnce(c, spec, conv, cfg)
+		found, err := discoverOnce(c, spec, conv, onErr)
 		d.t.send(self, &probeRound{found: found, err: err})
 	})
 }
 
 // discoverOnce probes every candidate port once and returns the first that
 // hosts conv (or, conv empty, the port's most recently active root
-// conversation).
-func discoverOnce(ctx context.Context, spec Spec, conv string, cfg Config) (*messages.PortFound, error) {
+// conversation). The client it returns reports its failures to onErr.
+func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string, error)) (*messages.PortFound, error) {
 	ports, err := candidatePorts(spec)
 	if err != nil {
 		return nil, err
@@ -104,6 +105,13 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, cfg Config) (*mes
 		}
 		bound, err := probePort(ctx, client, conv)
 		if err == nil {
+			client.Close()
+			// The bound client counts failures from here on (probing a
+			// candidate that is not agy is not a failure).
+			client, err = rpc.NewClient(rpc.Config{Host: spec.Host, Port: port, CSRFToken: spec.CSRFToken, OnError: onErr})
+			if err != nil {
+				return nil, fmt.Errorf("%w: %v", errBadConfig, err)
+			}
 			return &messages.PortFound{Port: port, Client: client, ConversationID: bound}, nil
 		}
 		client.Close()

@@ -87,7 +87,7 @@ func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{})
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "", cfg, 7, wg)
+		return newDiscovery(Spec{Port: srv.Port()}, "", cfg, 7, wg, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
 	defer found.Client.Close()
@@ -101,7 +101,7 @@ func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "not-a-conversation-here", cfg, 1, wg)
+		return newDiscovery(Spec{Port: srv.Port()}, "not-a-conversation-here", cfg, 1, wg, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
 	require.Error(t, stalled.Err)
@@ -112,7 +112,7 @@ func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: 1}, "", cfg, 1, wg)
+		return newDiscovery(Spec{Port: 1}, "", cfg, 1, wg, nil)
 	})
 	first := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, first.Err, rpc.ErrPortGone)

@@ -164,7 +164,7 @@ func (s *session) bindConversation(conv string) {
 func (s *session) startDiscovery(ctx actor.Context) {
 	s.core.gen++
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return newDiscovery(s.core.spec, s.conv(), s.cfg, s.core.gen, s.core.wg)
+		return newDiscovery(s.core.spec, s.conv(), s.cfg, s.core.gen, s.core.wg, s.core.countRPCError)
 	})
 	s.discovery = s.spawn(ctx, props, "discovery")
 }

@@ -153,6 +153,8 @@ type Stats struct {
 	Events   uint64         // events published
 	Restarts map[string]int // child restarts by actor kind
 	Rebinds  int            // port re-discoveries after the first binding
+	// RPCErrors counts failed RPCs on the bound port by rpc.ErrorClass.
+	RPCErrors map[string]int
 }
 
 // Stats returns the session's counters.
@@ -163,7 +165,11 @@ func (s *Session) Stats() Stats {
 	for k, v := range s.core.restarts {
 		r[k] = v
 	}
-	return Stats{Events: s.core.published, Restarts: r, Rebinds: s.core.rebinds}
+	e := make(map[string]int, len(s.core.rpcErrors))
+	for k, v := range s.core.rpcErrors {
+		e[k] = v
+	}
+	return Stats{Events: s.core.published, Restarts: r, Rebinds: s.core.rebinds, RPCErrors: e}
 }
 
 func (s *Session) request(ctx context.Context, msg any) (any, error) {
@@ -220,6 +226,7 @@ type sessionCore struct {
 	port           int
 	published      uint64
 	restarts       map[string]int
+	rpcErrors      map[string]int
 	rebinds        int
 	lastErr        error
 	err            error
@@ -235,6 +242,7 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, system *actor.Act
 		children:     make(map[string]*mapper.Reconciler),
 		childrenDone: make(map[string]bool),
 		restarts:     make(map[string]int),
+		rpcErrors:    make(map[string]int),
 		bound:        make(chan struct{}),
 		done:         make(chan struct{}),
 	}
@@ -245,6 +253,14 @@ func (c *sessionCore) subscribeLocked() *Subscription {
 	sub := newSubscription(c.cfg.CoalesceAfter, c.wg)
 	c.sinks = append(c.sinks, sub)
 	return sub
+}
+
+// countRPCError is the bound clients' rpc.Config.OnError: a metric, called
+// from RPC goroutines.
+func (c *sessionCore) countRPCError(_ string, err error) {
+	c.mu.Lock()
+	c.rpcErrors[rpc.ErrorClass(err)]++
+	c.mu.Unlock()
 }
 
 func (c *sessionCore) setPID(pid *actor.PID) {

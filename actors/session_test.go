@@ -379,6 +379,7 @@ func Test5xxBursts(t *testing.T) {
 	evs := r.ev.all()
 	itemsOnce(t, r.srv, r.s.ConversationID(), evs)
 	require.Len(t, ofType(evs, messages.EventMessage), 1)
+	require.Positive(t, r.s.Stats().RPCErrors["transient"], "the bursts are counted by class")
 }
 
 func TestTwoSessionsOneAgyDiesOtherUntouched(t *testing.T) {

@@ -39,6 +39,11 @@ type Config struct {
 	// UnaryTimeout bounds every other unary call when the context has no
 	// deadline: 30s when zero. Streams have no default deadline.
 	UnaryTimeout time.Duration
+	// OnError, when set, is told of every failed call: a unary call, a
+	// stream that could not open, a stream that ended other than cleanly
+	// (not when the caller cancelled it). For metrics: it must be fast and
+	// safe for concurrent use. ErrorClass names the error's class.
+	OnError func(method string, err error)
 }
 
 // Defaults of Config.
@@ -162,6 +167,19 @@ func (c *Client) Call(ctx context.Context, method string, req, resp any) error {
 }
 
 func (c *Client) call(ctx context.Context, timeout time.Duration, method string, req, resp any) error {
+	err := c.roundTrip(ctx, timeout, method, req, resp)
+	c.observe(ctx, method, err)
+	return err
+}
+
+// observe reports a failure to Config.OnError, unless the caller gave up.
+func (c *Client) observe(ctx context.Context, method string, err error) {
+	if err != nil && c.cfg.OnError != nil && ctx.Err() != context.Canceled {
+		c.cfg.OnError(method, err)
+	}
+}
+
+func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method string, req, resp any) error {
 	if err := checkMethod(method); err != nil {
 		return err
 	}

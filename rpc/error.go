@@ -298,3 +298,35 @@ func WriteError(w http.ResponseWriter, code Code, msg string) {
 	w.WriteHeader(HTTPStatusFromCode(code))
 	_, _ = w.Write(body)
 }
+
+// ErrorClass names the class of an RPC error, for metrics: "port_gone",
+// "input_not_registered", "trajectory_not_found", "unimplemented",
+// "model_required", "deprecated", "protocol", "too_large", "transient",
+// "canceled", or "other" ("" for nil).
+func ErrorClass(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrPortGone):
+		return "port_gone"
+	case errors.Is(err, ErrInputNotRegistered):
+		return "input_not_registered"
+	case errors.Is(err, ErrTrajectoryNotFound):
+		return "trajectory_not_found"
+	case errors.Is(err, ErrUnimplemented):
+		return "unimplemented"
+	case errors.Is(err, ErrModelRequired):
+		return "model_required"
+	case errors.Is(err, ErrDeprecated):
+		return "deprecated"
+	case errors.Is(err, ErrMessageTooLarge):
+		return "too_large"
+	case errors.Is(err, ErrProtocol):
+		return "protocol"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case IsTransient(err):
+		return "transient"
+	}
+	return "other"
+}

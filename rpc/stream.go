@@ -18,6 +18,7 @@ import (
 // Next is for one goroutine; Close may be called from any goroutine, at any
 // time, any number of times, and makes a blocked Next return.
 type Stream struct {
+	client       *Client
 	method       string
 	subscriberID string
 	ctx          context.Context
@@ -42,7 +43,9 @@ func (c *Client) StreamAgentStateUpdates(ctx context.Context, conversationID, su
 	if subscriberID == "" {
 		subscriberID = NewSubscriberID()
 	}
-	return c.openStream(ctx, m, StreamRequest{ConversationID: conversationID, SubscriberID: subscriberID})
+	st, err := c.openStream(ctx, m, StreamRequest{ConversationID: conversationID, SubscriberID: subscriberID})
+	c.observe(ctx, m, err)
+	return st, err
 }
 
 // NewSubscriberID returns a fresh random subscriber id.
@@ -104,6 +107,7 @@ func (c *Client) openStream(ctx context.Context, method string, req any) (*Strea
 	}
 	sr, _ := req.(StreamRequest)
 	return &Stream{
+		client:       c,
 		method:       method,
 		subscriberID: sr.SubscriberID,
 		ctx:          sctx,
@@ -194,8 +198,14 @@ func (s *Stream) Next() (*StreamFrame, error) {
 // finish records the stream's final result and releases its connection
 // stream.
 func (s *Stream) finish(err error) error {
+	// Reported unless it is a clean end or the caller's own cancellation
+	// (checked before release cancels the stream's context).
+	report := err != io.EOF && s.ctx.Err() == nil && s.client.cfg.OnError != nil
 	s.done = err
 	s.release()
+	if report {
+		s.client.cfg.OnError(s.method, err)
+	}
 	return err
 }
 

@@ -22,17 +22,19 @@ type metrics struct {
 	latencyCount  map[string]uint64
 	// restarts and rebinds of sessions that ended (live ones are read from
 	// their Stats at scrape time).
-	endedRestarts map[string]uint64
-	endedRebinds  uint64
+	endedRestarts  map[string]uint64
+	endedRPCErrors map[string]uint64
+	endedRebinds   uint64
 }
 
 func newMetrics() *metrics {
 	return &metrics{
-		events:        make(map[messages.EventType]uint64),
-		errors:        make(map[bool]uint64),
-		latencySum:    make(map[string]float64),
-		latencyCount:  make(map[string]uint64),
-		endedRestarts: make(map[string]uint64),
+		events:         make(map[messages.EventType]uint64),
+		errors:         make(map[bool]uint64),
+		latencySum:     make(map[string]float64),
+		latencyCount:   make(map[string]uint64),
+		endedRestarts:  make(map[string]uint64),
+		endedRPCErrors: make(map[string]uint64),
 	}
 }
 
@@ -48,6 +50,9 @@ func (m *metrics) ended(st actors.Stats) {
 	m.endedTotal++
 	for k, v := range st.Restarts {
 		m.endedRestarts[k] += uint64(v)
+	}
+	for k, v := range st.RPCErrors {
+		m.endedRPCErrors[k] += uint64(v)
 	}
 	m.endedRebinds += uint64(st.Rebinds)
 }
@@ -80,11 +85,15 @@ func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	restarts := make(map[string]uint64)
+	rpcErrors := make(map[string]uint64)
 	var rebinds uint64
 	for _, sv := range live {
 		st := sv.sess.Stats()
 		for k, v := range st.Restarts {
 			restarts[k] += uint64(v)
+		}
+		for k, v := range st.RPCErrors {
+			rpcErrors[k] += uint64(v)
 		}
 		rebinds += uint64(st.Rebinds)
 	}
@@ -94,6 +103,9 @@ func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	defer m.mu.Unlock()
 	for k, v := range m.endedRestarts {
 		restarts[k] += v
+	}
+	for k, v := range m.endedRPCErrors {
+		rpcErrors[k] += v
 	}
 	rebinds += m.endedRebinds
 
@@ -123,6 +135,11 @@ func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	p("# TYPE agyharness_actor_restarts_total counter")
 	for _, k := range sortedKeys(restarts) {
 		p("agyharness_actor_restarts_total{actor=%q} %d", k, restarts[k])
+	}
+	p("# HELP agyharness_rpc_errors_total Failed RPCs to agy, by class (port_gone, transient, input_not_registered, ...).")
+	p("# TYPE agyharness_rpc_errors_total counter")
+	for _, k := range sortedKeys(rpcErrors) {
+		p("agyharness_rpc_errors_total{class=%q} %d", k, rpcErrors[k])
 	}
 	p("# HELP agyharness_rebinds_total Port re-discoveries after a session's first binding.")
 	p("# TYPE agyharness_rebinds_total counter")

@@ -333,6 +333,7 @@ func TestServeTwoSessionsSSEResume(t *testing.T) {
 		`agyharness_events_total{type="message"}`,
 		`agyharness_prompt_open_seconds_count{by=`,
 		"# TYPE agyharness_actor_restarts_total counter",
+		"# TYPE agyharness_rpc_errors_total counter",
 	} {
 		assert.Contains(t, string(metricsText), want)
 	}
