@@ -34,13 +34,16 @@ type poller struct {
 	busy       bool
 	readNow    bool // a ReadNow came while a read was running
 	tickArmed  bool
-	withStatus bool
+	owesStatus bool // a read with the run status is due (after ReadNow) and none succeeded yet
 }
 
 // pollTick and pollDone are the poller's own messages.
 type pollTick struct{}
 
-type pollDone struct{ err error }
+type pollDone struct {
+	withStatus bool
+	err        error
+}
 
 func newPoller(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, mode ReadMode) actor.Actor {
 	return &poller{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, mode: mode}
@@ -50,7 +53,7 @@ func newPoller(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg
 // the stream up reads only on request).
 func (p *poller) interval() time.Duration {
 	switch {
-	case !p.streamUp || p.mode == ReadPoll:
+	case p.owesStatus || !p.streamUp || p.mode == ReadPoll:
 		return p.cfg.PollFast
 	case p.mode == ReadStream:
 		return 0
@@ -63,26 +66,28 @@ func (p *poller) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.t = newTasks(p.wg, ctx.ActorSystem().Root)
-		p.poll(ctx, true)
+		p.owesStatus = true
+		p.poll(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		p.t.stop()
 	case *pollTick:
 		p.tickArmed = false
-		p.poll(ctx, !p.streamUp)
+		p.poll(ctx)
 	case *messages.ReadNow:
 		if m.Gen != p.gen {
 			return
 		}
+		p.owesStatus = true
 		if p.busy {
 			p.readNow = true
 			return
 		}
-		p.poll(ctx, true)
+		p.poll(ctx)
 	case *messages.StreamState:
 		if m.Gen == p.gen {
 			p.streamUp = m.Up
 			if !m.Up && !p.busy {
-				p.poll(ctx, true)
+				p.poll(ctx)
 			} else {
 				p.arm(ctx)
 			}
@@ -92,9 +97,14 @@ func (p *poller) Receive(ctx actor.Context) {
 		if m.err != nil && (errors.Is(m.err, rpc.ErrPortGone) || errors.Is(m.err, rpc.ErrTrajectoryNotFound)) {
 			fail("poller", m.err)
 		}
+		if m.err == nil && m.withStatus {
+			p.owesStatus = false
+		}
 		if p.readNow {
+			// A read that began before the ReadNow may have read the steps
+			// before agy's IDLE: read again.
 			p.readNow = false
-			p.poll(ctx, true)
+			p.poll(ctx)
 			return
 		}
 		p.arm(ctx)
@@ -113,18 +123,21 @@ func (p *poller) arm(ctx actor.Context) {
 // IDLE before its last steps are flushed (so the steps must be read after
 // the IDLE), and a turn can start between a status read and a steps read
 // (so an IDLE read before it would be stale).
-func (p *poller) poll(ctx actor.Context, withStatus bool) {
+func (p *poller) poll(ctx actor.Context) {
 	if p.busy {
 		return
 	}
 	p.busy = true
+	// The status costs two more calls: read it while the stream is down (or
+	// in poll mode), and when a read after IDLE is owed.
+	withStatus := p.owesStatus || !p.streamUp || p.mode == ReadPoll
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
 		status, steps, err := readSnapshot(c, p.client, p.conv, withStatus)
 		if err == nil {
 			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
-		p.t.send(self, &pollDone{err})
+		p.t.send(self, &pollDone{withStatus: withStatus, err: err})
 	})
 }
 

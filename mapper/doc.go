@@ -62,10 +62,13 @@
 // closes while the cascade runs. A run status carries no version, so a stale
 // RUNNING read after idle reports running until the next read says IDLE.
 // waiting: when a prompt opens. idle: when agy reported the cascade IDLE and
-// the steps were read after that report, that is a Snapshot carrying IDLE (the
-// poller reads the status first, then the steps), or any Snapshot after a
-// Frame carrying IDLE with no RUNNING frame between. A state is never
-// reported twice in a row.
+// the steps were read after that report, that is a Snapshot carrying IDLE
+// (the poller reads the status, the steps, and the status again, and passes
+// IDLE only when both reads say so), no prompt is waiting and no step known
+// is still live. A Frame's IDLE never closes the turn (agy can send it before
+// its last steps are flushed; the session then reads a snapshot), nor does a
+// Snapshot without a status (it may have been read before the IDLE). A state
+// is never reported twice in a row.
 //
 // # Prompts
 //

@@ -293,7 +293,8 @@ func framesOf(sc scenario) [][]Observation {
 		u.TotalLength = rpc.Int(len(m.steps))
 		obs := []Observation{FromFrame(f, at(k))}
 		if m.run == rpc.RunIdle {
-			obs = append(obs, FromSnapshot(m.steps, "", at(k)))
+			// The session's read after an IDLE frame, with the status.
+			obs = append(obs, FromSnapshot(m.steps, rpc.RunIdle, at(k)))
 		}
 		out[k] = obs
 		prev = m.steps
@@ -340,9 +341,6 @@ func feedMixed(sc scenario, seed int64) (*Reconciler, []messages.Event) {
 				o = frames[rng.Intn(k+1)][0]
 				o.RunStatus = ""
 			case 2: // a stale poll, read before the current moment
-				if sc.moments[k].run == rpc.RunIdle {
-					continue // a poll read before IDLE never closes a turn
-				}
 				old := sc.moments[rng.Intn(k+1)]
 				o = FromSnapshot(old.steps, "", at(k))
 			default: // the poller catching up

@@ -30,9 +30,8 @@ type Reconciler struct {
 	expected  []string // texts of turns this session sent, not yet seen
 	lastModel string
 
-	state     string // the last status state emitted ("" before any)
-	idleArmed bool   // a frame said IDLE: the next snapshot closes the turn
-	resume    bool   // MarkResolved closed the last prompt: report running next
+	state  string // the last status state emitted ("" before any)
+	resume bool   // MarkResolved closed the last prompt: report running next
 
 	closingTurn bool // goIdle is expiring prompts: no running in between
 
@@ -218,18 +217,15 @@ func (r *Reconciler) runStatus() {
 	obs := &r.obs
 	switch obs.RunStatus {
 	case rpc.RunRunning, rpc.RunBusy:
-		r.idleArmed = false
 		if r.state == "" || r.state == messages.StateIdle {
 			r.setState(messages.StateRunning, r.known)
 		}
 	case rpc.RunIdle:
+		// Only steps read after agy said IDLE close the turn: a frame's IDLE
+		// can come before the last steps are flushed, and a snapshot without
+		// a status may have been read before the IDLE (the caller reads one
+		// with the status when a frame says IDLE).
 		if obs.Kind == Snapshot {
-			r.goIdle()
-		} else {
-			r.idleArmed = true
-		}
-	case "":
-		if obs.Kind == Snapshot && r.idleArmed {
 			r.goIdle()
 		}
 	}
@@ -238,7 +234,6 @@ func (r *Reconciler) runStatus() {
 // goIdle closes the turn: prompts left open after a timeout expire, then idle.
 // A prompt still WAITING means the IDLE report was not the end: no idle.
 func (r *Reconciler) goIdle() {
-	r.idleArmed = false
 	// A step still live means the IDLE report is older than the steps (read
 	// before a new turn started): the turn is not over.
 	for _, sl := range r.slots {
@@ -264,7 +259,7 @@ func (r *Reconciler) goIdle() {
 // idleBound reports whether this observation will close the turn, so a
 // prompt closing inside it does not flap the status to running first.
 func (r *Reconciler) idleBound() bool {
-	return r.obs.Kind == Snapshot && (r.obs.RunStatus == rpc.RunIdle || (r.obs.RunStatus == "" && r.idleArmed))
+	return r.obs.Kind == Snapshot && r.obs.RunStatus == rpc.RunIdle
 }
 
 func (r *Reconciler) setState(state string, anchor int) {

@@ -256,11 +256,12 @@ func TestStatusEdges(t *testing.T) {
 			{snapshot(1, rpc.RunIdle, u), []string{"status:idle"}},
 			{snapshot(2, rpc.RunIdle, u), nil},
 		}},
-		{"frame idle arms; the next snapshot closes", []step{
+		{"a frame's idle does not close; a snapshot read after it does", []step{
 			{snapshot(0, rpc.RunRunning, u), []string{"user_message", "status:running"}},
 			{frame(1, rpc.RunIdle, 0), nil},
 			{frame(2, "", 0), nil},
-			{snapshot(3, "", u), []string{"status:idle"}},
+			{snapshot(3, "", u), nil}, // may have been read before the IDLE
+			{snapshot(4, rpc.RunIdle, u), []string{"status:idle"}},
 		}},
 		{"a running frame after an idle frame disarms", []step{
 			{snapshot(0, rpc.RunRunning, u), []string{"user_message", "status:running"}},
