@@ -29,9 +29,10 @@ import (
 //     deliver there;
 //   - "input not registered" with the step still WAITING: a shape error;
 //     *messages.AnswerFailed (not retryable) with a clear error;
-//   - transient (5xx, timeouts) or a lost port: retry with capped backoff up
-//     to Config.DeliveryAttempts, on the newest client the session sends
-//     (*messages.ClientChanged), then AnswerFailed (retryable).
+//   - a lost port: wait for the session to find agy again
+//     (*messages.ClientChanged) and deliver there; the answer is kept;
+//   - transient (5xx, timeouts): retry with capped backoff up to
+//     Config.DeliveryAttempts, then AnswerFailed (retryable).
 //
 // When the prompt leaves WAITING without us (answered in agy's terminal, or
 // gone), the session sees it in the trajectory, emits elicitation_resolved
@@ -45,10 +46,11 @@ type interaction struct {
 	wg     *sync.WaitGroup
 	t      *tasks
 
-	answer    *messages.Resolve
-	attempts  int
-	busy      bool
-	waitSince time.Time // when we started waiting for a retry step
+	answer     *messages.Resolve
+	attempts   int
+	busy       bool
+	waitSince  time.Time // when we started waiting for a retry step
+	waitClient bool      // the port is gone: deliver when the session sends a new client
 }
 
 // deliveryOutcome is sent by the delivery goroutine to the actor.
@@ -75,6 +77,10 @@ func (in *interaction) Receive(ctx actor.Context) {
 	case *messages.ClientChanged:
 		in.client = m.Client
 		in.gen = m.Gen
+		if in.waitClient {
+			in.waitClient = false
+			in.deliver(ctx)
+		}
 	case *messages.DeliverAnswer:
 		r := m.Resolve
 		in.answer = &r
@@ -153,6 +159,12 @@ func (in *interaction) onOutcome(ctx actor.Context, o *deliveryOutcome) {
 			return
 		}
 		in.t.after(in.cfg.PollFast, ctx.Self(), &deliverAgain{})
+	case errors.Is(o.err, rpc.ErrPortGone):
+		// Not the answer's fault: it goes out again on the port the session
+		// finds next (the session itself gives up if agy stays gone). Tell
+		// the session, in case it has not noticed yet.
+		in.waitClient = true
+		ctx.Send(ctx.Parent(), &messages.PortLost{Gen: in.gen, Err: o.err})
 	default:
 		in.attempts++
 		if in.attempts >= in.cfg.DeliveryAttempts {

@@ -16,8 +16,8 @@ import (
 // when the stream cannot — at Config.PollFast while the stream is down (or in
 // poll mode), at Config.PollSlow while it is up (reconciliation), and once
 // more, with the cascade's run status, when the session says agy reported
-// IDLE (*messages.ReadNow). Each read goes to the session as
-// *messages.SnapshotRead.
+// IDLE (*messages.ReadNow), retrying at the fast interval until such a read
+// succeeds. Each read goes to the session as *messages.SnapshotRead.
 //
 // A transient error just waits for the next tick. A lost port is a failure
 // (the session re-discovers).

@@ -31,6 +31,7 @@ func testConfig() actors.Config {
 		GiveUpAfter:         3 * time.Second,
 		RestartBackoffMin:   10 * time.Millisecond,
 		RestartBackoffMax:   100 * time.Millisecond,
+		DeliveryAttempts:    2,
 		InterruptDeadline:   5 * time.Second,
 		PromptRetryWait:     5 * time.Second,
 		Logger:              testLogger(),

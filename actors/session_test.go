@@ -502,3 +502,24 @@ func newRigPID(t *testing.T, opts agytest.Options) *rig {
 	t.Cleanup(func() { _ = srv.Close() })
 	return newRigOn(t, srv, actors.Spec{PID: os.Getpid(), ConversationID: srv.ConversationID()})
 }
+
+func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
+	sc := scenario(
+		agytest.Run(agytest.CommandAction{Line: "make", Output: "built\n", NeedsApproval: true}),
+		agytest.Say("Built.", 2),
+	)
+	r := newRigPID(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
+	seq := r.turn("build it")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	_, err := r.srv.Restart()
+	require.NoError(t, err)
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	require.Equal(t, messages.ByHarness, res.By)
+	r.ev.waitIdleAfter(t, res.Seq)
+	r.ev.waitFor(t, messages.EventFunctionCallOutput, func(ev *messages.Event) bool { return ev.Output == "built\n" })
+	for _, ev := range r.ev.all() {
+		require.NotEqual(t, messages.EventError, ev.Type, "no delivery failure: %s", ev.Message)
+	}
+	itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
+}
