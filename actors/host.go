@@ -50,6 +50,7 @@ type Host struct {
 	system *actor.ActorSystem
 	pid    *actor.PID
 	wg     sync.WaitGroup // every goroutine the host's actors start
+	pumps  pumps          // the subscriptions' goroutines
 
 	mu       sync.Mutex
 	sessions map[string]*Session
@@ -64,7 +65,7 @@ func NewHost(cfg Config) *Host {
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }),
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
-	h := &Host{cfg: cfg, system: system, sessions: make(map[string]*Session)}
+	h := &Host{cfg: cfg, system: system, sessions: make(map[string]*Session), pumps: pumps{abandon: make(chan struct{})}}
 	props := actor.PropsFromProducer(func() actor.Actor { return &hostActor{} },
 		actor.WithSupervisor(actor.NewOneForOneStrategy(5, time.Minute, hostDecider)))
 	h.pid = system.Root.Spawn(props)
@@ -101,7 +102,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("actors: attach: session %q exists", spec.SessionID)
 	}
-	core := newSessionCore(spec, h.cfg, &h.wg, h.system)
+	core := newSessionCore(spec, h.cfg, &h.wg, &h.pumps, h.system)
 	s := &Session{core: core, host: h}
 	s.events = core.subscribeLocked()
 	h.sessions[spec.SessionID] = s
@@ -175,9 +176,11 @@ func (h *Host) forget(id string) {
 }
 
 // Shutdown stops every session (each stops its children and cancels its
-// RPCs; subscribers' channels close after their queued events), waits for
-// every goroutine the host started, then stops the actor system. It returns
-// ctx's error if that takes longer than ctx allows.
+// RPCs), waits for every goroutine the host's actors started, then for every
+// subscriber to receive its queued events (its channel then closes), then
+// stops the actor system. When ctx ends first, the events still queued are
+// dropped, every channel is closed, and ctx's error is returned; nothing is
+// left running either way.
 func (h *Host) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -191,15 +194,20 @@ func (h *Host) Shutdown(ctx context.Context) error {
 	go func() {
 		_ = h.system.Root.PoisonFuture(h.pid).Wait()
 		h.wg.Wait()
+		h.pumps.wg.Wait()
 		close(stopped)
 	}()
+	var err error
 	select {
 	case <-stopped:
-		h.system.Shutdown()
-		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("actors: shutdown: %w", ctx.Err())
+		// Consumers that do not read lose what is queued for them.
+		close(h.pumps.abandon)
+		<-stopped
+		err = fmt.Errorf("actors: shutdown: %w (undelivered events dropped)", ctx.Err())
 	}
+	h.system.Shutdown()
+	return err
 }
 
 // spawnSession asks the host actor to spawn a session as its child.

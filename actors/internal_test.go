@@ -3,7 +3,6 @@ package actors
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,8 +54,8 @@ func delta(seq uint64, item, text string) *messages.Event {
 }
 
 func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
-	var wg sync.WaitGroup
-	sub := newSubscription(2, &wg)
+	p := &pumps{abandon: make(chan struct{})}
+	sub := newSubscription(2, p)
 	// Nobody reads yet: the pump holds one event; the queue grows.
 	sub.Push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
 	for i := uint64(2); i <= 10; i++ {
@@ -71,7 +70,7 @@ func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
 	for ev := range sub.C() {
 		got = append(got, ev)
 	}
-	wg.Wait()
+	p.wg.Wait()
 	var text string
 	var types []messages.EventType
 	for _, ev := range got {
@@ -94,11 +93,11 @@ func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
 }
 
 func TestSubscriptionClosedByConsumerStopsTakingEvents(t *testing.T) {
-	var wg sync.WaitGroup
-	sub := newSubscription(4, &wg)
+	p := &pumps{abandon: make(chan struct{})}
+	sub := newSubscription(4, p)
 	require.True(t, sub.Push(delta(1, "a", "x")))
 	sub.Close()
-	wg.Wait()
+	p.wg.Wait()
 	require.False(t, sub.Push(delta(2, "a", "y")))
 }
 

@@ -66,7 +66,7 @@ func (s *Session) Events() <-chan *messages.Event { return s.events.C() }
 // the session's bounded log, then the open prompts again, then live events.
 // Close it when done.
 func (s *Session) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, error) {
-	sub := newSubscription(s.core.cfg.CoalesceAfter, s.core.wg)
+	sub := newSubscription(s.core.cfg.CoalesceAfter, s.core.pumps)
 	if _, err := s.request(ctx, &messages.Subscribe{AfterSeq: afterSeq, Sink: sub}); err != nil {
 		sub.Close()
 		return nil, err
@@ -205,6 +205,7 @@ type sessionCore struct {
 	spec   Spec
 	cfg    Config
 	wg     *sync.WaitGroup
+	pumps  *pumps
 	system *actor.ActorSystem
 
 	// owned by the session actor
@@ -236,9 +237,9 @@ type sessionCore struct {
 	doneOnce       sync.Once
 }
 
-func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, system *actor.ActorSystem) *sessionCore {
+func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionCore {
 	return &sessionCore{
-		spec: spec, cfg: cfg, wg: wg, system: system,
+		spec: spec, cfg: cfg, wg: wg, pumps: p, system: system,
 		children:     make(map[string]*mapper.Reconciler),
 		childrenDone: make(map[string]bool),
 		restarts:     make(map[string]int),
@@ -250,7 +251,7 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, system *actor.Act
 
 // subscribeLocked adds a subscriber before the session actor runs.
 func (c *sessionCore) subscribeLocked() *Subscription {
-	sub := newSubscription(c.cfg.CoalesceAfter, c.wg)
+	sub := newSubscription(c.cfg.CoalesceAfter, c.pumps)
 	c.sinks = append(c.sinks, sub)
 	return sub
 }

@@ -523,3 +523,22 @@ func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
 	}
 	itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
 }
+
+func TestShutdownDoesNotWaitForeverOnAConsumerThatNeverReads(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Scenario: scenario(agytest.Say("Nobody listens.", 4)), ChunkDelay: time.Millisecond})
+	host := actors.NewHost(testConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := host.Attach(ctx, actors.Spec{Port: srv.Port()})
+	require.NoError(t, err)
+	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	require.NoError(t, srv.WaitIdle(ctx, s.ConversationID()))
+	// Events() is never read: its events stay queued.
+	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancelShort()
+	err = host.Shutdown(short)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the undrained consumer is reported")
+	// The channel is closed, and nothing is left running (goleak).
+	for range s.Events() {
+	}
+}

@@ -12,8 +12,9 @@ import (
 // are merged into one (their text concatenated, or the later snapshot kept).
 // Items, prompts and status edges are never merged or dropped.
 type Subscription struct {
-	out  chan *messages.Event
-	done chan struct{} // closed by Close: the consumer is gone
+	out     chan *messages.Event
+	done    chan struct{}   // closed by Close: the consumer is gone
+	abandon <-chan struct{} // closed by Host.Shutdown when consumers did not drain in time
 
 	mu        sync.Mutex
 	queue     []*messages.Event
@@ -23,10 +24,20 @@ type Subscription struct {
 	coalesced uint64
 }
 
-func newSubscription(coalesceAfter int, wg *sync.WaitGroup) *Subscription {
+// pumps owns the subscriptions' goroutines: Host.Shutdown waits for them
+// (consumers receive every queued event) until its context ends, then
+// closes abandon.
+type pumps struct {
+	wg      sync.WaitGroup
+	abandon chan struct{}
+}
+
+func newSubscription(coalesceAfter int, p *pumps) *Subscription {
+	wg := &p.wg
 	s := &Subscription{
 		out:       make(chan *messages.Event),
 		done:      make(chan struct{}),
+		abandon:   p.abandon,
 		wake:      make(chan struct{}, 1),
 		coalesceN: coalesceAfter,
 	}
@@ -121,11 +132,15 @@ func (s *Subscription) pump() {
 				continue
 			case <-s.done:
 				return
+			case <-s.abandon:
+				return
 			}
 		}
 		select {
 		case s.out <- ev:
 		case <-s.done:
+			return
+		case <-s.abandon:
 			return
 		}
 	}
