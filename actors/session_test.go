@@ -542,3 +542,46 @@ func TestShutdownDoesNotWaitForeverOnAConsumerThatNeverReads(t *testing.T) {
 	for range s.Events() {
 	}
 }
+
+func TestSubagentsMirroredAcrossFaults(t *testing.T) {
+	sc := scenario(
+		agytest.Think("Delegating."),
+		agytest.Subagents(2, "look around",
+			agytest.Think("Looking."),
+			agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "a\nb\n"}),
+			agytest.Say("Child done, with a somewhat longer answer to stream.", 12)),
+		agytest.Say("Both children finished.", 6),
+	)
+	for _, fault := range []string{"truncated-frame", "port-churn", "stream-drop"} {
+		t.Run(fault, func(t *testing.T) {
+			r := newRigPID(t, agytest.Options{Scenario: sc, ChunkDelay: 2 * time.Millisecond})
+			switch fault {
+			case "truncated-frame":
+				r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultTruncatedFrame})
+			case "stream-drop":
+				r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultDropStream, N: 3})
+			}
+			seq := r.turn("delegate")
+			if fault == "port-churn" {
+				r.ev.waitFor(t, messages.EventFunctionCall, func(ev *messages.Event) bool { return ev.Seq > seq && ev.Name != "" })
+				_, err := r.srv.Restart()
+				require.NoError(t, err)
+			}
+			root := r.s.ConversationID()
+			require.NoError(t, r.srv.WaitIdle(context.Background(), root))
+			r.ev.waitIdleAfter(t, seq)
+			var children []string
+			for _, c := range r.srv.Conversations() {
+				if c != root {
+					children = append(children, c)
+				}
+			}
+			require.Len(t, children, 2)
+			for _, child := range children {
+				r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
+				itemsOnce(t, r.srv, child, r.ev.all())
+			}
+			itemsOnce(t, r.srv, root, r.ev.all())
+		})
+	}
+}
