@@ -30,11 +30,14 @@ type poller struct {
 	mode   ReadMode
 	t      *tasks
 
-	streamUp   bool
-	busy       bool
-	readNow    bool // a ReadNow came while a read was running
-	tickArmed  bool
-	owesStatus bool // a read with the run status is due (after ReadNow) and none succeeded yet
+	streamUp  bool
+	busy      bool
+	readNow   bool // a ReadNow came while a read was running
+	tickArmed bool
+	// Reads with the run status owed after a ReadNow: due counts the
+	// ReadNows, paid the last one a successful read with status began
+	// after. A read already running when a ReadNow arrives does not pay it.
+	due, paid int
 }
 
 // pollTick and pollDone are the poller's own messages.
@@ -42,6 +45,7 @@ type pollTick struct{}
 
 type pollDone struct {
 	withStatus bool
+	due        int // the ReadNows counted when the read began
 	err        error
 }
 
@@ -53,7 +57,7 @@ func newPoller(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg
 // the stream up reads only on request).
 func (p *poller) interval() time.Duration {
 	switch {
-	case p.owesStatus || !p.streamUp || p.mode == ReadPoll:
+	case p.owes() || !p.streamUp || p.mode == ReadPoll:
 		return p.cfg.PollFast
 	case p.mode == ReadStream:
 		return 0
@@ -66,7 +70,7 @@ func (p *poller) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		p.t = newTasks(p.wg, ctx.ActorSystem().Root)
-		p.owesStatus = true
+		p.due++
 		p.poll(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		p.t.stop()
@@ -77,7 +81,7 @@ func (p *poller) Receive(ctx actor.Context) {
 		if m.Gen != p.gen {
 			return
 		}
-		p.owesStatus = true
+		p.due++
 		if p.busy {
 			p.readNow = true
 			return
@@ -97,8 +101,8 @@ func (p *poller) Receive(ctx actor.Context) {
 		if m.err != nil && (errors.Is(m.err, rpc.ErrPortGone) || errors.Is(m.err, rpc.ErrTrajectoryNotFound)) {
 			fail("poller", m.err)
 		}
-		if m.err == nil && m.withStatus {
-			p.owesStatus = false
+		if m.err == nil && m.withStatus && m.due > p.paid {
+			p.paid = m.due
 		}
 		if p.readNow {
 			// A read that began before the ReadNow may have read the steps
@@ -110,6 +114,9 @@ func (p *poller) Receive(ctx actor.Context) {
 		p.arm(ctx)
 	}
 }
+
+// owes reports whether a read with the run status is due.
+func (p *poller) owes() bool { return p.due > p.paid }
 
 func (p *poller) arm(ctx actor.Context) {
 	if d := p.interval(); !p.tickArmed && d > 0 {
@@ -130,14 +137,15 @@ func (p *poller) poll(ctx actor.Context) {
 	p.busy = true
 	// The status costs two more calls: read it while the stream is down (or
 	// in poll mode), and when a read after IDLE is owed.
-	withStatus := p.owesStatus || !p.streamUp || p.mode == ReadPoll
+	withStatus := p.owes() || !p.streamUp || p.mode == ReadPoll
+	due := p.due
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
 		status, steps, err := readSnapshot(c, p.client, p.conv, withStatus)
 		if err == nil {
 			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
-		p.t.send(self, &pollDone{withStatus: withStatus, err: err})
+		p.t.send(self, &pollDone{withStatus: withStatus, due: due, err: err})
 	})
 }
 

@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -583,5 +584,24 @@ func TestSubagentsMirroredAcrossFaults(t *testing.T) {
 			}
 			itemsOnce(t, r.srv, root, r.ev.all())
 		})
+	}
+}
+
+// A stream that drops at any point of a turn, even right around agy's IDLE,
+// still ends the turn in idle with every item once. (Seeds that once left the
+// session stuck: a read already running when IDLE arrived paid the read owed
+// after it.)
+func TestIdleAfterStreamDropsAtEveryPoint(t *testing.T) {
+	sc := scenario(agytest.Think("Hmm."), agytest.Say("Some text that streams in a few chunks here.", 8))
+	for _, seed := range []int64{4, 8, 13, 14, 17} {
+		for n := 0; n < 6; n++ {
+			t.Run(fmt.Sprintf("seed=%d/drop-after=%d", seed, n), func(t *testing.T) {
+				r := newRig(t, agytest.Options{Scenario: sc, Seed: seed, ChunkDelay: time.Millisecond}, actors.Spec{})
+				r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultDropStreamAfter, N: n})
+				seq := r.turn("go")
+				r.ev.waitIdleAfter(t, seq)
+				itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
+			})
+		}
 	}
 }
