@@ -23,5 +23,11 @@ fuzz:
 	  done; \
 	done
 
+# The Go benchmarks, then a short fault campaign with its figures.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	$(GO) run ./cmd/agyharness bench --sessions 50 --duration 20s --seed 1 --idle-sessions 200 --json
+
+# The long campaign, for people before a release (about 11 minutes).
+soak:
+	$(GO) run ./cmd/agyharness bench --sessions 200 --duration 10m --seed 42 --json

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/cmd/agyharness/acp"
+	"github.com/agyharness/agyharness/cmd/agyharness/bench"
 )
 
 // Exit codes.
@@ -61,6 +62,7 @@ func commands() []*command {
 		serveCommand(),
 		replayCommand(),
 		acpCommand(),
+		benchCommand(),
 		versionCommand(),
 	}
 }
@@ -127,6 +129,33 @@ func exitCode(e *env, err error) int {
 
 // acpCommand runs the Agent Client Protocol adapter (package acp), which
 // owns its flags and help.
+func benchCommand() *command {
+	c := &command{
+		name:     "bench",
+		synopsis: "bench [--sessions N] [--duration D] [--seed S] [--faults LIST] [--read-mode M] [--json]",
+		summary:  "fault campaign: N fake agys, one session each, events checked against ground truth",
+		example:  "agyharness bench --sessions 50 --duration 20s --faults stream-drop,port-churn,5xx --json",
+	}
+	c.run = func(ctx context.Context, e *env, args []string) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-e.signals:
+				cancel()
+			case <-stop:
+			}
+		}()
+		if code := bench.Main(ctx, args, e.stdout, e.stderr); code != 0 {
+			return exitStatus(code)
+		}
+		return nil
+	}
+	return c
+}
+
 func acpCommand() *command {
 	c := &command{
 		name:     "acp",
