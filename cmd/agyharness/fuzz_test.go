@@ -1,0 +1,134 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+)
+
+// FuzzParseCommand: any stdin line is either refused with an error or a
+// command that passes its own checks and survives a JSON round trip.
+func FuzzParseCommand(f *testing.F) {
+	for _, seed := range []string{
+		`{"type":"turn","text":"hi"}`,
+		`{"type":"turn","text":"hi","model":"MODEL_X"}`,
+		`{"type":"resolve","elicitation_id":"c/prompt/4","action":"accept","answers":[{"question":"Q?","selected_option_ids":["1","2"],"write_in":"w"}]}`,
+		`{"type":"interrupt"}`, `{"type":"detach"}`, `{"type":"nope"}`, `{}`, `[]`, `{"type":"turn"} {}`, "\xff",
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		c, err := parseCommand(line)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("an error without a message")
+			}
+			return
+		}
+		if err := checkCommand(c); err != nil {
+			t.Fatalf("parsed but fails its checks: %v", err)
+		}
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := parseCommand(b)
+		if err != nil {
+			t.Fatalf("round trip refused: %v (%s)", err, b)
+		}
+		b2, _ := json.Marshal(again)
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("round trip changed the command:\n%s\n%s", b, b2)
+		}
+	})
+}
+
+// stubHost attaches one stub session on port 4242 and refuses the rest.
+type stubHost struct{ sess *stubSession }
+
+func (h stubHost) Attach(ctx context.Context, spec actors.Spec) (servedSession, error) {
+	if spec.Port == 4242 {
+		return h.sess, nil
+	}
+	return nil, errors.New("no agy there")
+}
+
+// stubSession refuses resolves for unknown prompts and takes the rest.
+type stubSession struct {
+	events chan *messages.Event
+	done   chan struct{}
+}
+
+func (s *stubSession) ID() string                       { return "s1" }
+func (s *stubSession) ConversationID() string           { return "c1" }
+func (s *stubSession) Port() int                        { return 4242 }
+func (s *stubSession) Events() <-chan *messages.Event   { return s.events }
+func (s *stubSession) Done() <-chan struct{}            { return s.done }
+func (s *stubSession) Err() error                       { return nil }
+func (s *stubSession) Stats() actors.Stats              { return actors.Stats{} }
+func (s *stubSession) Detach(ctx context.Context) error { return nil }
+func (s *stubSession) Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error) {
+	return nil, errors.New("not in the fuzz")
+}
+func (s *stubSession) Do(ctx context.Context, c messages.Command) error {
+	if c.Type == messages.CommandResolve {
+		return actors.ErrUnknownElicitation
+	}
+	return nil
+}
+
+// FuzzHostRequestBodies: any body on any command endpoint gets a documented
+// status, and every refusal is a JSON {"error": "..."}; nothing panics.
+func FuzzHostRequestBodies(f *testing.F) {
+	for _, seed := range []string{
+		`{"port":4242}`, `{"pid":1}`, `{"port":4242,"pid":1}`, `{"port":-1}`, `{"port":70000}`, `{"port":5,"read_mode":"x"}`,
+		`{"text":"hi"}`, `{"text":""}`, `{"action":"accept"}`, `{"action":"accept","answers":[{"selected_option_ids":["1"]}]}`,
+		`{}`, ``, `null`, `[1]`, `{"unknown":1}`, `{"text":"a"}{"text":"b"}`, strings.Repeat("x", 2<<20),
+	} {
+		for ep := byte(0); ep < 4; ep++ {
+			f.Add(ep, []byte(seed))
+		}
+	}
+	sess := &stubSession{events: make(chan *messages.Event), done: make(chan struct{})}
+	srv := newServer(serverConfig{host: stubHost{sess: sess}, token: "0123456789abcdef-token"})
+	h := srv.handler()
+	do := func(method, path string, body []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer 0123456789abcdef-token")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := do("POST", "/v1/sessions", []byte(`{"port":4242}`)); rec.Code != http.StatusCreated {
+		f.Fatalf("setup: %d %s", rec.Code, rec.Body)
+	}
+	f.Cleanup(func() {
+		close(sess.events)
+		srv.stop()
+		srv.wait()
+	})
+	paths := []string{"/v1/sessions", "/v1/sessions/s1/turns", "/v1/sessions/s1/elicitations/e1/resolve", "/v1/sessions/s1/interrupt"}
+	allowed := map[int]bool{200: true, 201: true, 202: true, 400: true, 404: true, 409: true, 413: true, 422: true, 502: true}
+	f.Fuzz(func(t *testing.T, ep byte, body []byte) {
+		rec := do("POST", paths[int(ep)%len(paths)], body)
+		if !allowed[rec.Code] {
+			t.Fatalf("status %d for %q on %s: %s", rec.Code, body, paths[int(ep)%len(paths)], rec.Body)
+		}
+		if rec.Code >= 400 {
+			var e struct {
+				Error string `json:"error"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Error == "" {
+				t.Fatalf("refusal %d is not {\"error\":...}: %s", rec.Code, rec.Body)
+			}
+		}
+	})
+}
