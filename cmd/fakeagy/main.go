@@ -8,10 +8,44 @@
 //	Language server listening on random port at <M> for HTTP
 //
 // SIGHUP restarts the server on a new port (agy's port churn) and prints the
-// lines again; SIGTERM and SIGINT stop it cleanly (exit status 0).
+// lines again; SIGTERM and SIGINT stop it cleanly (exit status 0). --log FILE
+// writes those lines to FILE instead.
+//
+// With --tui it also plays agy's terminal UI, as far as the harness needs,
+// drawn as plain text (clear and redraw on every change, read from the
+// server every --tui-refresh) on stdout, with stdin put in cbreak mode by
+// stty (so --tui needs a terminal, e.g. a tmux pane):
+//
+//	fakeagy (agy stand-in) conversation <id>
+//
+//	> what is here?                      a person's or the harness's turn
+//	Let me look at the workspace first.  the assistant's text
+//	$ ls -la                             a command, then its output
+//	? Which part should I focus on? -> The tests
+//	* Reading /workspace/main.go         another tool
+//
+//	-- running --                        the cascade's run status
+//	+-- agy asks --------------------------------
+//	| Allow command ls -la? [y/n]        a permission prompt; a question
+//	+--------------------------------------------  lists options 1) 2) ...
+//	> _                                  the line being typed
+//
+// Keys: typed text and Enter send a turn as a person in agy's terminal
+// (agytest.Server.TypeTurn). While a prompt widget is drawn it takes the
+// keyboard: y or n answers a permission, a digit picks that option of a
+// single question (agytest.Server.AnswerFromTerminal), and Escape closes the
+// widget without answering (the prompt stays open over RPC). Ctrl-C,
+// SIGINT and SIGTERM exit and restore the terminal.
+//
+// The quirk the harness relies on: a prompt answered over RPC leaves its
+// widget drawn, marked "(prompt answered elsewhere - Esc to close)", until
+// Escape closes it, as agy's own TUI keeps it open; a prompt that opens
+// meanwhile is drawn once the stale widget is closed.
 package main
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -25,13 +59,13 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "fakeagy:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string, stderr io.Writer) error {
+func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fakeagy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", "", "scenario JSON file (default: the built-in default scenario)")
@@ -41,11 +75,26 @@ func run(args []string, stderr io.Writer) error {
 	csrf := fs.String("csrf-token", "", "require this x-codeium-csrf-token on every call")
 	host := fs.String("host", "127.0.0.1", "loopback address to listen on")
 	verbose := fs.Bool("v", false, "log server activity to stderr")
+	tuiMode := fs.Bool("tui", false, "draw agy's terminal UI on stdout and take keys on stdin (needs a terminal)")
+	refresh := fs.Duration("tui-refresh", 50*time.Millisecond, "how often --tui reads the server for changes")
+	logFile := fs.String("log", "", "write the log lines to this file instead of stderr")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *refresh <= 0 {
+		return fmt.Errorf("--tui-refresh %v: must be positive", *refresh)
+	}
+	logw := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		logw = f
 	}
 	opts := agytest.Options{
 		Seed:          *seed,
@@ -62,7 +111,15 @@ func run(args []string, stderr io.Writer) error {
 		opts.Scenario = sc
 	}
 	if *verbose {
-		opts.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		opts.Logger = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	var tty *cbreak
+	if *tuiMode {
+		var err error
+		if tty, err = enterCbreak(stdin); err != nil {
+			return fmt.Errorf("--tui: %w", err)
+		}
+		defer tty.restore()
 	}
 	srv, err := agytest.NewServer(opts)
 	if err != nil {
@@ -74,16 +131,44 @@ func run(args []string, stderr io.Writer) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	printPorts(stderr, srv)
-	fmt.Fprintf(stderr, "fakeagy: conversation %s\n", srv.ConversationID())
-	for sig := range sigs {
-		if sig != syscall.SIGHUP {
-			break
+	printPorts(logw, srv)
+	fmt.Fprintf(logw, "fakeagy: conversation %s\n", srv.ConversationID())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var tuiDone chan error
+	if tty != nil {
+		term := newTerminal(srv, stdout, *refresh)
+		term.header = "fakeagy (agy stand-in) conversation " + srv.ConversationID()
+		term.height = tty.rows
+		tuiDone = make(chan error, 1)
+		go func() { tuiDone <- term.run(ctx, stdin) }()
+	}
+wait:
+	for {
+		select {
+		case sig := <-sigs:
+			if sig != syscall.SIGHUP {
+				break wait
+			}
+			if _, err := srv.Restart(); err != nil {
+				return fmt.Errorf("restart: %w", err)
+			}
+			printPorts(logw, srv)
+		case err := <-tuiDone:
+			tuiDone = nil
+			if err != nil && !errors.Is(err, errQuit) {
+				return err
+			}
+			break wait
 		}
-		if _, err := srv.Restart(); err != nil {
-			return fmt.Errorf("restart: %w", err)
-		}
-		printPorts(stderr, srv)
+	}
+	cancel()
+	if tuiDone != nil {
+		<-tuiDone
+	}
+	if tty != nil {
+		fmt.Fprintln(stdout)
 	}
 	done := make(chan struct{})
 	go func() {

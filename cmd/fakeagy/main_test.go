@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"syscall"
@@ -152,8 +153,8 @@ func TestProcessRestartsOnSIGHUP(t *testing.T) {
 
 func TestRunRejectsBadFlags(t *testing.T) {
 	var stderr bytes.Buffer
-	assert.Error(t, run([]string{"--no-such-flag"}, &stderr))
-	assert.Error(t, run([]string{"extra"}, &stderr))
-	assert.Error(t, run([]string{"--scenario", filepath.Join(t.TempDir(), "missing.json")}, &stderr))
-	assert.Error(t, run([]string{"--host", "192.0.2.1"}, &stderr))
+	assert.Error(t, run([]string{"--no-such-flag"}, nil, io.Discard, &stderr))
+	assert.Error(t, run([]string{"extra"}, nil, io.Discard, &stderr))
+	assert.Error(t, run([]string{"--scenario", filepath.Join(t.TempDir(), "missing.json")}, nil, io.Discard, &stderr))
+	assert.Error(t, run([]string{"--host", "192.0.2.1"}, nil, io.Discard, &stderr))
 }
