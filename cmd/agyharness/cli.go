@@ -127,8 +127,28 @@ func exitCode(e *env, err error) int {
 	}
 }
 
-// acpCommand runs the Agent Client Protocol adapter (package acp), which
-// owns its flags and help.
+// untilSignal runs main with a context that the first signal cancels, and
+// turns its exit code into the command's result.
+func untilSignal(ctx context.Context, e *env, main func(context.Context) int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-e.signals:
+			cancel()
+		case <-stop:
+		}
+	}()
+	if code := main(ctx); code != 0 {
+		return exitStatus(code)
+	}
+	return nil
+}
+
+// benchCommand runs the fault campaign (package bench), which owns its
+// flags and help.
 func benchCommand() *command {
 	c := &command{
 		name:     "bench",
@@ -137,25 +157,13 @@ func benchCommand() *command {
 		example:  "agyharness bench --sessions 50 --duration 20s --faults stream-drop,port-churn,5xx --json",
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			select {
-			case <-e.signals:
-				cancel()
-			case <-stop:
-			}
-		}()
-		if code := bench.Main(ctx, args, e.stdout, e.stderr); code != 0 {
-			return exitStatus(code)
-		}
-		return nil
+		return untilSignal(ctx, e, func(ctx context.Context) int { return bench.Main(ctx, args, e.stdout, e.stderr) })
 	}
 	return c
 }
 
+// acpCommand runs the Agent Client Protocol adapter (package acp), which
+// owns its flags and help.
 func acpCommand() *command {
 	c := &command{
 		name:     "acp",
@@ -165,21 +173,7 @@ func acpCommand() *command {
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		// The adapter stops when its context ends: the first signal ends it.
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stop := make(chan struct{})
-		defer close(stop)
-		go func() {
-			select {
-			case <-e.signals:
-				cancel()
-			case <-stop:
-			}
-		}()
-		if code := acp.Main(ctx, args, e.stdin, e.stdout, e.stderr); code != 0 {
-			return exitStatus(code)
-		}
-		return nil
+		return untilSignal(ctx, e, func(ctx context.Context) int { return acp.Main(ctx, args, e.stdin, e.stdout, e.stderr) })
 	}
 	return c
 }
