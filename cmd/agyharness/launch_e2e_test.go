@@ -14,40 +14,129 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestLaunchUnderTmux launches a stand-in for agy in tmux: a script that
-// runs cmd/fakeagy in the background and records the keys its terminal
-// receives, so the test sees both the PID discovery under the pane and the
-// key that closes an answered prompt in agy's TUI.
-func TestLaunchUnderTmux(t *testing.T) {
+// launched is "agyharness launch --json" running fakeagy --tui, agy's
+// stand-in with a terminal UI, in the tmux session "main" on a private
+// tmux server.
+type launched struct {
+	*attached
+	pane *tmuxPane
+	log  string // fakeagy's log lines
+}
+
+func startLaunch(t *testing.T, harnessArgs ...string) *launched {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (.ci/run installs it)")
 	}
 	fake := buildBinary(t, "cmd/fakeagy")
-	dir := t.TempDir()
-	keys := filepath.Join(dir, "keys.txt")
-	script := filepath.Join(dir, "agy.sh")
-	require.NoError(t, os.WriteFile(script, []byte(fmt.Sprintf(`#!/bin/sh
-%q --seed 5 --chunk-delay 2ms "$@" 2>%q &
-stty -icanon -echo min 1
-exec cat -v > %q
-`, fake, filepath.Join(dir, "fake.log"), keys)), 0o700))
-	socket := fmt.Sprintf("agyharness-launch-%d-%d", os.Getpid(), time.Now().UnixNano())
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	pane := &tmuxPane{t: t, socket: fmt.Sprintf("agyharness-launch-%d-%d", os.Getpid(), time.Now().UnixNano())}
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", pane.socket, "kill-server").Run() })
+	args := append([]string{"launch", "--json", "--tmux-socket", pane.socket, "--tmux-session", "main", "--agy", fake}, harnessArgs...)
+	log := filepath.Join(t.TempDir(), "fakeagy.log")
+	args = append(args, "--", "--tui", "--seed", "5", "--chunk-delay", "2ms", "--prompt-timeout", "-1s", "--log", log)
+	l := &launched{attached: startAttachArgs(t, args...), pane: pane, log: log}
+	l.waitScreen("agy's TUI is up", func(s string) bool { return strings.Contains(s, "-- idle --") })
+	return l
+}
 
-	a := startAttachArgs(t, "launch", "--json", "--tmux-socket", socket, "--tmux-session", "launched", "--agy", script)
-	a.send(messages.Command{Type: messages.CommandTurn, Text: "Show me what you can do"})
-	perm := a.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
+// visible is the pane's screen as a person sees it now (no scrollback: a
+// redraw may push the old screen there), or the error of tmux (e.g. before
+// the harness has started the tmux server).
+func (p *tmuxPane) visible() string {
+	out, err := exec.Command("tmux", "-L", p.socket, "capture-pane", "-p", "-t", "main").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(tmux capture-pane: %v: %s)", err, out)
+	}
+	return string(out)
+}
+
+func (l *launched) waitScreen(what string, ok func(screen string) bool) {
+	l.t.Helper()
+	if !assert.Eventually(l.t, func() bool { return ok(l.pane.visible()) }, wait, 20*time.Millisecond) {
+		b, _ := os.ReadFile(l.log)
+		l.t.Fatalf("the pane never showed %s:\n%s\nfakeagy's log:\n%s", what, l.pane.visible(), b)
+	}
+}
+
+func shows(parts ...string) func(string) bool {
+	return func(s string) bool {
+		for _, p := range parts {
+			if !strings.Contains(s, p) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func showsNone(parts ...string) func(string) bool {
+	return func(s string) bool {
+		for _, p := range parts {
+			if strings.Contains(s, p) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// TestLaunchUnderTmux launches fakeagy --tui in tmux: the harness finds its
+// language server by the pane's PID, prompts answered over JSON close in
+// agy's TUI by the harness's Escape (else they stay drawn, as agy's do), and
+// a turn a person types in the pane comes out as a terminal user_message.
+func TestLaunchUnderTmux(t *testing.T) {
+	l := startLaunch(t)
+
+	l.send(messages.Command{Type: messages.CommandTurn, Text: "Show me what you can do"})
+	perm := l.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
 	require.Equal(t, messages.KindPermission, perm.Kind)
-	a.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionAccept})
-	a.er.until(wait, "permission resolved", isType(messages.EventElicitationResolved))
-	require.Eventually(t, func() bool {
-		b, _ := os.ReadFile(keys)
-		return strings.Contains(string(b), "^[")
-	}, wait, 10*time.Millisecond, "Escape reached agy's terminal")
+	l.waitScreen("the permission widget", shows("| Allow command ls -la? [y/n]"))
+	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionAccept})
+	res := l.er.until(wait, "permission resolved", isType(messages.EventElicitationResolved))
+	assert.Equal(t, messages.ByHarness, res.By)
+	l.waitScreen("no permission widget after the harness's Escape", showsNone("[y/n]", "answered elsewhere"))
 
-	a.send(`{"type":"detach"}`)
-	assert.Equal(t, 0, a.exit(wait), "stderr:\n%s", a.stderr.String())
-	assert.Contains(t, a.stderr.String(), "tmux session launched")
-	err := exec.Command("tmux", "-L", socket, "has-session", "-t", "=launched").Run()
+	q := l.er.until(wait, "question prompt", isType(messages.EventElicitationRequest))
+	require.Equal(t, messages.KindQuestion, q.Kind)
+	l.waitScreen("the question widget", shows("| Which part should I focus on?", "|   3) The tests"))
+	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: q.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{SelectedOptionIDs: []string{"3"}}}})
+	l.er.until(wait, "question resolved", isType(messages.EventElicitationResolved))
+	l.er.until(wait, "idle", isStatus("idle"))
+	l.waitScreen("no open widget, the answer in the conversation",
+		func(s string) bool {
+			return shows("? Which part should I focus on? -> The tests", "-- idle --")(s) && showsNone("agy asks", "answered elsewhere")(s)
+		})
+
+	l.pane.keys("hello from the pane", "Enter")
+	typed := l.er.until(wait, "the typed turn", isType(messages.EventUserMessage))
+	assert.Equal(t, "hello from the pane", typed.Text)
+	assert.Equal(t, messages.OriginTerminal, typed.Origin)
+
+	l.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
+	assert.Contains(t, l.stderr.String(), "tmux session main")
+	err := exec.Command("tmux", "-L", l.pane.socket, "has-session", "-t", "=main").Run()
 	assert.Error(t, err, "the harness's tmux session is gone after it exits")
+}
+
+// TestLaunchWithoutCloseKeyLeavesTheWidget shows why the harness sends
+// Escape: without it, a prompt answered over JSON stays drawn in agy's TUI
+// until a person closes it.
+func TestLaunchWithoutCloseKeyLeavesTheWidget(t *testing.T) {
+	l := startLaunch(t, "--close-prompt-key", "")
+
+	l.send(messages.Command{Type: messages.CommandTurn, Text: "Show me what you can do"})
+	perm := l.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
+	l.waitScreen("the permission widget", shows("| Allow command ls -la? [y/n]"))
+	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionAccept})
+	l.er.until(wait, "question prompt", isType(messages.EventElicitationRequest))
+	l.waitScreen("the stale permission widget", shows("| Allow command ls -la? [y/n]", "| (prompt answered elsewhere - Esc to close)"))
+
+	l.pane.keys("Escape")
+	l.waitScreen("the question once the person closed the stale widget",
+		func(s string) bool { return shows("|   1) The Go code")(s) && showsNone("[y/n]")(s) })
+
+	l.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
 }
