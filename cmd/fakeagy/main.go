@@ -78,6 +78,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	tuiMode := fs.Bool("tui", false, "draw agy's terminal UI on stdout and take keys on stdin (needs a terminal)")
 	refresh := fs.Duration("tui-refresh", 50*time.Millisecond, "how often --tui reads the server for changes")
 	logFile := fs.String("log", "", "write the log lines to this file instead of stderr")
+	multi := addMultiFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -112,6 +113,12 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	}
 	if *verbose {
 		opts.Logger = slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if multi.servers > 0 {
+		if *tuiMode {
+			return fmt.Errorf("--servers and --tui do not go together")
+		}
+		return runServers(multi, opts, stdin, stdout)
 	}
 	var tty *cbreak
 	if *tuiMode {

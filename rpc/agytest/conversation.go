@@ -98,6 +98,11 @@ func (c *conversation) appendLocked(f *fakeStep) int {
 func (c *conversation) touchLocked(idx int) {
 	f := c.steps[idx]
 	f.rev++
+	if c.srv.opts.RecordTimes {
+		if v, ok := liveTextVersion(c.id, idx, f); ok {
+			c.srv.timing.changed(v, time.Now())
+		}
+	}
 	delete(c.lag, idx)
 	if !f.committed && f.step.Status.Terminal() {
 		f.committed = true

@@ -62,6 +62,10 @@ type Options struct {
 	// CancelNoop lists cancel methods that answer 200 but do not stop
 	// generation, as in agy builds where only some of them work.
 	CancelNoop []string
+	// RecordTimes records when every live planner text version changed
+	// and was first streamed (TextTimes), for latency benchmarks. It costs
+	// a map entry per version.
+	RecordTimes bool
 }
 
 // DefaultModels is the model catalog when Options.Models is nil.
@@ -149,6 +153,8 @@ type Server struct {
 	injected  map[string]int
 	ls        *listeners
 	restarted chan struct{} // closed when the current listeners go away
+
+	timing timing // frame counts; text version times when RecordTimes
 }
 
 type listeners struct {
@@ -176,6 +182,7 @@ func NewServer(opts Options) (*Server, error) {
 		injected:  map[string]int{},
 		restarted: make(chan struct{}),
 	}
+	s.timing.versions = map[TextVersion]VersionTimes{}
 	s.mu.Lock()
 	c := s.newRootLocked()
 	s.active = c.id

@@ -153,6 +153,8 @@ type streamState struct {
 	// the lag timer fires.
 	lagSeen map[int]bool
 	lagDue  map[int]bool
+	// carried: the text versions of the frame being built (RecordTimes).
+	carried []TextVersion
 }
 
 // next builds the next frame from what changed, or nil when nothing did.
@@ -186,6 +188,7 @@ func (st *streamState) next(force bool) []byte {
 	u.ConversationID, u.TrajectoryID, u.Status = c.id, c.trajectoryID, c.status
 	n := len(c.steps)
 	su.TotalLength = n
+	st.carried = st.carried[:0]
 	var idxs []int
 	if full {
 		for i := range n {
@@ -210,6 +213,11 @@ func (st *streamState) next(force bool) []byte {
 		}
 		su.Indices = append(su.Indices, i)
 		su.Steps = append(su.Steps, c.steps[i].wire(true))
+		if st.srv.opts.RecordTimes {
+			if v, ok := liveTextVersion(c.id, i, c.steps[i]); ok {
+				st.carried = append(st.carried, v)
+			}
+		}
 	}
 	c.mu.Unlock()
 	if len(su.Steps) == 0 && !statusDirty && !full {
@@ -255,11 +263,19 @@ func (st *streamState) write(payload []byte) bool {
 		_ = st.rc.Flush()
 		st.abort()
 	}
+	// The write time is taken before the write: the frame's latency
+	// includes the server's own write and flush.
+	at := time.Now()
 	if err := rpc.WriteEnvelope(st.w, 0, payload); err != nil {
 		return false
 	}
 	if err := st.rc.Flush(); err != nil {
 		return false
+	}
+	s.timing.frames.Add(1)
+	s.timing.frameBytes.Add(int64(len(payload)))
+	if s.opts.RecordTimes {
+		s.timing.written(st.carried, at)
 	}
 	st.frames++
 	if st.dropAt >= 0 && st.frames >= st.dropAt {

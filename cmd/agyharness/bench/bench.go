@@ -7,8 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -57,6 +60,29 @@ type Options struct {
 	// IdleSessions, when > 0, measures heap and goroutines per idle session
 	// by attaching that many extra sessions to idle fakes.
 	IdleSessions int
+	// PollSessions of the Sessions read poll-only (the last ones), the
+	// others ReadMode: their latency is reported apart (poll_latency_*).
+	PollSessions int
+	// TurnKinds are the kinds of turn the drivers draw from (turnKinds
+	// when empty; "essay" is a long answer of ~7 KB streamed in 100 chunks).
+	TurnKinds []string
+	// ExternalFakes runs the fakes in a separate fakeagy process (--servers
+	// N): this process's CPU and heap are then the harness's alone. Faults
+	// and the ground-truth checks need the fakes in this process: with
+	// external fakes Faults must be empty and the checks are skipped.
+	ExternalFakes bool
+	// Fakeagy is the fakeagy binary for ExternalFakes; "" builds it from
+	// this module with the go command.
+	Fakeagy string
+	// FrameCost measures the cost of one frame as the trajectory grows
+	// (frame_cost_ns, frame_cost_ratio_1000_vs_10).
+	FrameCost bool
+	// FrameCostFrames is how many frames each of the 3 rounds per length
+	// applies. 0 means 20,000.
+	FrameCostFrames int
+	// CPUProfile, when set, is a file that receives a pprof CPU profile of
+	// this process over the campaign (not the idle or frame-cost parts).
+	CPUProfile string
 	// Logger receives the host's and the campaign's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -87,15 +113,42 @@ type Result struct {
 	GoroutinesBefore     int            `json:"goroutines_before"`
 	GoroutinesAfter      int            `json:"goroutines_after"`
 	Events               int            `json:"events"`
-	LatencyP50Ms         float64        `json:"latency_p50_ms"`
-	LatencyP99Ms         float64        `json:"latency_p99_ms"`
-	LatencyMaxMs         float64        `json:"latency_max_ms"`
-	HarnessCPUS          float64        `json:"harness_cpu_s"`
-	CPUUsPerEvent        float64        `json:"cpu_us_per_event"`
-	HeapBytesPerIdle     *float64       `json:"heap_bytes_per_idle_session,omitempty"`
-	GoroutinesPerIdle    *float64       `json:"goroutines_per_idle_session,omitempty"`
-	Problems             []string       `json:"problems,omitempty"`
-	problemsDropped      int
+	// ExternalFakes: the fakes ran in a fakeagy process; GroundTruthChecked
+	// is false then (lost, out_of_order and prompt checks did not run).
+	ExternalFakes      bool `json:"external_fakes"`
+	GroundTruthChecked bool `json:"ground_truth_checked"`
+	PollSessions       int  `json:"poll_sessions"`
+	// Latency from the fake to the consumer, on text deltas (see
+	// docs/PERFORMANCE.md): streaming sessions from the frame's write,
+	// poll-only sessions from the step's change.
+	LatencyP50Ms       float64 `json:"latency_p50_ms"`
+	LatencyP99Ms       float64 `json:"latency_p99_ms"`
+	LatencyMaxMs       float64 `json:"latency_max_ms"`
+	LatencySamples     int     `json:"latency_samples"`
+	PollLatencyP50Ms   float64 `json:"poll_latency_p50_ms"`
+	PollLatencyP99Ms   float64 `json:"poll_latency_p99_ms"`
+	PollLatencyMaxMs   float64 `json:"poll_latency_max_ms"`
+	PollLatencySamples int     `json:"poll_latency_samples"`
+	// InternalLatency is arrival minus the event's Time (when the harness
+	// read the frame): the harness's own share, every event, every session.
+	InternalLatencyP50Ms float64 `json:"internal_latency_p50_ms"`
+	InternalLatencyP99Ms float64 `json:"internal_latency_p99_ms"`
+	// Frames are the stream data frames the fakes wrote during the campaign.
+	Frames        int64   `json:"frames"`
+	FrameBytesAvg float64 `json:"frame_bytes_avg"`
+	FramesPerS    float64 `json:"frames_per_s"`
+	HarnessCPUS   float64 `json:"harness_cpu_s"`
+	// CPUIncludesFakes: the fakes ran in this process, so the CPU figures
+	// include theirs (upper bounds).
+	CPUIncludesFakes  bool               `json:"cpu_includes_fakes"`
+	CPUUsPerFrame     float64            `json:"cpu_us_per_frame"`
+	CPUUsPerEvent     float64            `json:"cpu_us_per_event"`
+	HeapBytesPerIdle  *float64           `json:"heap_bytes_per_idle_session,omitempty"`
+	GoroutinesPerIdle *float64           `json:"goroutines_per_idle_session,omitempty"`
+	FrameCostNs       map[string]float64 `json:"frame_cost_ns,omitempty"`
+	FrameCostRatio    *float64           `json:"frame_cost_ratio_1000_vs_10,omitempty"`
+	Problems          []string           `json:"problems,omitempty"`
+	problemsDropped   int
 }
 
 // Failed says whether the campaign found a fault in the harness: anything
@@ -134,6 +187,20 @@ func (o Options) normalized() (Options, error) {
 	case "", actors.ReadBoth, actors.ReadStream, actors.ReadPoll:
 	default:
 		return o, fmt.Errorf("bench: unknown read mode %q (stream, poll or both)", o.ReadMode)
+	}
+	if o.PollSessions < 0 || o.PollSessions > o.Sessions {
+		return o, fmt.Errorf("bench: --poll-sessions must be between 0 and --sessions (%d), got %d", o.Sessions, o.PollSessions)
+	}
+	if o.IdleSessions < 0 {
+		return o, fmt.Errorf("bench: --idle-sessions must not be negative, got %d", o.IdleSessions)
+	}
+	for _, k := range o.TurnKinds {
+		if !slices.Contains(allTurnKinds, k) {
+			return o, fmt.Errorf("bench: unknown turn kind %q (known: %s)", k, strings.Join(allTurnKinds, ", "))
+		}
+	}
+	if o.ExternalFakes && len(o.Faults) > 0 {
+		return o, fmt.Errorf("bench: --external-fakes needs --faults none (faults are injected into in-process fakes)")
 	}
 	if o.ChunkDelay == 0 {
 		o.ChunkDelay = 2 * time.Millisecond
@@ -179,15 +246,45 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Seed: o.Seed, Sessions: o.Sessions, ReadMode: string(o.ReadMode),
-		FaultsInjected: map[string]int{}, Restarts: map[string]int{}}
+		FaultsInjected: map[string]int{}, Restarts: map[string]int{},
+		ExternalFakes: o.ExternalFakes, GroundTruthChecked: !o.ExternalFakes,
+		CPUIncludesFakes: !o.ExternalFakes, PollSessions: o.PollSessions}
 	if res.ReadMode == "" {
 		res.ReadMode = string(actors.ReadBoth)
 	}
 	res.GoroutinesBefore = runtime.NumGoroutine()
-	if o.IdleSessions > 0 {
-		if err := measureIdle(ctx, o, res); err != nil {
+	if o.FrameCost {
+		if err := measureFrameCost(res, o.FrameCostFrames); err != nil {
 			return nil, err
 		}
+	}
+	var ext *externalFakes
+	if o.ExternalFakes {
+		if ext, err = startExternalFakes(ctx, o, o.Sessions+o.IdleSessions); err != nil {
+			return nil, err
+		}
+	}
+	if o.IdleSessions > 0 {
+		var idle []fake
+		if ext != nil {
+			idle = ext.fakes[o.Sessions:]
+		}
+		if err := measureIdle(ctx, o, res, idle); err != nil {
+			if ext != nil {
+				ext.kill()
+			}
+			return nil, err
+		}
+	}
+	stopProfile := func() {}
+	if o.CPUProfile != "" {
+		if stopProfile, err = startCPUProfile(o.CPUProfile); err != nil {
+			if ext != nil {
+				ext.kill()
+			}
+			return nil, err
+		}
+		defer stopProfile()
 	}
 	cpuBefore := cpuTime()
 	start := time.Now()
@@ -211,9 +308,23 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if len(o.Faults) > 0 {
 			fault = o.Faults[i%len(o.Faults)]
 		}
-		d, err := newDriver(ctx, host, o, sc, i, fault)
+		mode := o.ReadMode
+		if i >= o.Sessions-o.PollSessions {
+			mode = actors.ReadPoll
+		}
+		var f fake
+		if ext != nil {
+			f = ext.fakes[i]
+		} else if f, err = startFake(o, sc, i); err != nil {
+			cleanup()
+			return nil, err
+		}
+		d, err := newDriver(ctx, host, o, f, i, fault, mode)
 		if err != nil {
 			cleanup()
+			if ext != nil {
+				ext.kill()
+			}
 			return nil, err
 		}
 		drivers = append(drivers, d)
@@ -226,6 +337,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		wg.Go(func() { d.drive(ctx, deadline) })
 	}
 	wg.Wait()
+	driven := time.Since(start)
 
 	// Let every session catch up with its fake before judging it.
 	settle := time.Now().Add(o.Settle)
@@ -239,8 +351,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			res.Restarts[k] += n
 		}
 		res.Rebinds += st.Rebinds
-		for k, n := range d.srv.FaultsInjected() {
-			res.FaultsInjected[k] += n
+		if d.srv != nil {
+			for k, n := range d.srv.FaultsInjected() {
+				res.FaultsInjected[k] += n
+			}
 		}
 	}
 	if res.problemsDropped > 0 {
@@ -249,16 +363,80 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cleanup()
 	res.DurationS = time.Since(start).Seconds()
 	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()
+	stopProfile()
+
+	var frameBytes int64
+	var times map[agytest.TextVersion]agytest.VersionTimes
+	if ext != nil {
+		if res.Frames, frameBytes, times, err = ext.stop(); err != nil {
+			return nil, err
+		}
+	}
+	var lat, streamLat, pollLat []time.Duration
+	for _, d := range drivers {
+		lat = append(lat, d.latencies...)
+		dt := times
+		if d.srv != nil {
+			fr, b := d.srv.FramesWritten()
+			res.Frames += fr
+			frameBytes += b
+			dt = d.srv.TextTimes()
+		}
+		if d.mode == actors.ReadPoll {
+			pollLat = append(pollLat, fakeLatencies(d, dt)...)
+		} else {
+			streamLat = append(streamLat, fakeLatencies(d, dt)...)
+		}
+	}
+	if res.Frames > 0 {
+		res.FrameBytesAvg = float64(frameBytes) / float64(res.Frames)
+		res.CPUUsPerFrame = res.HarnessCPUS * 1e6 / float64(res.Frames)
+		res.FramesPerS = float64(res.Frames) / driven.Seconds()
+	}
 	if res.Events > 0 {
 		res.CPUUsPerEvent = res.HarnessCPUS * 1e6 / float64(res.Events)
 	}
-	var lat []time.Duration
-	for _, d := range drivers {
-		lat = append(lat, d.latencies...)
-	}
-	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(lat)
+	res.InternalLatencyP50Ms, res.InternalLatencyP99Ms, _ = percentiles(lat)
+	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(streamLat)
+	res.LatencySamples = len(streamLat)
+	res.PollLatencyP50Ms, res.PollLatencyP99Ms, res.PollLatencyMaxMs = percentiles(pollLat)
+	res.PollLatencySamples = len(pollLat)
 	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
 	return res, nil
+}
+
+// startCPUProfile profiles this process into path until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("bench: cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// measureFrameCost fills frame_cost_ns and frame_cost_ratio_1000_vs_10.
+func measureFrameCost(res *Result, frames int) error {
+	if frames <= 0 {
+		frames = 20_000
+	}
+	costs, err := frameCost(frames, 3)
+	if err != nil {
+		return err
+	}
+	res.FrameCostNs = map[string]float64{}
+	for n, ns := range costs {
+		res.FrameCostNs[strconv.Itoa(n)] = ns
+	}
+	ratio := costs[1000] / costs[10]
+	res.FrameCostRatio = &ratio
+	return nil
 }
 
 // settleGoroutines waits, up to limit, for the goroutine count to fall back
@@ -275,8 +453,8 @@ func settleGoroutines(before int, limit time.Duration) int {
 	}
 }
 
-// cpuTime is the whole process's user+system CPU time. The fakes run in
-// this process, so it includes theirs.
+// cpuTime is the whole process's user+system CPU time (the fakes' too
+// unless they are external).
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
@@ -295,37 +473,46 @@ func percentiles(d []time.Duration) (p50, p99, max float64) {
 }
 
 // measureIdle attaches n sessions to n idle fakes and reports the heap and
-// goroutines they add per session. The fakes are started (and measured)
-// first, so the difference is the harness's own.
-func measureIdle(ctx context.Context, o Options, res *Result) error {
+// goroutines they add per session. In-process fakes are started (and
+// measured) first, so the difference is the harness's own plus the fakes'
+// per-connection share (the server side of each session's connection);
+// external fakes (given in ext) leave only the harness's.
+func measureIdle(ctx context.Context, o Options, res *Result, ext []fake) error {
 	n := o.IdleSessions
-	host := actors.NewHost(hostConfig(o.Logger))
-	var srvs []*agytest.Server
+	// The actors' default intervals, as an embedder runs them: the
+	// campaign's millisecond intervals would make 1,000 idle sessions poll
+	// thousands of times a second.
+	host := actors.NewHost(actors.Config{Logger: o.Logger})
+	var fakes []fake
 	// Every session's Events channel must be read: the host's Shutdown
 	// waits for each session's queued events to be received.
 	var drains sync.WaitGroup
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := host.Shutdown(sctx); err != nil {
 			res.problem("idle host shutdown: %v", err)
 		}
 		drains.Wait()
-		for _, s := range srvs {
-			_ = s.Close()
+		for _, f := range fakes {
+			f.close()
 		}
 	}()
-	for i := range n {
-		srv, err := agytest.NewServer(agytest.Options{Seed: o.Seed + int64(o.Sessions+i)})
-		if err != nil {
-			return fmt.Errorf("bench: idle fake %d: %w", i, err)
+	if ext != nil {
+		fakes = ext
+	} else {
+		for i := range n {
+			srv, err := agytest.NewServer(agytest.Options{Seed: o.Seed + int64(o.Sessions+i)})
+			if err != nil {
+				return fmt.Errorf("bench: idle fake %d: %w", i, err)
+			}
+			fakes = append(fakes, fake{srv: srv, port: srv.Port(), conv: srv.ConversationID()})
 		}
-		srvs = append(srvs, srv)
 	}
 	heap0, g0 := heapNow(), runtime.NumGoroutine()
-	for _, srv := range srvs {
+	for _, f := range fakes {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		s, err := host.Attach(actx, actors.Spec{Port: srv.Port(), ReadMode: o.ReadMode})
+		s, err := host.Attach(actx, actors.Spec{Port: f.port, ReadMode: o.ReadMode})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("bench: attach idle session: %w", err)
@@ -335,16 +522,19 @@ func measureIdle(ctx context.Context, o Options, res *Result) error {
 			}
 		})
 	}
-	// Sessions bind asynchronously; let the first reads finish.
-	deadline := time.Now().Add(10 * time.Second)
+	// Sessions bind asynchronously, then read once and go idle: wait for
+	// every session's first idle status (an idle agy reports idle).
+	deadline := time.Now().Add(time.Minute)
 	for _, s := range host.Sessions() {
-		for s.Port() == 0 && time.Now().Before(deadline) {
+		for s.Stats().Events == 0 && time.Now().Before(deadline) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	heap1, g1 := heapNow(), runtime.NumGoroutine()
+	// The consumers' goroutines (one per session, above) are the
+	// embedder's, not the harness's.
 	h := float64(int64(heap1)-int64(heap0)) / float64(n)
-	g := float64(g1-g0) / float64(n)
+	g := float64(g1-g0-n) / float64(n)
 	res.HeapBytesPerIdle, res.GoroutinesPerIdle = &h, &g
 	return nil
 }

@@ -58,13 +58,15 @@ func TestShortCampaign(t *testing.T) {
 
 func TestMainJSONAndUsage(t *testing.T) {
 	var out, errb bytes.Buffer
-	code := Main(context.Background(), []string{"--sessions", "2", "--duration", "300ms", "--seed", "3", "--faults", "stream-drop", "--idle-sessions", "2", "--json"}, &out, &errb)
+	code := Main(context.Background(), []string{"--sessions", "2", "--duration", "300ms", "--seed", "3", "--faults", "stream-drop", "--idle-sessions", "2", "--frame-cost-frames", "256", "--json"}, &out, &errb)
 	require.Contains(t, errb.String(), "seed 3")
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
 	for _, k := range []string{"sessions", "turns", "items_expected", "items_emitted", "lost", "duplicated", "out_of_order",
 		"prompts", "prompts_misdelivered", "prompts_failed_clearly", "faults_injected", "restarts", "goroutines_before",
-		"goroutines_after", "seed", "latency_p50_ms", "harness_cpu_s", "heap_bytes_per_idle_session", "goroutines_per_idle_session"} {
+		"goroutines_after", "seed", "latency_p50_ms", "latency_p99_ms", "latency_max_ms", "poll_latency_p50_ms",
+		"frames", "frames_per_s", "harness_cpu_s", "cpu_us_per_frame", "heap_bytes_per_idle_session",
+		"goroutines_per_idle_session", "frame_cost_ratio_1000_vs_10"} {
 		assert.Contains(t, got, k)
 	}
 	assert.Equal(t, 0, code, errb.String()+out.String())

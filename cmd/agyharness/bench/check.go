@@ -119,6 +119,9 @@ func (d *driver) check(res *Result) {
 		}
 	}
 
+	if d.srv == nil {
+		return // external fakes: their ground truth is in another process
+	}
 	for _, conv := range d.srv.Conversations() {
 		steps := d.srv.GroundTruth(conv)
 		want := expected(steps)

@@ -21,7 +21,7 @@ func parseArgs(args []string, stderr io.Writer) (Options, bool, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o Options
-	var faults, mode string
+	var faults, mode, kinds string
 	var asJSON bool
 	fs.IntVar(&o.Sessions, "sessions", 50, "fake language servers, one session each")
 	fs.DurationVar(&o.Duration, "duration", 20*time.Second, "how long drivers start new turns")
@@ -30,6 +30,13 @@ func parseArgs(args []string, stderr io.Writer) (Options, bool, error) {
 	fs.StringVar(&mode, "read-mode", "both", "how sessions read agy: stream, poll or both")
 	fs.DurationVar(&o.ChunkDelay, "chunk-delay", 2*time.Millisecond, "the fakes' pause between streamed changes")
 	fs.IntVar(&o.IdleSessions, "idle-sessions", 0, "also attach this many idle sessions to measure heap and goroutines per idle session")
+	fs.IntVar(&o.PollSessions, "poll-sessions", 0, "this many of the sessions (the last ones) read poll-only; their latency is reported as poll_latency_*")
+	fs.StringVar(&kinds, "turn-kinds", "", "comma list of turn kinds the drivers send ("+strings.Join(allTurnKinds, ", ")+"; default all but essay)")
+	fs.BoolVar(&o.ExternalFakes, "external-fakes", false, "run the fakes in a separate fakeagy process (needs --faults none; skips the ground-truth checks)")
+	fs.StringVar(&o.Fakeagy, "fakeagy", "", "fakeagy binary for --external-fakes (default: go build it)")
+	fs.IntVar(&o.FrameCostFrames, "frame-cost-frames", 20_000, "frames per round of the frame-cost measurement")
+	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the campaign to this file")
+	fs.BoolVar(&o.FrameCost, "frame-cost", true, "measure one frame's cost at 10, 100 and 1,000 prior steps (a few seconds)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -45,6 +52,11 @@ func parseArgs(args []string, stderr io.Writer) (Options, bool, error) {
 			if f = strings.TrimSpace(f); f != "" {
 				o.Faults = append(o.Faults, f)
 			}
+		}
+	}
+	for _, k := range strings.Split(kinds, ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			o.TurnKinds = append(o.TurnKinds, k)
 		}
 	}
 	o.ReadMode = actors.ReadMode(mode)
@@ -64,7 +76,17 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 	fmt.Fprintf(&b, "prompts: %d; misdelivered %d, failed clearly %d, unresolved %d; stuck turns %d\n", r.Prompts, r.PromptsMisdelivered, r.PromptsFailedClearly, r.PromptsUnresolved, r.StuckTurns)
 	fmt.Fprintf(&b, "faults injected: %s; restarts: %s; rebinds %d\n", kv(r.FaultsInjected), kv(r.Restarts), r.Rebinds)
 	fmt.Fprintf(&b, "goroutines: %d before, %d after\n", r.GoroutinesBefore, r.GoroutinesAfter)
-	fmt.Fprintf(&b, "events %d; latency p50 %.3fms p99 %.3fms max %.3fms; process cpu %.2fs (%.1fµs/event, fakes included)\n", r.Events, r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs, r.HarnessCPUS, r.CPUUsPerEvent)
+	fakes := "external fakes: ground truth not checked"
+	if !r.ExternalFakes {
+		fakes = "fakes in this process: CPU includes theirs"
+	}
+	fmt.Fprintf(&b, "events %d, frames %d (%.0f B avg, %.0f/s); %s\n", r.Events, r.Frames, r.FrameBytesAvg, r.FramesPerS, fakes)
+	fmt.Fprintf(&b, "latency fake->consumer: stream p50 %.3fms p99 %.3fms max %.3fms (%d deltas); poll-only p50 %.3fms p99 %.3fms (%d deltas)\n",
+		r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs, r.LatencySamples, r.PollLatencyP50Ms, r.PollLatencyP99Ms, r.PollLatencySamples)
+	fmt.Fprintf(&b, "cpu %.2fs: %.1fµs/frame, %.1fµs/event\n", r.HarnessCPUS, r.CPUUsPerFrame, r.CPUUsPerEvent)
+	if r.FrameCostRatio != nil {
+		fmt.Fprintf(&b, "frame cost: %.0fns at 10 steps, %.0fns at 100, %.0fns at 1000 (ratio %.2f)\n", r.FrameCostNs["10"], r.FrameCostNs["100"], r.FrameCostNs["1000"], *r.FrameCostRatio)
+	}
 	if r.HeapBytesPerIdle != nil {
 		fmt.Fprintf(&b, "idle session: %.0f heap bytes, %.1f goroutines\n", *r.HeapBytesPerIdle, *r.GoroutinesPerIdle)
 	}

@@ -6,4 +6,11 @@
 // session's events with the fakes' ground truth: nothing lost, nothing
 // doubled, items in step order, every answer delivered to the prompt it was
 // meant for, no goroutine left behind. See docs/RELIABILITY.md.
+//
+// The same run measures performance (docs/PERFORMANCE.md): latency from a
+// fake's frame write to the session's consumer for streaming and poll-only
+// sessions (--poll-sessions), frames per second, the harness's CPU per
+// frame (exactly its own with --external-fakes, which hosts the fakes in a
+// `fakeagy --servers N` process), heap and goroutines per idle session
+// (--idle-sessions), and one frame's cost as the trajectory grows.
 package bench

@@ -29,8 +29,10 @@ type driver struct {
 	i        int
 	turnWait time.Duration
 	fault    string
+	mode     actors.ReadMode
+	kinds    []string // turn kinds to draw from (turnKinds when empty)
 	rng      *rand.Rand
-	srv      *agytest.Server
+	srv      *agytest.Server // nil with external fakes
 	s        *actors.Session
 	reqs     chan *messages.Event // elicitation requests, for the driver
 	consum   sync.WaitGroup
@@ -39,38 +41,60 @@ type driver struct {
 	evs       []*messages.Event
 	lastIdle  uint64 // seq of the last idle status
 	wake      chan struct{}
-	latencies []time.Duration
+	latencies []time.Duration // arrival minus the event's Time (the harness's own share)
+	arrivals  []time.Time     // arrival of evs[i]
 
 	turns, turnsFailed, interrupts, stuck int
 	ended                                 bool // the session ended during the run
 	answers                               []answer
 }
 
-func newDriver(ctx context.Context, host *actors.Host, o Options, sc *agytest.Scenario, i int, fault string) (*driver, error) {
+// fake is the language server a driver's session attaches to: an
+// in-process agytest.Server, or one served by an external fakeagy process
+// (srv nil: no faults, no ground truth).
+type fake struct {
+	srv  *agytest.Server
+	port int
+	conv string
+}
+
+// startFake starts fake i of the campaign in this process.
+func startFake(o Options, sc *agytest.Scenario, i int) (fake, error) {
 	srv, err := agytest.NewServer(agytest.Options{
 		Seed:          o.Seed + int64(i),
 		Scenario:      sc,
 		ChunkDelay:    o.ChunkDelay,
 		PromptTimeout: time.Minute, // only FaultPromptTimeout expires prompts
+		RecordTimes:   true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bench: fake %d: %w", i, err)
+		return fake{}, fmt.Errorf("bench: fake %d: %w", i, err)
 	}
-	spec := actors.Spec{Port: srv.Port(), ReadMode: o.ReadMode}
+	return fake{srv: srv, port: srv.Port(), conv: srv.ConversationID()}, nil
+}
+
+func (f fake) close() {
+	if f.srv != nil {
+		_ = f.srv.Close()
+	}
+}
+
+func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int, fault string, mode actors.ReadMode) (*driver, error) {
+	spec := actors.Spec{Port: f.port, ReadMode: mode}
 	if fault == FaultPortChurn {
 		// By port a session cannot follow agy to a new one; by PID it
 		// re-discovers, as it does with agy. Only churned sessions attach
 		// by PID, since discovery probes every port of the process.
-		spec = actors.Spec{PID: os.Getpid(), ConversationID: srv.ConversationID(), ReadMode: o.ReadMode}
+		spec = actors.Spec{PID: os.Getpid(), ConversationID: f.conv, ReadMode: mode}
 	}
 	actx, cancel := context.WithTimeout(ctx, o.TurnTimeout)
 	defer cancel()
 	s, err := host.Attach(actx, spec)
 	if err != nil {
-		_ = srv.Close()
+		f.close()
 		return nil, fmt.Errorf("bench: attach session %d: %w", i, err)
 	}
-	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, rng: newRand(o.Seed, i), srv: srv, s: s,
+	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, mode: mode, kinds: o.TurnKinds, rng: newRand(o.Seed, i), srv: f.srv, s: s,
 		reqs: make(chan *messages.Event, 64), wake: make(chan struct{}, 1)}
 	slowBy := time.Duration(0)
 	if fault == FaultSlowConsumer {
@@ -86,9 +110,11 @@ func newDriver(ctx context.Context, host *actors.Host, o Options, sc *agytest.Sc
 func (d *driver) consume(ch <-chan *messages.Event, slowBy time.Duration) {
 	defer d.consum.Done()
 	for ev := range ch {
-		lat := time.Since(ev.Time)
+		now := time.Now()
+		lat := now.Sub(ev.Time)
 		d.mu.Lock()
 		d.evs = append(d.evs, ev)
+		d.arrivals = append(d.arrivals, now)
 		d.latencies = append(d.latencies, lat)
 		if ev.Type == messages.EventStatus && ev.State == messages.StateIdle && ev.ConversationID == d.s.ConversationID() {
 			d.lastIdle = ev.Seq
@@ -136,7 +162,11 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 			return
 		default:
 		}
-		kind := turnKinds[d.rng.IntN(len(turnKinds))]
+		kinds := d.kinds
+		if len(kinds) == 0 {
+			kinds = turnKinds
+		}
+		kind := kinds[d.rng.IntN(len(kinds))]
 		if d.fault == FaultPromptTimeout && d.rng.IntN(2) == 0 {
 			kind = promptKinds[d.rng.IntN(len(promptKinds))]
 		}
@@ -260,6 +290,9 @@ func (d *driver) answer(ctx context.Context, req *messages.Event) {
 // waitSettled waits, until deadline, for the events to match the ground
 // truth's item counts (trailing copies may come after idle).
 func (d *driver) waitSettled(deadline time.Time) {
+	if d.srv == nil {
+		return // external fakes: no ground truth to wait for
+	}
 	for time.Now().Before(deadline) {
 		if d.itemsMatch() {
 			return
@@ -281,5 +314,7 @@ func (d *driver) events() []*messages.Event {
 // and closes the fake.
 func (d *driver) close() {
 	d.consum.Wait()
-	_ = d.srv.Close()
+	if d.srv != nil {
+		_ = d.srv.Close()
+	}
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/agyharness/agyharness/rpc/agytest"
@@ -9,6 +10,10 @@ import (
 // turnKinds are the kinds of turn the driver sends; each matches one script
 // of campaignScenario by its keyword.
 var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent"}
+
+// allTurnKinds are every kind campaignScenario knows: turnKinds and
+// "essay", a long answer for throughput runs (--turn-kinds essay).
+var allTurnKinds = append(slices.Clone(turnKinds), "essay")
 
 // promptKinds are the turn kinds that open a prompt (where prompt-timeout
 // has something to expire).
@@ -26,6 +31,10 @@ func campaignScenario() *agytest.Scenario {
 		}},
 		{Match: "long", Actions: []agytest.Action{
 			agytest.Say(long, 40),
+		}},
+		{Match: "essay", Actions: []agytest.Action{
+			// ~7 KB in 100 chunks: frames average about 4 KiB.
+			agytest.Say(strings.Repeat("A long answer streams many cumulative snapshots. ", 140), 100),
 		}},
 		{Match: "approve", Actions: []agytest.Action{
 			agytest.Run(agytest.CommandAction{Line: "make test", Cwd: "/w", Output: "ok\n", NeedsApproval: true}),

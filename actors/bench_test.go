@@ -1,0 +1,159 @@
+package actors
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+const benchConv = "c0ffee00-0000-4000-8000-000000000000"
+
+// benchHistory is a finished trajectory of n steps as a snapshot decodes
+// it: turns, answers, commands and checkpoints in turn.
+func benchHistory(tb testing.TB, n int) []rpc.Step {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		meta := `"metadata":{"sourceTrajectoryStepInfo":{"stepIndex":` + strconv.Itoa(i) + `,"trajectoryId":"t","cascadeId":"` + benchConv + `"}}`
+		switch i % 4 {
+		case 0:
+			b.WriteString(`{"type":"CORTEX_STEP_TYPE_USER_INPUT","status":"CORTEX_STEP_STATUS_DONE",` + meta + `,"userInput":{"userResponse":"turn ` + strconv.Itoa(i) + `"}}`)
+		case 1:
+			text := strings.Repeat("An answer. ", 20)
+			b.WriteString(`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE",` + meta + `,"plannerResponse":{"thinking":"Thinking.","modifiedResponse":"` + text + `","response":"` + text + `"}}`)
+		case 2:
+			b.WriteString(`{"type":"CORTEX_STEP_TYPE_RUN_COMMAND","status":"CORTEX_STEP_STATUS_DONE",` + meta + `,"runCommand":{"commandLine":"ls","cwd":"/w","combinedOutput":{"full":"a\nb\n"}}}`)
+		default:
+			b.WriteString(`{"type":"CORTEX_STEP_TYPE_CHECKPOINT","status":"CORTEX_STEP_STATUS_DONE",` + meta + `}`)
+		}
+	}
+	b.WriteString("]")
+	var steps []rpc.Step
+	if err := json.Unmarshal([]byte(b.String()), &steps); err != nil {
+		tb.Fatal(err)
+	}
+	return steps
+}
+
+// benchFrame is the wire JSON of a stream frame carrying one live planner
+// step at index.
+func benchFrame(tb testing.TB, index int, text string) []byte {
+	step := map[string]any{
+		"type":   "CORTEX_STEP_TYPE_PLANNER_RESPONSE",
+		"status": "CORTEX_STEP_STATUS_GENERATING",
+		"metadata": map[string]any{"sourceTrajectoryStepInfo": map[string]any{
+			"stepIndex": index, "trajectoryId": "t", "cascadeId": benchConv}},
+		"plannerResponse": map[string]any{"thinking": "Thinking.", "modifiedResponse": text},
+	}
+	b, err := json.Marshal(map[string]any{"update": map[string]any{
+		"conversationId": benchConv, "trajectoryId": "t", "status": "CASCADE_RUN_STATUS_RUNNING",
+		"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{
+			"indices": []int{index}, "steps": []any{step}, "totalLength": index + 1}},
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkSessionFrame feeds stream frames, each carrying one changed step
+// (the live planner step at the end of a trajectory of n steps), through a
+// session's whole read path but the socket: the frame's JSON decoded into
+// rpc.StreamFrame (what the stream reader does), the session's onFrame (the
+// reconciler, publish into the event log and a subscription) and a
+// consumer draining the subscription. The cost per frame must not grow
+// with the trajectory.
+func BenchmarkSessionFrame(b *testing.B) {
+	const versions = 256
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
+			hist := benchHistory(b, n-1)
+			wires := make([][]byte, versions)
+			text := ""
+			for v := range wires {
+				text += "A streamed chunk of text. "
+				wires[v] = benchFrame(b, n-1, text)
+			}
+			var wg sync.WaitGroup
+			core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
+			sub := core.subscribeLocked()
+			var drained sync.WaitGroup
+			drained.Go(func() {
+				for range sub.C() {
+				}
+			})
+			s := newSession(core).(*session)
+			fresh := func() {
+				core.root = nil
+				s.bindConversation(benchConv)
+				s.apply(nil, benchConv, mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
+			}
+			fresh()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v := i % versions
+				if v == 0 && i > 0 {
+					b.StopTimer()
+					fresh()
+					b.StartTimer()
+				}
+				f := new(rpc.StreamFrame)
+				if err := json.Unmarshal(wires[v], f); err != nil {
+					b.Fatal(err)
+				}
+				before := core.seq
+				s.onFrame(nil, &messages.FrameReceived{Frame: f, Received: time.Now()})
+				if core.seq == before {
+					b.Fatalf("frame %d published nothing", v)
+				}
+			}
+			b.StopTimer()
+			core.finish(nil)
+			drained.Wait()
+			wg.Wait()
+		})
+	}
+}
+
+// TestSessionFrameBenchmarkPath checks the benchmark's path does what it
+// claims: every frame yields exactly one text delta at the consumer.
+func TestSessionFrameBenchmarkPath(t *testing.T) {
+	var wg sync.WaitGroup
+	core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
+	sub := core.subscribeLocked()
+	s := newSession(core).(*session)
+	s.bindConversation(benchConv)
+	s.apply(nil, benchConv, mapper.FromSnapshot(benchHistory(t, 9), rpc.RunRunning, time.Now()))
+	text := ""
+	for range 3 {
+		text += "chunk "
+		f := new(rpc.StreamFrame)
+		if err := json.Unmarshal(benchFrame(t, 9, text), f); err != nil {
+			t.Fatal(err)
+		}
+		s.onFrame(nil, &messages.FrameReceived{Frame: f, Received: time.Now()})
+	}
+	core.finish(nil)
+	var deltas []string
+	for ev := range sub.C() {
+		if ev.Type == messages.EventOutputTextDelta {
+			deltas = append(deltas, ev.Delta)
+		}
+	}
+	wg.Wait()
+	if strings.Join(deltas, "") != text || len(deltas) != 3 {
+		t.Fatalf("deltas %q, want 3 adding up to %q", deltas, text)
+	}
+}

@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc/agytest"
+)
+
+// textVersion names the version of its item's text an output_text_delta
+// brings the consumer to: the mapper's delta id ends in "@<offset>" (the
+// text length before the delta), so the version is offset + len(delta).
+// Snapshots and merged-in snapshots are not matched (false).
+func textVersion(ev *messages.Event) (agytest.TextVersion, bool) {
+	if ev.Type != messages.EventOutputTextDelta || ev.Delta == "" || ev.Snapshot != "" {
+		return agytest.TextVersion{}, false
+	}
+	at := strings.LastIndexByte(ev.ID, '@')
+	if at < 0 {
+		return agytest.TextVersion{}, false
+	}
+	off, err := strconv.Atoi(ev.ID[at+1:])
+	if err != nil {
+		return agytest.TextVersion{}, false
+	}
+	idx, ok := stepIndex(ev.ItemID, ev.ConversationID)
+	if !ok {
+		return agytest.TextVersion{}, false
+	}
+	return agytest.TextVersion{ConversationID: ev.ConversationID, StepIndex: idx, Length: off + len(ev.Delta)}, true
+}
+
+// fakeLatencies measures, for every text delta the consumer received, the
+// time from the fake to the consumer: for a streaming session from the
+// fake's write of the first frame carrying that text version, for a
+// poll-only session from the fake's change of the step to that version (no
+// frame is written to it; the change is when a stream would have been
+// written). Deltas whose version the fake never streamed (a poll read
+// overtook the frame) are measured from the change.
+func fakeLatencies(d *driver, times map[agytest.TextVersion]agytest.VersionTimes) []time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []time.Duration
+	for i, ev := range d.evs {
+		v, ok := textVersion(ev)
+		if !ok {
+			continue
+		}
+		vt, ok := times[v]
+		if !ok {
+			continue
+		}
+		from := vt.Written
+		if d.mode == actors.ReadPoll || from.IsZero() || d.arrivals[i].Before(from) {
+			from = vt.Changed
+		}
+		if from.IsZero() {
+			continue
+		}
+		out = append(out, max(0, d.arrivals[i].Sub(from)))
+	}
+	return out
+}

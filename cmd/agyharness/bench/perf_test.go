@@ -1,0 +1,126 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc/agytest"
+)
+
+func TestTextVersionOfDeltas(t *testing.T) {
+	ev := &messages.Event{Type: messages.EventOutputTextDelta, ID: "c/3/text@10", ItemID: "c/3/message", ConversationID: "c", Delta: "abcd"}
+	v, ok := textVersion(ev)
+	require.True(t, ok)
+	assert.Equal(t, agytest.TextVersion{ConversationID: "c", StepIndex: 3, Length: 14}, v)
+
+	ev.ID = "c/3/text#1@4"
+	v, ok = textVersion(ev)
+	require.True(t, ok, "a delta after a snapshot")
+	assert.Equal(t, 8, v.Length)
+
+	for _, bad := range []*messages.Event{
+		{Type: messages.EventOutputTextDelta, ID: "c/3/text#1", ItemID: "c/3/message", ConversationID: "c", Snapshot: "x"},
+		{Type: messages.EventReasoningDelta, ID: "c/3/reasoning@0", ItemID: "c/3/reasoning", ConversationID: "c", Delta: "x"},
+		{Type: messages.EventOutputTextDelta, ID: "c/3/text", ItemID: "c/3/message", ConversationID: "c", Delta: "x"},
+		{Type: messages.EventOutputTextDelta, ID: "c/x/text@0", ItemID: "c/x/message", ConversationID: "c", Delta: "x"},
+	} {
+		_, ok := textVersion(bad)
+		assert.False(t, ok, "%+v", bad)
+	}
+}
+
+func TestFakeLatenciesStreamFromWritePollFromChange(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ev := &messages.Event{Type: messages.EventOutputTextDelta, ID: "c/1/text@0", ItemID: "c/1/message", ConversationID: "c", Delta: "abc"}
+	times := map[agytest.TextVersion]agytest.VersionTimes{
+		{ConversationID: "c", StepIndex: 1, Length: 3}: {Changed: t0, Written: t0.Add(2 * time.Millisecond)},
+	}
+	d := &driver{mode: actors.ReadStream, evs: []*messages.Event{ev, {Type: messages.EventStatus}}, arrivals: []time.Time{t0.Add(5 * time.Millisecond), t0}}
+	assert.Equal(t, []time.Duration{3 * time.Millisecond}, fakeLatencies(d, times))
+	d.mode = actors.ReadPoll
+	assert.Equal(t, []time.Duration{5 * time.Millisecond}, fakeLatencies(d, times))
+	// A stream session that got the version from a read before the frame
+	// is measured from the change.
+	d.mode = actors.ReadBoth
+	d.arrivals[0] = t0.Add(time.Millisecond)
+	assert.Equal(t, []time.Duration{time.Millisecond}, fakeLatencies(d, times))
+	assert.Empty(t, fakeLatencies(d, nil), "no times, no samples")
+}
+
+func TestFrameCostIsMeasuredAtEverySize(t *testing.T) {
+	costs, err := frameCost(256, 1)
+	require.NoError(t, err)
+	for _, n := range frameCostSizes {
+		assert.Positive(t, costs[n], "steps=%d", n)
+	}
+}
+
+// TestStreamAndPollSessionsSideBySide runs stream and poll-only sessions in
+// one campaign and checks both latencies, the frame counts and the CPU per
+// frame are measured.
+func TestStreamAndPollSessionsSideBySide(t *testing.T) {
+	res, err := Run(context.Background(), Options{
+		Sessions: 4, PollSessions: 2, Duration: 600 * time.Millisecond, TurnTimeout: 10 * time.Second,
+		Seed: 5, TurnKinds: []string{"long"}, FrameCost: true, FrameCostFrames: 256,
+	})
+	require.NoError(t, err)
+	assert.False(t, res.Failed(), "%v", res.Problems)
+	assert.True(t, res.GroundTruthChecked)
+	assert.True(t, res.CPUIncludesFakes)
+	assert.Equal(t, 2, res.PollSessions)
+	assert.Positive(t, res.LatencySamples)
+	assert.Positive(t, res.PollLatencySamples)
+	assert.Positive(t, res.PollLatencyP50Ms)
+	assert.Positive(t, res.Frames)
+	assert.Positive(t, res.FrameBytesAvg)
+	assert.Positive(t, res.FramesPerS)
+	assert.Positive(t, res.CPUUsPerFrame)
+	require.NotNil(t, res.FrameCostRatio)
+	assert.Positive(t, *res.FrameCostRatio)
+}
+
+// TestExternalFakes runs the fakes in a fakeagy process: frames, latency
+// and idle figures still come back, the ground truth is not checked, and
+// this process's CPU is its own.
+func TestExternalFakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fakeagy")
+	}
+	res, err := Run(context.Background(), Options{
+		Sessions: 2, PollSessions: 1, Duration: 600 * time.Millisecond, TurnTimeout: 10 * time.Second,
+		Seed: 9, TurnKinds: []string{"long"}, ExternalFakes: true, IdleSessions: 3,
+	})
+	require.NoError(t, err)
+	assert.False(t, res.Failed(), "%v", res.Problems)
+	assert.True(t, res.ExternalFakes)
+	assert.False(t, res.GroundTruthChecked)
+	assert.False(t, res.CPUIncludesFakes)
+	assert.Positive(t, res.Turns)
+	assert.Positive(t, res.Frames)
+	assert.Positive(t, res.LatencySamples)
+	assert.Positive(t, res.PollLatencySamples)
+	require.NotNil(t, res.HeapBytesPerIdle)
+	require.NotNil(t, res.GoroutinesPerIdle)
+	assert.Positive(t, *res.GoroutinesPerIdle)
+}
+
+func TestPerfOptionsAreChecked(t *testing.T) {
+	for _, args := range [][]string{
+		{"--external-fakes"}, // faults default to all
+		{"--sessions", "2", "--poll-sessions", "3"},
+		{"--poll-sessions", "-1"},
+		{"--turn-kinds", "sonnet"},
+		{"--idle-sessions", "-2"},
+	} {
+		var out, errb bytes.Buffer
+		assert.Equal(t, 2, Main(context.Background(), args, &out, &errb), args)
+		assert.NotEmpty(t, errb.String(), args)
+	}
+}
