@@ -86,9 +86,14 @@ func (d *discovery) round(ctx actor.Context) {
 	})
 }
 
-// discoverOnce probes every candidate port once and returns the first that
-// hosts conv (or, conv empty, the port's most recently active root
-// conversation). The client it returns reports its failures to onErr.
+// probeParallel bounds the candidate ports probed at once: agy has two, but
+// a PID whose tree holds many listeners should not be probed one by one.
+const probeParallel = 8
+
+// discoverOnce probes every candidate port once, several at a time, and
+// returns the first that hosts conv (or, conv empty, the port's most
+// recently active root conversation). The client it returns reports its
+// failures to onErr. Its probe goroutines end before it returns.
 func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string, error)) (*messages.PortFound, error) {
 	ports, err := candidatePorts(spec)
 	if err != nil {
@@ -97,30 +102,70 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string
 	if len(ports) == 0 {
 		return nil, fmt.Errorf("no loopback listener found for pid %d", spec.PID)
 	}
-	var errs []error
+	cfg := rpc.Config{Host: spec.Host, CSRFToken: spec.CSRFToken}
+	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
+		return nil, fmt.Errorf("%w: host %q is not loopback", errBadConfig, spec.Host)
+	}
+
+	type probed struct {
+		port  int
+		bound string
+		err   error
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan probed, len(ports))
+	sem := make(chan struct{}, probeParallel)
+	var wg sync.WaitGroup
 	for _, port := range ports {
-		client, err := rpc.NewClient(rpc.Config{Host: spec.Host, Port: port, CSRFToken: spec.CSRFToken})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", errBadConfig, err)
-		}
-		bound, err := probePort(ctx, client, conv)
-		if err == nil {
-			client.Close()
-			// The bound client counts failures from here on (probing a
-			// candidate that is not agy is not a failure).
-			client, err = rpc.NewClient(rpc.Config{Host: spec.Host, Port: port, CSRFToken: spec.CSRFToken, OnError: onErr})
-			if err != nil {
-				return nil, fmt.Errorf("%w: %v", errBadConfig, err)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-pctx.Done():
+				results <- probed{port: port, err: pctx.Err()}
+				return
 			}
-			return &messages.PortFound{Port: port, Client: client, ConversationID: bound}, nil
+			c := cfg
+			c.Port = port
+			client, err := rpc.NewClient(c)
+			if err != nil {
+				results <- probed{port: port, err: err}
+				return
+			}
+			defer client.Close()
+			bound, err := probePort(pctx, client, conv)
+			results <- probed{port: port, bound: bound, err: err}
+		}()
+	}
+	var found *probed
+	var errs []error
+	for range ports {
+		r := <-results
+		if r.err == nil && found == nil {
+			found = &r
+			cancel() // the others need not finish their probes
+			continue
 		}
-		client.Close()
-		errs = append(errs, fmt.Errorf("port %d: %w", port, err))
-		if ctx.Err() != nil {
-			break
+		if r.err != nil && found == nil {
+			errs = append(errs, fmt.Errorf("port %d: %w", r.port, r.err))
 		}
 	}
-	return nil, errors.Join(errs...)
+	wg.Wait()
+	if found == nil {
+		return nil, errors.Join(errs...)
+	}
+	// The bound client counts failures from here on (probing a candidate
+	// that is not agy is not a failure).
+	c := cfg
+	c.Port, c.OnError = found.port, onErr
+	client, err := rpc.NewClient(c)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errBadConfig, err)
+	}
+	return &messages.PortFound{Port: found.port, Client: client, ConversationID: found.bound}, nil
 }
 
 func candidatePorts(spec Spec) ([]int, error) {
