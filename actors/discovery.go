@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -95,18 +96,49 @@ const probeParallel = 8
 // recently active root conversation). The client it returns reports its
 // failures to onErr. Its probe goroutines end before it returns.
 func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string, error)) (*messages.PortFound, error) {
-	ports, err := candidatePorts(spec)
-	if err != nil {
-		return nil, err
-	}
-	if len(ports) == 0 {
-		return nil, fmt.Errorf("no loopback listener found for pid %d", spec.PID)
-	}
-	cfg := rpc.Config{Host: spec.Host, CSRFToken: spec.CSRFToken}
 	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
 		return nil, fmt.Errorf("%w: host %q is not loopback", errBadConfig, spec.Host)
 	}
+	cfg := rpc.Config{Host: spec.Host, CSRFToken: spec.CSRFToken}
+	var errs []error
+	// The port agy last logged is tried alone first: cheap, and right
+	// unless the log is stale.
+	hint := 0
+	if spec.Port <= 0 && spec.LogFile != "" {
+		p, ok, err := rpc.PortFromLogFile(spec.LogFile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("log file: %w", err))
+		case ok:
+			hint = p
+			if found, err := probeAll(ctx, cfg, []int{p}, conv, onErr); err == nil {
+				return found, nil
+			} else {
+				errs = append(errs, err)
+			}
+		}
+		if spec.PID <= 0 {
+			return nil, errors.Join(append(errs, errors.New("no port in agy's log file works"))...)
+		}
+	}
+	ports, err := candidatePorts(spec)
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
+	ports = slices.DeleteFunc(ports, func(p int) bool { return p == hint })
+	if len(ports) == 0 {
+		return nil, errors.Join(append(errs, fmt.Errorf("no loopback listener found for pid %d", spec.PID))...)
+	}
+	found, err := probeAll(ctx, cfg, ports, conv, onErr)
+	if err != nil {
+		return nil, errors.Join(append(errs, err)...)
+	}
+	return found, nil
+}
 
+// probeAll probes ports, probeParallel at a time, and returns the first that
+// checks out, with a client reporting its failures to onErr.
+func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, onErr func(string, error)) (*messages.PortFound, error) {
 	type probed struct {
 		port  int
 		bound string

@@ -26,6 +26,10 @@ type Spec struct {
 	PID int
 	// Port is agy's HTTPS language-server port; it skips the PID scan.
 	Port int
+	// LogFile is a file agy logs to: its last "Language server listening
+	// on random port at <N> for HTTPS" line names the port to try first,
+	// before the PID scan (agy logs the line again when it moves).
+	LogFile string
 	// Host is the loopback host to dial (default 127.0.0.1).
 	Host string
 	// ConversationID binds that conversation; without it the most recently
@@ -77,8 +81,8 @@ func NewHost(cfg Config) *Host {
 // when ctx ends first (the session is then stopped). The session keeps
 // running, re-discovering agy as it moves, until Detach or Shutdown.
 func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
-	if spec.PID <= 0 && spec.Port <= 0 {
-		return nil, fmt.Errorf("actors: attach: a PID or a port is required")
+	if spec.PID <= 0 && spec.Port <= 0 && spec.LogFile == "" {
+		return nil, fmt.Errorf("actors: attach: a PID, a port or agy's log file is required")
 	}
 	if spec.Host != "" && !isLoopback(spec.Host) {
 		return nil, fmt.Errorf("actors: attach: host %q is not loopback", spec.Host)

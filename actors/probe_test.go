@@ -2,7 +2,10 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -161,4 +164,37 @@ func testCfg() Config {
 		PollFast: 20 * time.Millisecond, DiscoveryBackoffMin: 5 * time.Millisecond, DiscoveryBackoffMax: 20 * time.Millisecond,
 		InterruptDeadline: 3 * time.Second,
 	}.withDefaults()
+}
+
+func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{})
+	log := filepath.Join(t.TempDir(), "agy.log")
+	line := func(port int) string {
+		return fmt.Sprintf("Language server listening on random port at %d for HTTPS\n", port)
+	}
+	require.NoError(t, os.WriteFile(log, []byte(line(1)+line(srv.Port())), 0o600))
+	cfg := testCfg()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), cfg, 1, wg, nil)
+	})
+	found := expect[*messages.PortFound](r, nil)
+	defer found.Client.Close()
+	require.Equal(t, srv.Port(), found.Port, "the last line agy logged")
+
+	// A stale log falls back to the PID scan.
+	require.NoError(t, os.WriteFile(log, []byte(line(1)), 0o600))
+	r2 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newDiscovery(Spec{LogFile: log, PID: os.Getpid()}, srv.ConversationID(), cfg, 2, wg, nil)
+	})
+	found2 := expect[*messages.PortFound](r2, nil)
+	defer found2.Client.Close()
+	require.Equal(t, srv.Port(), found2.Port)
+
+	// Only a log, and it is stale: a clear error each round.
+	cfg.GiveUpAfter = 50 * time.Millisecond
+	r3 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), cfg, 3, wg, nil)
+	})
+	stalled := expect[*messages.DiscoveryStalled](r3, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
+	require.ErrorContains(t, stalled.Err, "log file")
 }

@@ -219,6 +219,40 @@ func PortFromLogLine(line string) (int, bool) {
 	return port, true
 }
 
+// maxLogTail bounds how much of a log file PortFromLogFile reads (its end).
+const maxLogTail = 256 << 10
+
+// PortFromLogFile returns the HTTPS port of the last "Language server
+// listening on random port at <N> for HTTPS" line in agy's log file (agy
+// logs it again each time its language server moves). Only the file's last
+// 256 KiB are read. ok is false when no such line is there.
+func PortFromLogFile(path string) (port int, ok bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, false, err
+	}
+	off := st.Size() - maxLogTail
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+		return 0, false, err
+	}
+	lines := strings.Split(string(buf), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if p, ok := PortFromLogLine(lines[i]); ok {
+			return p, true, nil
+		}
+	}
+	return 0, false, nil
+}
+
 // AddressFromEnv reads ANTIGRAVITY_LS_ADDRESS with ParseAddress. ok is false
 // when the variable is unset or does not parse.
 func AddressFromEnv() (host string, port int, ok bool) {
