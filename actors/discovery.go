@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -140,9 +141,11 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string
 // checks out, with a client reporting its failures to onErr.
 func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, onErr func(string, error)) (*messages.PortFound, error) {
 	type probed struct {
-		port  int
-		bound string
-		err   error
+		port   int
+		bound  string
+		client *rpc.Client
+		counts *atomic.Bool
+		err    error
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -160,16 +163,31 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, onE
 				results <- probed{port: port, err: pctx.Err()}
 				return
 			}
+			// The winner's client (and its TLS connection) becomes the
+			// session's: a second connection per session would cost an idle
+			// session its buffers and a goroutine. It counts failures only
+			// once bound (probing a candidate that is not agy is not a
+			// failure).
+			counts := new(atomic.Bool)
 			c := cfg
 			c.Port = port
+			c.OnError = func(method string, err error) {
+				if counts.Load() && onErr != nil {
+					onErr(method, err)
+				}
+			}
 			client, err := rpc.NewClient(c)
 			if err != nil {
 				results <- probed{port: port, err: err}
 				return
 			}
-			defer client.Close()
 			bound, err := probePort(pctx, client, conv)
-			results <- probed{port: port, bound: bound, err: err}
+			if err != nil {
+				client.Close()
+				results <- probed{port: port, err: err}
+				return
+			}
+			results <- probed{port: port, bound: bound, client: client, counts: counts}
 		}()
 	}
 	var found *probed
@@ -181,6 +199,9 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, onE
 			cancel() // the others need not finish their probes
 			continue
 		}
+		if r.client != nil {
+			r.client.Close() // a second port that checks out too
+		}
 		if r.err != nil && found == nil {
 			errs = append(errs, fmt.Errorf("port %d: %w", r.port, r.err))
 		}
@@ -189,15 +210,8 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, onE
 	if found == nil {
 		return nil, errors.Join(errs...)
 	}
-	// The bound client counts failures from here on (probing a candidate
-	// that is not agy is not a failure).
-	c := cfg
-	c.Port, c.OnError = found.port, onErr
-	client, err := rpc.NewClient(c)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadConfig, err)
-	}
-	return &messages.PortFound{Port: found.port, Client: client, ConversationID: found.bound}, nil
+	found.counts.Store(true)
+	return &messages.PortFound{Port: found.port, Client: found.client, ConversationID: found.bound}, nil
 }
 
 func candidatePorts(spec Spec) ([]int, error) {

@@ -83,6 +83,9 @@ type Options struct {
 	// CPUProfile, when set, is a file that receives a pprof CPU profile of
 	// this process over the campaign (not the idle or frame-cost parts).
 	CPUProfile string
+	// HeapProfile, when set, is a file that receives a pprof heap profile
+	// taken with the idle sessions attached (IdleSessions > 0).
+	HeapProfile string
 	// Logger receives the host's and the campaign's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -253,6 +256,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		res.ReadMode = string(actors.ReadBoth)
 	}
 	res.GoroutinesBefore = runtime.NumGoroutine()
+	if o.HeapProfile != "" {
+		// Sample finely enough to attribute a few KiB per session.
+		runtime.MemProfileRate = 4096
+	}
 	if o.FrameCost {
 		if err := measureFrameCost(res, o.FrameCostFrames); err != nil {
 			return nil, err
@@ -421,6 +428,18 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}, nil
 }
 
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("bench: heap profile: %w", err)
+	}
+	return f.Close()
+}
+
 // measureFrameCost fills frame_cost_ns and frame_cost_ratio_1000_vs_10.
 func measureFrameCost(res *Result, frames int) error {
 	if frames <= 0 {
@@ -531,6 +550,11 @@ func measureIdle(ctx context.Context, o Options, res *Result, ext []fake) error 
 		}
 	}
 	heap1, g1 := heapNow(), runtime.NumGoroutine()
+	if o.HeapProfile != "" {
+		if err := writeHeapProfile(o.HeapProfile); err != nil {
+			return err
+		}
+	}
 	// The consumers' goroutines (one per session, above) are the
 	// embedder's, not the harness's.
 	h := float64(int64(heap1)-int64(heap0)) / float64(n)
