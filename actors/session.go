@@ -47,6 +47,18 @@ type session struct {
 
 	lostSince    time.Time
 	lostReported bool
+
+	// held are turns and interrupts that arrived while no port was bound;
+	// they go out once one is (or are dropped past their deadline).
+	held []heldRequest
+}
+
+// heldRequest is a request waiting for the session to be bound.
+type heldRequest struct {
+	msg      any
+	sender   *actor.PID
+	deadline time.Time
+	resend   bool // a turn sent once that never reached agy: already expected and recorded
 }
 
 // restartNow is sent by the session to itself when a failed child's
@@ -81,6 +93,10 @@ func (s *session) Receive(ctx actor.Context) {
 		s.closeClient()
 	case *actor.Stopping:
 		s.t.stop()
+		for _, h := range s.held {
+			ctx.Send(h.sender, &messages.TurnResult{Err: ErrSessionEnded})
+		}
+		s.held = nil
 	case *actor.Stopped:
 		s.closeClient()
 		s.core.finish(s.endErr)
@@ -132,9 +148,13 @@ func (s *session) Receive(ctx actor.Context) {
 
 	case *messages.SendTurn:
 		s.onSendTurn(ctx, m)
+	case *turnNotSent:
+		// Held even if bound: the sender is failing over its lost port, and
+		// the next binding releases it.
+		s.held = append(s.held, heldRequest{msg: m.msg, sender: m.reply, deadline: m.msg.Deadline, resend: true})
 	case *messages.Interrupt:
 		if s.turns == nil {
-			ctx.Respond(&messages.TurnResult{Err: ErrNotBound})
+			s.hold(ctx, m, m.Deadline)
 			return
 		}
 		ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
@@ -202,6 +222,7 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	s.lostSince, s.lostReported = time.Time{}, false
 	s.core.markBound(m.ConversationID, m.Port)
 	s.spawnReaders(ctx)
+	s.release(ctx)
 	// Work in flight follows the session to the new port; prompts opened
 	// while no port was bound get their Interaction now.
 	changed := &messages.ClientChanged{Gen: s.core.gen, Client: s.client}
@@ -308,6 +329,7 @@ func (s *session) rotate(ctx actor.Context, to string) {
 	s.bindConversation(to)
 	s.core.markBound(to, s.client.Port())
 	s.spawnReaders(ctx)
+	s.release(ctx)
 }
 
 // ---- reading ----
@@ -445,15 +467,46 @@ func (s *session) setModels(models map[string]rpc.ModelInfo) {
 
 // ---- commands ----
 
+// hold keeps a request until the session is bound again.
+func (s *session) hold(ctx actor.Context, msg any, deadline time.Time) {
+	s.held = append(s.held, heldRequest{msg: msg, sender: ctx.Sender(), deadline: deadline})
+}
+
+// release sends the held requests that are still wanted, in order.
+func (s *session) release(ctx actor.Context) {
+	held := s.held
+	s.held = nil
+	now := time.Now()
+	for _, h := range held {
+		if now.After(h.deadline) {
+			continue // the requester has given up: never send it late
+		}
+		switch m := h.msg.(type) {
+		case *messages.SendTurn:
+			if h.resend {
+				ctx.RequestWithCustomSender(s.turns, m, h.sender)
+				continue
+			}
+			s.sendTurn(ctx, m, h.sender)
+		case *messages.Interrupt:
+			ctx.RequestWithCustomSender(s.turns, m, h.sender)
+		}
+	}
+}
+
 func (s *session) onSendTurn(ctx actor.Context, m *messages.SendTurn) {
 	if s.turns == nil {
-		ctx.Respond(&messages.TurnResult{Err: ErrNotBound})
+		s.hold(ctx, m, m.Deadline)
 		return
 	}
+	s.sendTurn(ctx, m, ctx.Sender())
+}
+
+func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
 	m.LastModel = s.core.root.LastModel()
 	s.core.root.ExpectTurn(m.Text)
 	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
-	ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
+	ctx.RequestWithCustomSender(s.turns, m, sender)
 }
 
 func (s *session) findPrompt(id string) (*mapper.Prompt, bool) {

@@ -75,12 +75,14 @@ func (s *Session) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription
 }
 
 // SendTurn sends a user turn to agy. model "" picks the model of agy's last
-// turn, else agy's recommended model.
+// turn, else agy's recommended model. While the session re-discovers agy
+// (agy moved to another port) the turn waits for it, until ctx ends; it is
+// never sent after SendTurn has returned an error.
 func (s *Session) SendTurn(ctx context.Context, text, model string) error {
 	if text == "" {
 		return fmt.Errorf("actors: turn: text is empty")
 	}
-	res, err := s.request(ctx, &messages.SendTurn{Text: text, Model: model})
+	res, err := s.request(ctx, &messages.SendTurn{Text: text, Model: model, Deadline: deadline(ctx)})
 	if err != nil {
 		return err
 	}
@@ -100,7 +102,7 @@ func (s *Session) Resolve(ctx context.Context, r messages.Resolve) error {
 
 // Interrupt stops the running cascade; it returns once agy reports IDLE.
 func (s *Session) Interrupt(ctx context.Context) error {
-	res, err := s.request(ctx, &messages.Interrupt{})
+	res, err := s.request(ctx, &messages.Interrupt{Deadline: deadline(ctx)})
 	if err != nil {
 		return err
 	}
@@ -172,13 +174,24 @@ func (s *Session) Stats() Stats {
 	return Stats{Events: s.core.published, Restarts: r, Rebinds: s.core.rebinds, RPCErrors: e}
 }
 
+// requestTimeout bounds a request whose context has no deadline.
+const requestTimeout = time.Minute
+
+// deadline is when a request made under ctx gives up.
+func deadline(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
+	}
+	return time.Now().Add(requestTimeout)
+}
+
 func (s *Session) request(ctx context.Context, msg any) (any, error) {
 	select {
 	case <-s.core.done:
 		return nil, ErrSessionEnded
 	default:
 	}
-	timeout := time.Minute
+	timeout := requestTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 		if timeout <= 0 {
@@ -191,6 +204,9 @@ func (s *Session) request(ctx context.Context, msg any) (any, error) {
 		case <-s.core.done:
 			return nil, ErrSessionEnded
 		default:
+		}
+		if errors.Is(err, actor.ErrTimeout) {
+			err = context.DeadlineExceeded
 		}
 		return nil, fmt.Errorf("actors: %T: %w", msg, err)
 	}

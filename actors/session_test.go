@@ -483,7 +483,7 @@ func TestAttachErrors(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := host.Attach(ctx, actors.Spec{})
-	require.ErrorContains(t, err, "PID or a port")
+	require.ErrorContains(t, err, "is required")
 	_, err = host.Attach(ctx, actors.Spec{Port: 1, Host: "10.0.0.1"})
 	require.ErrorContains(t, err, "not loopback")
 	_, err = host.Attach(ctx, actors.Spec{Port: 1, ReadMode: "sometimes"})
@@ -603,5 +603,54 @@ func TestIdleAfterStreamDropsAtEveryPoint(t *testing.T) {
 				itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
 			})
 		}
+	}
+}
+
+func TestTurnSentWhileAgyMovesWaitsForTheNewPort(t *testing.T) {
+	r := newRigPID(t, agytest.Options{Scenario: scenario(agytest.Say("Still here.", 2)), ChunkDelay: time.Millisecond})
+	seq := r.ev.lastSeq()
+	// agy moves, and answers its first heartbeat slowly: the session is
+	// without a port for a while.
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 1, Duration: 300 * time.Millisecond})
+	_, err := r.srv.Restart()
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return r.s.Port() == 0 }, waitLong, time.Millisecond, "the session noticed")
+	// The turn is held until the session is bound again, then sent once.
+	require.NoError(t, r.s.SendTurn(context.Background(), "are you there?", ""))
+	r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.Seq > seq })
+	require.Equal(t, 1, r.srv.Calls(rpc.MethodSendUserCascadeMessage))
+}
+
+func TestTurnHeldPastItsDeadlineIsNeverSent(t *testing.T) {
+	cfg := testConfig()
+	host := actors.NewHost(cfg)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, host.Shutdown(ctx))
+	}()
+	srv, err := agytest.NewServer(agytest.Options{Scenario: scenario(agytest.Say("x", 1))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := host.Attach(ctx, actors.Spec{Port: srv.Port()})
+	require.NoError(t, err)
+	ev := collect(s.Events())
+	calls := srv.Calls(rpc.MethodSendUserCascadeMessage)
+	require.NoError(t, srv.Close()) // agy is gone; the session looks for it
+	require.Eventually(t, func() bool { return s.Port() == 0 }, waitLong, time.Millisecond, "the session noticed")
+	short, cancelShort := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancelShort()
+	err = s.SendTurn(short, "too late", "")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Equal(t, calls, srv.Calls(rpc.MethodSendUserCascadeMessage))
+	select {
+	case <-s.Done():
+	case <-time.After(waitLong):
+		t.Fatal("the session did not give up on a gone agy")
+	}
+	<-ev.done
+	for _, e := range ev.all() {
+		require.False(t, e.Type == messages.EventUserMessage, "nothing was sent")
 	}
 }

@@ -111,16 +111,31 @@ func (ts *turnSender) next(ctx actor.Context) {
 	ts.queue = ts.queue[1:]
 	ts.busy = true
 	self, catalog, root := ctx.Self(), ts.catalog, ctx.ActorSystem().Root
+	session := ctx.Parent()
 	ts.t.run(func(c context.Context) {
-		res, cat := ts.send(c, p.msg, catalog)
-		// The requester gets its answer even if this actor stops meanwhile.
-		root.Send(p.reply, res)
+		res, cat, notSent := ts.send(c, p.msg, catalog)
+		if notSent {
+			// agy never saw it (its port is gone): the session holds the
+			// turn and sends it again once it has found agy.
+			root.Send(session, &turnNotSent{msg: p.msg, reply: p.reply})
+		} else {
+			// The requester gets its answer even if this actor stops meanwhile.
+			root.Send(p.reply, res)
+		}
 		ts.t.send(self, &turnSent{result: res, catalog: cat})
 	})
 }
 
-// send sends one turn; it returns the catalog when it had to read it.
-func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog map[string]rpc.ModelInfo) (*messages.TurnResult, map[string]rpc.ModelInfo) {
+// turnNotSent is sent by the turn sender to its session: a turn that
+// certainly did not reach agy, to be held until agy is found again.
+type turnNotSent struct {
+	msg   *messages.SendTurn
+	reply *actor.PID
+}
+
+// send sends one turn; it returns the catalog when it had to read it, and
+// whether the turn certainly never reached agy (then it may be sent again).
+func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog map[string]rpc.ModelInfo) (*messages.TurnResult, map[string]rpc.ModelInfo, bool) {
 	var read map[string]rpc.ModelInfo
 	model := m.Model
 	if model == "" {
@@ -130,13 +145,16 @@ func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog ma
 		if catalog == nil {
 			cat, err := readCatalog(ctx, ts.client)
 			if err != nil {
-				return &messages.TurnResult{Err: fmt.Errorf("turn: no model given and the catalog is unreadable: %w", err)}, nil
+				// Nothing was sent yet: a lost port, or this actor stopping
+				// (the session moves to a new port), makes it worth another try.
+				retry := errors.Is(err, rpc.ErrPortGone) || errors.Is(err, context.Canceled)
+				return &messages.TurnResult{Err: fmt.Errorf("turn: no model given and the catalog is unreadable: %w", err)}, nil, retry
 			}
 			catalog, read = cat, cat
 		}
 		model = recommended(catalog)
 		if model == "" {
-			return &messages.TurnResult{Err: errors.New("turn: no model given and agy lists none")}, read
+			return &messages.TurnResult{Err: errors.New("turn: no model given and agy lists none")}, read, false
 		}
 	}
 	err := ts.client.SendUserCascadeMessage(ctx, ts.conv, m.Text, model)
@@ -151,9 +169,9 @@ func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog ma
 		}
 	}
 	if err != nil {
-		return &messages.TurnResult{Model: model, Err: fmt.Errorf("turn: %w", err)}, read
+		return &messages.TurnResult{Model: model, Err: fmt.Errorf("turn: %w", err)}, read, rpc.NotDelivered(err)
 	}
-	return &messages.TurnResult{Model: model}, read
+	return &messages.TurnResult{Model: model}, read, false
 }
 
 // interrupt tries each cancel method until agy reports the cascade IDLE.

@@ -1,15 +1,22 @@
 package messages
 
-import "github.com/agyharness/agyharness/rpc"
+import (
+	"time"
+
+	"github.com/agyharness/agyharness/rpc"
+)
 
 // SendTurn asks a session (from the embedding API) and then its TurnSender to
 // send a user turn. Model "" resolves at run time: the last model agy used on
 // a turn (LastModel, filled in by the session), else GetAvailableModels'
-// recommended one. Reply: *TurnResult.
+// recommended one. A session re-discovering agy holds the turn until it is
+// bound again, unless Deadline (the requester's) passes first: then the turn
+// is dropped unsent. Reply: *TurnResult.
 type SendTurn struct {
 	Text      string
 	Model     string
 	LastModel string
+	Deadline  time.Time
 }
 
 // TurnResult replies to SendTurn and Interrupt: Err is nil when agy took it.
@@ -21,8 +28,11 @@ type TurnResult struct {
 
 // Interrupt asks a session and then its TurnSender to stop the running
 // cascade: the cancel methods in order until agy reports IDLE, within a
-// deadline. Reply: *TurnResult.
-type Interrupt struct{}
+// deadline. Held like SendTurn while the session re-discovers agy.
+// Reply: *TurnResult.
+type Interrupt struct {
+	Deadline time.Time
+}
 
 // Detach asks a session to stop: its children stop, its RPCs are cancelled,
 // its subscribers' channels close. Reply: *Detached once stopped.

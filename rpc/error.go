@@ -330,3 +330,16 @@ func ErrorClass(err error) string {
 	}
 	return "other"
 }
+
+// NotDelivered reports whether a failed call certainly never reached the
+// server — the connection was refused, the certificate on the port changed,
+// or writing the request failed (a connection the server had already
+// closed) — so that sending it again cannot do it twice. A failure while
+// reading the answer is not proof: the server may have acted on the call.
+func NotDelivered(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && (op.Op == "dial" || op.Op == "write") {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, ErrCertificateChanged)
+}

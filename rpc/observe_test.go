@@ -3,7 +3,10 @@ package rpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net"
+	"syscall"
 	"net/http"
 	"sync"
 	"testing"
@@ -87,4 +90,21 @@ func TestOnErrorSeesAStreamEndingInError(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{rpc.MethodStreamAgentStateUpdates + " transient"}, seen, "a clean end is not a failure")
+}
+
+func TestNotDelivered(t *testing.T) {
+	assert.True(t, rpc.NotDelivered(&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}))
+	assert.True(t, rpc.NotDelivered(fmt.Errorf("wrapped: %w", &net.OpError{Op: "write", Err: syscall.EPIPE})))
+	assert.True(t, rpc.NotDelivered(rpc.ErrCertificateChanged))
+	assert.False(t, rpc.NotDelivered(&net.OpError{Op: "read", Err: syscall.ECONNRESET}), "the server may have acted on it")
+	assert.False(t, rpc.NotDelivered(io.ErrUnexpectedEOF))
+	assert.False(t, rpc.NotDelivered(nil))
+
+	// A real refused connection, through the client.
+	c, err := rpc.NewClient(rpc.Config{Port: 1})
+	require.NoError(t, err)
+	defer c.Close()
+	err = c.SendUserCascadeMessage(context.Background(), "conv", "hi", "MODEL_X")
+	require.Error(t, err)
+	assert.True(t, rpc.NotDelivered(err), "%v", err)
 }

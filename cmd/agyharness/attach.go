@@ -29,6 +29,7 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan)")
 		fs.StringVar(&spec.ConversationID, "conversation", "", "conversation to bind (default: the most recently active)")
 		fs.StringVar(&spec.CSRFToken, "csrf-token", "", "CSRF token, when agy requires one (default $ANTIGRAVITY_CSRF_TOKEN)")
+		fs.StringVar(&spec.LogFile, "agy-log", "", "agy's log file: the port it last logged is tried first (with --pid)")
 		fs.BoolVar(&jsonOut, "json", false, "events as JSON lines on stdout; JSON commands on stdin")
 		fs.StringVar(&record, "record", "", "write every frame and snapshot received to this file (for replay)")
 		fs.StringVar(&readMode, "read-mode", "both", "how to read agy: both, stream or poll")
@@ -45,6 +46,9 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		}
 		if spec.PID < 0 || spec.Port < 0 || spec.Port > 65535 {
 			return usagef("attach: --pid and --port must be positive (port at most 65535)")
+		}
+		if spec.LogFile != "" && spec.Port > 0 {
+			return usagef("attach: --agy-log goes with --pid (an explicit --port is never re-read)")
 		}
 		spec.ReadMode, err = parseReadMode(readMode)
 		if err != nil {

@@ -5,13 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -205,4 +209,40 @@ func assertSeqIncreasing(t *testing.T, evs []*messages.Event) {
 		assert.Greater(t, ev.Seq, last, fmt.Sprintf("seq of %s", ev.ID))
 		last = ev.Seq
 	}
+}
+
+// TestAttachFollowsAgysLogFile: with --agy-log, the port agy last logged is
+// tried first, and a move is followed through the log.
+func TestAttachFollowsAgysLogFile(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "agy.log")
+	cmd := exec.Command(buildBinary(t, "cmd/fakeagy"), "--log", logPath, "--seed", "3", "--chunk-delay", "1ms",
+		"--scenario", filepath.Join("..", "..", "testdata", "scenarios", "text.json"))
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	})
+	loggedPort := func() int {
+		p, ok, _ := rpc.PortFromLogFile(logPath)
+		if !ok {
+			return 0
+		}
+		return p
+	}
+	require.Eventually(t, func() bool { return loggedPort() > 0 }, wait, 10*time.Millisecond)
+	first := loggedPort()
+
+	a := startAttach(t, "--pid", strconv.Itoa(cmd.Process.Pid), "--agy-log", logPath)
+	a.send(messages.Command{Type: messages.CommandTurn, Text: "hello"})
+	a.er.until(wait, "first reply", isType(messages.EventMessage))
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP)) // agy's language server moves
+	require.Eventually(t, func() bool { p := loggedPort(); return p > 0 && p != first }, wait, 10*time.Millisecond)
+	a.send(messages.Command{Type: messages.CommandTurn, Text: "hello again"})
+	a.er.until(wait, "the turn on the new port", func(ev *messages.Event) bool {
+		return ev.Type == messages.EventUserMessage && ev.Text == "hello again"
+	})
+	a.er.until(wait, "second reply", isType(messages.EventMessage))
+	a.send(messages.Command{Type: messages.CommandDetach})
+	assert.Equal(t, 0, a.exit(wait), "stderr:\n%s", a.stderr.String())
 }
