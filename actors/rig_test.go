@@ -191,7 +191,7 @@ func newRigOn(t *testing.T, srv *agytest.Server, spec actors.Spec) *rig {
 			<-r.ev.done
 		}
 	})
-	if spec.PID == 0 && spec.Port == 0 {
+	if spec.PID == 0 && spec.Port == 0 && spec.LogFile == "" {
 		spec.Port = srv.Port()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
@@ -293,3 +293,9 @@ func ofType(evs []*messages.Event, typ messages.EventType) []*messages.Event {
 	}
 	return out
 }
+
+// dumpLazy prints a collector's events when formatted (for failure messages
+// built before the failure).
+type dumpLazy struct{ c *collector }
+
+func (d dumpLazy) String() string { return dump(d.c.all()) }

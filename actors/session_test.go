@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -653,4 +654,21 @@ func TestTurnHeldPastItsDeadlineIsNeverSent(t *testing.T) {
 	for _, e := range ev.all() {
 		require.False(t, e.Type == messages.EventUserMessage, "nothing was sent")
 	}
+}
+
+func TestSessionFollowsAgyThroughItsLogFile(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "agy.log")
+	f, err := os.Create(logPath)
+	require.NoError(t, err)
+	defer f.Close()
+	srv, err := agytest.NewServer(agytest.Options{Scenario: scenario(agytest.Say("Found you.", 2)), ChunkDelay: time.Millisecond, AgyLog: f})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Close() })
+	r := newRigOn(t, srv, actors.Spec{LogFile: logPath, ConversationID: srv.ConversationID()})
+	require.Equal(t, srv.Port(), r.s.Port())
+	port, err := srv.Restart()
+	require.NoError(t, err)
+	require.Eventuallyf(t, func() bool { return r.s.Port() == port }, waitLong, 5*time.Millisecond, "found again through the log:\n%s", dumpLazy{r.ev})
+	seq := r.turn("hello")
+	r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.Seq > seq })
 }

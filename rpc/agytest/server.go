@@ -52,6 +52,12 @@ type Options struct {
 	Models []rpc.ModelInfo
 	// Logger receives the server's debug log; nil discards it.
 	Logger *slog.Logger
+	// AgyLog, when set, receives agy's own log lines ("Language server
+	// listening on random port at <N> for HTTPS", then the HTTP line) when
+	// the server starts and each time it restarts on a new port, as agy
+	// writes them to its log file (sessions find the port there:
+	// actors.Spec.LogFile).
+	AgyLog io.Writer
 	// Host is the loopback address to listen on; "" means 127.0.0.1.
 	Host string
 	// IdleBeforeFlush is the probability that a turn reports IDLE on its
@@ -194,7 +200,15 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s.ls = ls
 	s.log.Info("fake language server listening", "https", ls.httpsPort, "http", ls.httpPort, "conversation", c.id)
+	s.logPorts(ls)
 	return s, nil
+}
+
+// logPorts writes agy's log lines for ls to Options.AgyLog.
+func (s *Server) logPorts(ls *listeners) {
+	if w := s.opts.AgyLog; w != nil {
+		fmt.Fprintf(w, "Language server listening on random port at %d for HTTPS\nLanguage server listening on random port at %d for HTTP\n", ls.httpsPort, ls.httpPort)
+	}
 }
 
 // Start is NewServer for tests: it fails tb on error and closes the server
@@ -397,6 +411,7 @@ func (s *Server) Restart() (int, error) {
 	}
 	s.ls = ls
 	s.log.Info("fake language server restarted", "https", ls.httpsPort, "http", ls.httpPort)
+	s.logPorts(ls)
 	return ls.httpsPort, nil
 }
 
