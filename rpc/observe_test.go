@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"syscall"
 	"net/http"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/agyharness/agyharness/rpc"
