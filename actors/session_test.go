@@ -209,17 +209,12 @@ func TestPromptTimesOutBeforeAnswerAndIsDeliveredToRetry(t *testing.T) {
 			first = st.Index()
 		}
 	}
-	deadline := time.Now().Add(waitLong)
 	var retry rpc.Step
-	for {
+	require.Eventually(t, func() bool {
 		st, ok := r.srv.OpenPrompt(conv)
-		if ok && st.Index() > first {
-			retry = st
-			break
-		}
-		require.True(t, time.Now().Before(deadline), "agy never retried the prompt")
-		time.Sleep(5 * time.Millisecond)
-	}
+		retry = st
+		return ok && st.Index() > first
+	}, waitLong, 5*time.Millisecond, "agy never retried the prompt")
 
 	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
 	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
