@@ -80,6 +80,11 @@ type Options struct {
 	// FrameCostFrames is how many frames each of the 3 rounds per length
 	// applies. 0 means 20,000.
 	FrameCostFrames int
+	// DefaultIntervals runs the campaign's host with the actors' default
+	// intervals (reconciling poll every 10s, poll-only every 200ms,
+	// rotation check every 2s), as an embedder runs it, instead of the
+	// millisecond intervals that let faults recover within a turn.
+	DefaultIntervals bool
 	// CPUProfile, when set, is a file that receives a pprof CPU profile of
 	// this process over the campaign (not the idle or frame-cost parts).
 	CPUProfile string
@@ -240,6 +245,15 @@ func hostConfig(log *slog.Logger) actors.Config {
 	}
 }
 
+// campaignHostConfig is the campaign host's configuration: the fast
+// intervals of hostConfig, or the actors' defaults with DefaultIntervals.
+func campaignHostConfig(o Options) actors.Config {
+	if o.DefaultIntervals {
+		return actors.Config{Logger: o.Logger}
+	}
+	return hostConfig(o.Logger)
+}
+
 // Run runs one campaign. An error means the campaign could not run (bad
 // options, a fake or an attach failed); what the campaign found is in the
 // Result (see Failed).
@@ -296,7 +310,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	cpuBefore := cpuTime()
 	start := time.Now()
 
-	host := actors.NewHost(hostConfig(o.Logger))
+	host := actors.NewHost(campaignHostConfig(o))
 	var drivers []*driver
 	cleanup := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

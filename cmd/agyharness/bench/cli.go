@@ -36,6 +36,7 @@ func parseArgs(args []string, stderr io.Writer) (Options, bool, error) {
 	fs.StringVar(&o.Fakeagy, "fakeagy", "", "fakeagy binary for --external-fakes (default: go build it)")
 	fs.StringVar(&o.HeapProfile, "heapprofile", "", "write a pprof heap profile, taken with the idle sessions attached, to this file")
 	fs.IntVar(&o.FrameCostFrames, "frame-cost-frames", 20_000, "frames per round of the frame-cost measurement")
+	fs.BoolVar(&o.DefaultIntervals, "default-intervals", false, "run the host with the actors' default poll and rotation intervals (for performance runs) instead of the campaign's millisecond ones")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the campaign to this file")
 	fs.BoolVar(&o.FrameCost, "frame-cost", true, "measure one frame's cost at 10, 100 and 1,000 prior steps (a few seconds)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")

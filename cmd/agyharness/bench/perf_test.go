@@ -124,3 +124,12 @@ func TestPerfOptionsAreChecked(t *testing.T) {
 		assert.NotEmpty(t, errb.String(), args)
 	}
 }
+
+func TestDefaultIntervalsLeaveTheActorsDefaults(t *testing.T) {
+	fast := campaignHostConfig(Options{})
+	assert.Equal(t, 500*time.Millisecond, fast.PollSlow)
+	def := campaignHostConfig(Options{DefaultIntervals: true})
+	assert.Zero(t, def.PollSlow, "zero: NewHost fills the actors' default")
+	assert.Zero(t, def.PollFast)
+	assert.Zero(t, def.RotationInterval)
+}
