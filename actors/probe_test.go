@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
@@ -197,4 +198,122 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	})
 	stalled := expect[*messages.DiscoveryStalled](r3, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
 	require.ErrorContains(t, stalled.Err, "log file")
+}
+
+// openPrompt starts a fake whose turn waits on a permission prompt and
+// returns it with the prompt as the mapper sees it.
+func openPrompt(t *testing.T, line string) (*agytest.Server, *rpc.Client, mapper.Prompt) {
+	t.Helper()
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Run(agytest.CommandAction{Line: line, Output: "ok\n", NeedsApproval: true}),
+		agytest.Say("Done.", 1),
+	}}}}})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	require.NoError(t, srv.TypeTurn("go"))
+	var step rpc.Step
+	require.Eventually(t, func() bool {
+		var ok bool
+		step, ok = srv.OpenPrompt(srv.ConversationID())
+		return ok
+	}, 10*time.Second, 2*time.Millisecond)
+	p, ok := mapper.PendingInteraction(&step, step.Index())
+	require.True(t, ok)
+	p.ElicitationID = "e1"
+	return srv, client, *p
+}
+
+func TestInteractionDeliversToTheWaitingStep(t *testing.T) {
+	srv, client, prompt := openPrompt(t, "make")
+	cfg := testCfg()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newInteraction(client, srv.ConversationID(), prompt, cfg, 4, wg)
+	})
+	r.system.Root.Send(r.child, &messages.DeliverAnswer{Gen: 4, Resolve: messages.Resolve{ElicitationID: "e1", Action: messages.ActionAccept}})
+	done := expect[*messages.AnswerDelivered](r, nil)
+	require.Equal(t, "e1", done.ElicitationID)
+	require.Equal(t, prompt.StepIndex, done.StepIndex)
+	require.Equal(t, messages.ActionAccept, done.Action)
+	require.Equal(t, 1, srv.Calls(rpc.MethodHandleCascadeUserInteraction))
+}
+
+func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Run(agytest.CommandAction{Line: "deploy", Output: "ok\n", NeedsApproval: true}),
+	}}}}})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout}) // the first ask expires at once
+	require.NoError(t, srv.TypeTurn("go"))
+	conv := srv.ConversationID()
+	var expired, retry rpc.Step
+	require.Eventually(t, func() bool {
+		for _, st := range srv.Steps(conv) {
+			if st.Type == rpc.StepRunCommand && st.Status == rpc.StatusError {
+				expired = st
+			}
+		}
+		var ok bool
+		retry, ok = srv.OpenPrompt(conv)
+		return expired.Type != "" && ok
+	}, 10*time.Second, 2*time.Millisecond)
+	// The prompt as the driver saw it: at the step that expired.
+	p, ok := mapper.PendingInteraction(&retry, expired.Index())
+	require.True(t, ok)
+	p.ElicitationID = "e1"
+	prompt := *p
+	cfg := testCfg()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newInteraction(client, conv, prompt, cfg, 1, wg)
+	})
+	r.system.Root.Send(r.child, &messages.DeliverAnswer{Gen: 1, Resolve: messages.Resolve{ElicitationID: "e1", Action: messages.ActionDecline}})
+	done := expect[*messages.AnswerDelivered](r, nil)
+	require.Equal(t, retry.Index(), done.StepIndex, "delivered to the freshest WAITING step, not the expired one")
+	require.Greater(t, done.StepIndex, expired.Index())
+}
+
+func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	// The first read is slow, so the ReadNow arrives while it runs.
+	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodGetCascadeTrajectorySteps, Count: 1, Duration: 300 * time.Millisecond})
+	cfg := testCfg()
+	cfg.PollSlow = time.Hour // no reconciliation reads during the test
+	conv := srv.ConversationID()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newPoller(client, conv, cfg, 2, wg, ReadBoth) })
+	r.system.Root.Send(r.child, &messages.StreamState{Gen: 2, Up: true})
+	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetCascadeTrajectorySteps) == 1 }, 10*time.Second, time.Millisecond)
+	r.system.Root.Send(r.child, &messages.ReadNow{Gen: 2})
+
+	first := expect[*messages.SnapshotRead](r, nil)
+	second := expect[*messages.SnapshotRead](r, nil)
+	require.Equal(t, messages.Gen(2), second.Gen)
+	require.Equal(t, rpc.RunIdle, second.RunStatus, "the owed read carries the status")
+	require.Equal(t, conv, first.ConversationID)
+	require.Equal(t, 2, srv.Calls(rpc.MethodGetCascadeTrajectorySteps), "a read already running did not pay for the ReadNow")
+	require.Equal(t, 4, srv.Calls(rpc.MethodGetAllCascadeTrajectories), "two reads with the status, each between two status reads")
+}
+
+func TestRotationWatcherReportsClearOnce(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	cfg := testCfg()
+	cfg.RotationInterval = 5 * time.Millisecond
+	from := srv.ConversationID()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg) })
+	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 2 }, 10*time.Second, time.Millisecond)
+	to := srv.Clear()
+	rot := expect[*messages.ConversationRotated](r, nil)
+	require.Equal(t, messages.Gen(9), rot.Gen)
+	require.Equal(t, from, rot.From)
+	require.Equal(t, to, rot.To)
+	calls := srv.Calls(rpc.MethodGetAllCascadeTrajectories)
+	require.Never(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) > calls }, 50*time.Millisecond, 5*time.Millisecond,
+		"it reported and stopped reading: the session spawns a new watcher for the new conversation")
 }
