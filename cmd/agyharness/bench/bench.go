@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"slices"
@@ -324,6 +325,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	sc := campaignScenario()
+	logDir, err := os.MkdirTemp("", "agyharness-bench-")
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer os.RemoveAll(logDir)
 	for i := range o.Sessions {
 		fault := ""
 		if len(o.Faults) > 0 {
@@ -336,7 +343,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		var f fake
 		if ext != nil {
 			f = ext.fakes[i]
-		} else if f, err = startFake(o, sc, i); err != nil {
+		} else if f, err = startFake(o, sc, i, agyLogPath(logDir, fault, i)); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -470,6 +477,15 @@ func measureFrameCost(res *Result, frames int) error {
 	ratio := costs[1000] / costs[10]
 	res.FrameCostRatio = &ratio
 	return nil
+}
+
+// agyLogPath is where fake i writes agy's log, for sessions that must find
+// agy again after it moves ("" for the others).
+func agyLogPath(dir, fault string, i int) string {
+	if fault != FaultPortChurn {
+		return ""
+	}
+	return filepath.Join(dir, fmt.Sprintf("agy-%d.log", i))
 }
 
 // settleGoroutines waits, up to limit, for the goroutine count to fall back

@@ -33,6 +33,7 @@ type driver struct {
 	kinds    []string // turn kinds to draw from (turnKinds when empty)
 	rng      *rand.Rand
 	srv      *agytest.Server // nil with external fakes
+	fake     fake            // what close releases
 	s        *actors.Session
 	reqs     chan *messages.Event // elicitation requests, for the driver
 	consum   sync.WaitGroup
@@ -53,39 +54,58 @@ type driver struct {
 // in-process agytest.Server, or one served by an external fakeagy process
 // (srv nil: no faults, no ground truth).
 type fake struct {
-	srv  *agytest.Server
-	port int
-	conv string
+	srv     *agytest.Server
+	port    int
+	conv    string
+	logPath string   // agy's log file, when the fake writes one
+	log     *os.File // open for the fake's writes
 }
 
-// startFake starts fake i of the campaign in this process.
-func startFake(o Options, sc *agytest.Scenario, i int) (fake, error) {
-	srv, err := agytest.NewServer(agytest.Options{
+// startFake starts fake i of the campaign in this process. With logPath it
+// writes agy's port lines there, as agy logs them, on start and on every
+// restart.
+func startFake(o Options, sc *agytest.Scenario, i int, logPath string) (fake, error) {
+	f := fake{logPath: logPath}
+	opts := agytest.Options{
 		Seed:          o.Seed + int64(i),
 		Scenario:      sc,
 		ChunkDelay:    o.ChunkDelay,
 		PromptTimeout: time.Minute, // only FaultPromptTimeout expires prompts
 		RecordTimes:   true,
-	})
+	}
+	if logPath != "" {
+		lf, err := os.Create(logPath)
+		if err != nil {
+			return fake{}, fmt.Errorf("bench: fake %d: %w", i, err)
+		}
+		f.log, opts.AgyLog = lf, lf
+	}
+	srv, err := agytest.NewServer(opts)
 	if err != nil {
+		f.close()
 		return fake{}, fmt.Errorf("bench: fake %d: %w", i, err)
 	}
-	return fake{srv: srv, port: srv.Port(), conv: srv.ConversationID()}, nil
+	f.srv, f.port, f.conv = srv, srv.Port(), srv.ConversationID()
+	return f, nil
 }
 
 func (f fake) close() {
 	if f.srv != nil {
 		_ = f.srv.Close()
 	}
+	if f.log != nil {
+		_ = f.log.Close()
+	}
 }
 
 func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int, fault string, mode actors.ReadMode) (*driver, error) {
 	spec := actors.Spec{Port: f.port, ReadMode: mode}
 	if fault == FaultPortChurn {
-		// By port a session cannot follow agy to a new one; by PID it
-		// re-discovers, as it does with agy. Only churned sessions attach
-		// by PID, since discovery probes every port of the process.
-		spec = actors.Spec{PID: os.Getpid(), ConversationID: f.conv, ReadMode: mode}
+		// By port a session cannot follow agy to a new one. Churned
+		// sessions find it again as they would agy: through the port agy
+		// logs (its log file) and, without one, by PID. The PID scan alone
+		// would probe all 2N ports of this process each time.
+		spec = actors.Spec{PID: os.Getpid(), LogFile: f.logPath, ConversationID: f.conv, ReadMode: mode}
 	}
 	actx, cancel := context.WithTimeout(ctx, o.TurnTimeout)
 	defer cancel()
@@ -94,7 +114,7 @@ func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int,
 		f.close()
 		return nil, fmt.Errorf("bench: attach session %d: %w", i, err)
 	}
-	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, mode: mode, kinds: o.TurnKinds, rng: newRand(o.Seed, i), srv: f.srv, s: s,
+	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, mode: mode, kinds: o.TurnKinds, rng: newRand(o.Seed, i), srv: f.srv, fake: f, s: s,
 		reqs: make(chan *messages.Event, 64), wake: make(chan struct{}, 1)}
 	slowBy := time.Duration(0)
 	if fault == FaultSlowConsumer {
@@ -314,7 +334,5 @@ func (d *driver) events() []*messages.Event {
 // and closes the fake.
 func (d *driver) close() {
 	d.consum.Wait()
-	if d.srv != nil {
-		_ = d.srv.Close()
-	}
+	d.fake.close()
 }
