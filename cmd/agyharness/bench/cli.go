@@ -16,10 +16,15 @@ import (
 
 var errHelp = errors.New("help requested")
 
-// parseArgs reads bench's flags into Options.
-func parseArgs(args []string, stderr io.Writer) (Options, bool, error) {
+// usageExample is the example --help prints.
+const usageExample = "agyharness bench --sessions 220 --poll-sessions 20 --duration 20s --faults none --turn-kinds essay --chunk-delay 200ms --default-intervals --external-fakes --idle-sessions 1000 --json"
+
+// parseArgs reads bench's flags into Options. --help prints the usage on
+// stdout; a bad flag is reported on stderr.
+func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {} // errors are reported by the caller; --help below
 	var o Options
 	var faults, mode, kinds string
 	var asJSON bool
@@ -42,6 +47,10 @@ func parseArgs(args []string, stderr io.Writer) (Options, bool, error) {
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: agyharness bench [flags]\n\nRuns the fault campaign and measures performance (docs/RELIABILITY.md, docs/PERFORMANCE.md).\n\nFlags:\n")
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			fmt.Fprintf(stdout, "\nExample:\n  %s\n", usageExample)
 			return o, false, errHelp
 		}
 		return o, false, err

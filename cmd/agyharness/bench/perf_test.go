@@ -133,3 +133,15 @@ func TestDefaultIntervalsLeaveTheActorsDefaults(t *testing.T) {
 	assert.Zero(t, def.PollFast)
 	assert.Zero(t, def.RotationInterval)
 }
+
+func TestHelpOnStdoutBadFlagOnStderr(t *testing.T) {
+	var out, errb bytes.Buffer
+	assert.Equal(t, 0, Main(context.Background(), []string{"--help"}, &out, &errb))
+	assert.Contains(t, out.String(), "Usage: agyharness bench")
+	assert.Contains(t, out.String(), "-external-fakes")
+	assert.Contains(t, out.String(), "Example:")
+	out.Reset()
+	errb.Reset()
+	assert.Equal(t, 2, Main(context.Background(), []string{"--no-such-flag"}, &out, &errb))
+	assert.Contains(t, errb.String(), "no-such-flag")
+}
