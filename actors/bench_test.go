@@ -12,6 +12,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/stretchr/testify/require"
 )
 
 const benchConv = "c0ffee00-0000-4000-8000-000000000000"
@@ -156,4 +157,35 @@ func TestSessionFrameBenchmarkPath(t *testing.T) {
 	if strings.Join(deltas, "") != text || len(deltas) != 3 {
 		t.Fatalf("deltas %q, want 3 adding up to %q", deltas, text)
 	}
+}
+
+// TestEventLogKeepsTheLastEventsInOrder publishes past the log's bound and
+// checks a resuming subscriber gets exactly the last EventLog events, in
+// seq order.
+func TestEventLogKeepsTheLastEventsInOrder(t *testing.T) {
+	var wg sync.WaitGroup
+	p := &pumps{abandon: make(chan struct{})}
+	core := newSessionCore(Spec{SessionID: "log"}, Config{EventLog: 5}.withDefaults(), &wg, p, nil)
+	s := newSession(core).(*session)
+	for i := range 13 {
+		s.publish(&messages.Event{Type: messages.EventStatus, ID: fmt.Sprint("e", i)})
+		if i == 3 {
+			require.Len(t, core.logged(), 4, "below the bound the log grows")
+		}
+	}
+	sub := newSubscription(100, p)
+	s.onSubscribe(&messages.Subscribe{AfterSeq: 9, Sink: sub})
+	core.finish(nil)
+	sub.Finish()
+	var seqs []uint64
+	for ev := range sub.C() {
+		seqs = append(seqs, ev.Seq)
+	}
+	wg.Wait()
+	require.Equal(t, []uint64{10, 11, 12, 13}, seqs)
+	var all []uint64
+	for _, ev := range core.logged() {
+		all = append(all, ev.Seq)
+	}
+	require.Equal(t, []uint64{9, 10, 11, 12, 13}, all)
 }

@@ -577,7 +577,7 @@ func (s *session) onSubscribe(m *messages.Subscribe) {
 	// Replay what the log still holds after AfterSeq, then the open prompts
 	// the replay did not carry, then live events.
 	sent := make(map[string]bool)
-	for _, ev := range s.core.log {
+	for _, ev := range s.core.logged() {
 		if ev.Seq > m.AfterSeq {
 			m.Sink.Push(ev)
 			sent[ev.ID] = true
@@ -603,11 +603,7 @@ func (s *session) publish(ev *messages.Event) {
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
 	}
-	if len(c.log) >= c.cfg.EventLog {
-		copy(c.log, c.log[1:])
-		c.log = c.log[:len(c.log)-1]
-	}
-	c.log = append(c.log, ev)
+	c.logEvent(ev)
 	switch ev.Type {
 	case messages.EventElicitationRequest:
 		c.openRequests = append(c.openRequests, ev)

@@ -226,7 +226,8 @@ type sessionCore struct {
 
 	// owned by the session actor
 	seq          uint64
-	log          []*messages.Event // the last cfg.EventLog events
+	log          []*messages.Event // the last cfg.EventLog events: a ring once full
+	logStart     int               // index of the oldest event in log, once full
 	openRequests []*messages.Event // elicitation_request events of prompts still open, as published
 	sinks        []messages.EventSink
 	root         *mapper.Reconciler
@@ -263,6 +264,26 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system 
 		bound:        make(chan struct{}),
 		done:         make(chan struct{}),
 	}
+}
+
+// logEvent keeps ev among the last cfg.EventLog events. Once the log is
+// full it is a ring: the newest event overwrites the oldest, in constant
+// time (shifting 4,096 pointers per event cost every long session).
+func (c *sessionCore) logEvent(ev *messages.Event) {
+	if len(c.log) < c.cfg.EventLog {
+		c.log = append(c.log, ev)
+		return
+	}
+	c.log[c.logStart] = ev
+	c.logStart = (c.logStart + 1) % len(c.log)
+}
+
+// logged returns the logged events, oldest first.
+func (c *sessionCore) logged() []*messages.Event {
+	if c.logStart == 0 {
+		return c.log
+	}
+	return append(append(make([]*messages.Event, 0, len(c.log)), c.log[c.logStart:]...), c.log[:c.logStart]...)
 }
 
 // subscribeLocked adds a subscriber before the session actor runs.
