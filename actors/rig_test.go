@@ -118,11 +118,12 @@ func (c *collector) waitFor(t *testing.T, typ messages.EventType, pred func(*mes
 	return found
 }
 
-// waitIdleAfter waits for a status idle event after seq.
+// waitIdleAfter waits for a status idle event of the root conversation (a
+// subagent's idle does not end the turn) after seq.
 func (c *collector) waitIdleAfter(t *testing.T, seq uint64) *messages.Event {
 	t.Helper()
 	return c.waitFor(t, messages.EventStatus, func(ev *messages.Event) bool {
-		return ev.State == messages.StateIdle && ev.Seq > seq
+		return ev.State == messages.StateIdle && ev.Seq > seq && ev.ParentConversationID == ""
 	})
 }
 
