@@ -152,7 +152,7 @@ func untilSignal(ctx context.Context, e *env, main func(context.Context) int) er
 func benchCommand() *command {
 	c := &command{
 		name:     "bench",
-		synopsis: "bench [--sessions N] [--duration D] [--seed S] [--faults LIST] [--read-mode M] [--json]",
+		synopsis: "bench [--sessions N] [--duration D] [--seed S] [--faults LIST] [--poll-sessions K] [--external-fakes] [--json] [flags]",
 		summary:  "fault campaign: N fake agys, one session each, events checked against ground truth",
 		example:  "agyharness bench --sessions 50 --duration 20s --faults stream-drop,port-churn,5xx --json",
 	}
