@@ -24,7 +24,9 @@ import (
 // parent when a port checks out. Each round that finds nothing sends
 // *messages.DiscoveryStalled and schedules the next round after a capped
 // exponential backoff; past Config.GiveUpAfter the stalled report carries
-// GiveUp and the actor stops trying. It does not fail: a missing agy is a
+// GiveUp and the actor stops trying. A probe that times out found something
+// listening (agy, slow on a loaded machine): the next round waits twice as
+// long for it, and it has longer to answer before it is called gone. It does not fail: a missing agy is a
 // normal state to wait out, not a crash.
 type discovery struct {
 	spec  Spec
@@ -36,7 +38,13 @@ type discovery struct {
 	t     *tasks
 	start time.Time
 	tries int
+	// probeTimeout grows while agy answers, but too slowly (a loaded
+	// machine): 0 is rpc's default.
+	probeTimeout time.Duration
 }
+
+// maxProbeTimeout caps how long one probe may wait for a slow agy.
+const maxProbeTimeout = 30 * time.Second
 
 // probeRound is sent by discovery to itself after each round.
 type probeRound struct {
@@ -70,7 +78,14 @@ func (d *discovery) Receive(ctx actor.Context) {
 		}
 		d.tries++
 		since := time.Since(d.start)
-		giveUp := since >= d.cfg.GiveUpAfter
+		// A probe that timed out reached something that listens: agy,
+		// slow. Wait longer for it next round, and give it more time
+		// before calling it gone.
+		slow := errors.Is(m.err, context.DeadlineExceeded)
+		if slow {
+			d.probeTimeout = min(max(2*d.probeTimeout, 2*rpc.DefaultProbeTimeout), maxProbeTimeout)
+		}
+		giveUp := since >= d.cfg.GiveUpAfter && !(slow && since < 4*(d.cfg.GiveUpAfter+maxProbeTimeout))
 		ctx.Send(ctx.Parent(), &messages.DiscoveryStalled{
 			Gen: d.gen, Attempts: d.tries, Err: m.err, Since: since.Round(time.Millisecond).String(), GiveUp: giveUp,
 		})
@@ -81,9 +96,9 @@ func (d *discovery) Receive(ctx actor.Context) {
 }
 
 func (d *discovery) round(ctx actor.Context) {
-	self, spec, conv, onErr := ctx.Self(), d.spec, d.conv, d.onErr
+	self, spec, conv, onErr, timeout := ctx.Self(), d.spec, d.conv, d.onErr, d.probeTimeout
 	d.t.run(func(c context.Context) {
-		found, err := discoverOnce(c, spec, conv, onErr)
+		found, err := discoverOnce(c, spec, conv, onErr, timeout)
 		d.t.send(self, &probeRound{found: found, err: err})
 	})
 }
@@ -96,11 +111,11 @@ const probeParallel = 8
 // returns the first that hosts conv (or, conv empty, the port's most
 // recently active root conversation). The client it returns reports its
 // failures to onErr. Its probe goroutines end before it returns.
-func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string, error)) (*messages.PortFound, error) {
+func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string, error), probeTimeout time.Duration) (*messages.PortFound, error) {
 	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
 		return nil, fmt.Errorf("%w: host %q is not loopback", errBadConfig, spec.Host)
 	}
-	cfg := rpc.Config{Host: spec.Host, CSRFToken: spec.CSRFToken}
+	cfg := rpc.Config{Host: spec.Host, CSRFToken: spec.CSRFToken, ProbeTimeout: probeTimeout}
 	var errs []error
 	// The port agy last logged is tried alone first: cheap, and right
 	// unless the log is stale.

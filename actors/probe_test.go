@@ -317,3 +317,20 @@ func TestRotationWatcherReportsClearOnce(t *testing.T) {
 	require.Never(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) > calls }, 50*time.Millisecond, 5*time.Millisecond,
 		"it reported and stopped reading: the session spawns a new watcher for the new conversation")
 }
+
+func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{})
+	// agy answers, but slower than a probe waits: not gone, slow.
+	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 2, Duration: rpc.DefaultProbeTimeout + 500*time.Millisecond})
+	cfg := testCfg()
+	cfg.GiveUpAfter = 100 * time.Millisecond
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newDiscovery(Spec{Port: srv.Port()}, srv.ConversationID(), cfg, 1, wg, nil)
+	})
+	stalled := expect[*messages.DiscoveryStalled](r, nil)
+	require.ErrorIs(t, stalled.Err, context.DeadlineExceeded)
+	require.False(t, stalled.GiveUp, "a port that answers slowly is not gone")
+	found := expect[*messages.PortFound](r, nil) // the next probe waits long enough
+	defer found.Client.Close()
+	require.Equal(t, srv.Port(), found.Port)
+}
