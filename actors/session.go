@@ -650,7 +650,13 @@ func (s *session) publishStatus(state string) {
 // sessionDecider for the policy. It runs on the session's own goroutine.
 func (s *session) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason any, _ any) {
 	ctx := sup.(actor.Context)
-	kind := s.kinds[child.Id]
+	kind, ours := s.kinds[child.Id]
+	if !ours {
+		// A child already stopped (replaced after a re-discovery) failed on
+		// its way out: nothing to restart.
+		sup.StopChildren(child)
+		return
+	}
 	err, _ := reason.(error)
 	if err == nil {
 		err = fmt.Errorf("%v", reason)
