@@ -5,8 +5,10 @@ PKGS := ./...
 
 .PHONY: test lint vet fuzz bench soak
 
+# One package at a time (-p 1): the simulation and campaign tests run many
+# fake agys each, and two such packages at once overload 2 cores.
 test: vet
-	$(GO) test -race -timeout 15m $(PKGS)
+	$(GO) test -race -p 1 -timeout 15m $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -35,7 +35,7 @@ func TestShortCampaign(t *testing.T) {
 	}
 	seed := campaignSeed(t)
 	res, err := Run(context.Background(), Options{
-		Sessions: 56, Duration: 3 * time.Second, TurnTimeout: 10 * time.Second, Seed: seed, Faults: AllFaults,
+		Sessions: 56, Duration: 3 * time.Second, TurnTimeout: 30 * time.Second, Seed: seed, Faults: AllFaults,
 	})
 	require.NoError(t, err)
 	t.Logf("seed %d: %d turns, %d items, %d prompts, faults %v, restarts %v, latency p50 %.2fms p99 %.2fms",
