@@ -177,26 +177,18 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return rpc.Empty{}, nil
 
 	case rpc.MethodGetConversationMetadata:
-		var req rpc.ConversationRequest
-		if err := decode(method, body, &req); err != nil {
-			return nil, err
-		}
-		c := s.lookup(req.ConversationID)
-		if c == nil {
-			return nil, errNotFound()
+		_, c, cerr := target(s, method, body, func(r *rpc.ConversationRequest) string { return r.ConversationID })
+		if cerr != nil {
+			return nil, cerr
 		}
 		var resp rpc.ConversationMetadataResponse
 		resp.Metadata.RootConversationID = c.rootID
 		return resp, nil
 
 	case rpc.MethodGetCascadeTrajectorySteps:
-		var req rpc.CascadeRequest
-		if err := decode(method, body, &req); err != nil {
-			return nil, err
-		}
-		c := s.lookup(req.CascadeID)
-		if c == nil {
-			return nil, errNotFound()
+		_, c, cerr := target(s, method, body, func(r *rpc.CascadeRequest) string { return r.CascadeID })
+		if cerr != nil {
+			return nil, cerr
 		}
 		var resp struct {
 			Steps []json.RawMessage `json:"steps,omitempty"`
@@ -207,13 +199,9 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return resp, nil
 
 	case rpc.MethodHandleCascadeUserInteraction:
-		var req rpc.InteractionRequest
-		if err := decode(method, body, &req); err != nil {
-			return nil, err
-		}
-		c := s.lookup(req.CascadeID)
-		if c == nil {
-			return nil, errNotFound()
+		req, c, cerr := target(s, method, body, func(r *rpc.InteractionRequest) string { return r.CascadeID })
+		if cerr != nil {
+			return nil, cerr
 		}
 		if err := c.answer(req.Interaction, false); err != nil {
 			return nil, err
@@ -221,13 +209,9 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return rpc.Empty{}, nil
 
 	case rpc.MethodSendUserCascadeMessage:
-		var req rpc.SendMessageRequest
-		if err := decode(method, body, &req); err != nil {
-			return nil, err
-		}
-		c := s.lookup(req.CascadeID)
-		if c == nil {
-			return nil, errNotFound()
+		req, c, cerr := target(s, method, body, func(r *rpc.SendMessageRequest) string { return r.CascadeID })
+		if cerr != nil {
+			return nil, cerr
 		}
 		var model string
 		if req.CascadeConfig != nil {
@@ -255,13 +239,9 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return rpc.Empty{}, nil
 
 	case rpc.MethodSendAgentMessage:
-		var req agentMessageRequest
-		if err := decode(method, body, &req); err != nil {
-			return nil, err
-		}
-		c := s.lookup(req.CascadeID)
-		if c == nil {
-			return nil, errNotFound()
+		req, c, cerr := target(s, method, body, func(r *agentMessageRequest) string { return r.CascadeID })
+		if cerr != nil {
+			return nil, cerr
 		}
 		text := req.Message
 		for _, it := range req.Items {
@@ -271,13 +251,9 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return rpc.Empty{}, nil
 
 	case rpc.MethodCancelCascadeSteps, rpc.MethodCancelCascadeInvocation, rpc.MethodForceStopCascadeTree:
-		var req rpc.CascadeRequest
-		if err := decode(method, body, &req); err != nil {
-			return nil, err
-		}
-		c := s.lookup(req.CascadeID)
-		if c == nil {
-			return nil, errNotFound()
+		_, c, cerr := target(s, method, body, func(r *rpc.CascadeRequest) string { return r.CascadeID })
+		if cerr != nil {
+			return nil, cerr
 		}
 		if slices.Contains(s.opts.CancelNoop, method) {
 			return rpc.Empty{}, nil
@@ -318,6 +294,20 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return map[string]string{"cascadeId": s.startCascade()}, nil
 	}
 	return nil, errorf(rpc.CodeUnimplemented, "%s is not implemented", method)
+}
+
+// target decodes a request that names a conversation and finds it; a
+// conversation the server does not host is agy's "trajectory not found".
+func target[T any](s *Server, method string, body []byte, id func(*T) string) (*T, *conversation, *connectError) {
+	req := new(T)
+	if err := decode(method, body, req); err != nil {
+		return nil, nil, err
+	}
+	c := s.lookup(id(req))
+	if c == nil {
+		return nil, nil, errNotFound()
+	}
+	return req, c, nil
 }
 
 // modelKey is the catalog key of a model: a slug of its display name (agy's
