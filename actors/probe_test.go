@@ -334,3 +334,35 @@ func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	defer found.Client.Close()
 	require.Equal(t, srv.Port(), found.Port)
 }
+
+func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	child := srv.Clear() // a conversation just minted: IDLE, no steps yet
+	cfg := testCfg()
+	cfg.SubagentPoll = 5 * time.Millisecond
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newSubagent(client, child, cfg, 3, wg) })
+	// Three reads of the idle, empty child: none says it is done.
+	for reads := 0; reads < 3; {
+		select {
+		case m := <-r.ch:
+			switch m := m.(type) {
+			case *messages.SubagentDone:
+				t.Fatal("a child that has not worked yet is not done")
+			case *messages.SnapshotRead:
+				require.Equal(t, child, m.ConversationID)
+				require.Empty(t, m.Steps)
+				reads++
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no reads")
+		}
+	}
+	// Once the child has worked and rests, it is done.
+	require.NoError(t, srv.TypeTurn("work"))
+	done := expect[*messages.SubagentDone](r, nil)
+	require.Equal(t, child, done.ConversationID)
+	require.NotEmpty(t, srv.GroundTruth(child))
+}

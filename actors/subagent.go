@@ -16,9 +16,10 @@ import (
 // Config.SubagentPoll (its run status first, then its steps) and hand each
 // read to the session (*messages.SnapshotRead with the child's conversation
 // id), which emits the child's items tagged with the child's and the
-// parent's conversation ids. When the child reports IDLE it says so
-// (*messages.SubagentDone); the session stops it once the parent step is
-// terminal too. Transient errors wait for the next tick; it follows the
+// parent's conversation ids. When the child reports IDLE after it has
+// done something (a child just minted is IDLE with no steps yet) and none
+// of its steps is live, it says so (*messages.SubagentDone); the session
+// stops it once the parent step is terminal too. Transient errors wait for the next tick; it follows the
 // session to a new port (*messages.ClientChanged).
 type subagent struct {
 	client *rpc.Client
@@ -34,7 +35,14 @@ type subagentTick struct{}
 
 type subagentRead struct {
 	status rpc.RunStatus
+	steps  int  // steps read
+	live   bool // a step still running
 	err    error
+}
+
+// finished: the child has worked and is at rest.
+func (r *subagentRead) finished() bool {
+	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0 && !r.live
 }
 
 func newSubagent(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
@@ -55,7 +63,7 @@ func (a *subagent) Receive(ctx actor.Context) {
 		a.read(ctx)
 	case *subagentRead:
 		a.busy = false
-		if m.err == nil && m.status == rpc.RunIdle {
+		if m.finished() {
 			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: a.gen, ConversationID: a.conv})
 		}
 		if m.err != nil && errors.Is(m.err, rpc.ErrTrajectoryNotFound) {
@@ -77,6 +85,10 @@ func (a *subagent) read(ctx actor.Context) {
 		if err == nil {
 			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
-		a.t.send(self, &subagentRead{status: status, err: err})
+		read := &subagentRead{status: status, steps: len(steps), err: err}
+		for i := range steps {
+			read.live = read.live || !steps[i].Status.Terminal()
+		}
+		a.t.send(self, read)
 	})
 }
