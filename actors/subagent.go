@@ -17,9 +17,9 @@ import (
 // read to the session (*messages.SnapshotRead with the child's conversation
 // id), which emits the child's items tagged with the child's and the
 // parent's conversation ids. When the child reports IDLE after it has
-// done something (a child just minted is IDLE with no steps yet) and none
-// of its steps is live, it says so (*messages.SubagentDone); the session
-// stops it once the parent step is terminal too. Transient errors wait for the next tick; it follows the
+// done something (a child just minted is IDLE with no steps yet), it says so
+// (*messages.SubagentDone); the session stops it once the parent step is
+// terminal too. Transient errors wait for the next tick; it follows the
 // session to a new port (*messages.ClientChanged).
 type subagent struct {
 	client *rpc.Client
@@ -35,14 +35,15 @@ type subagentTick struct{}
 
 type subagentRead struct {
 	status rpc.RunStatus
-	steps  int  // steps read
-	live   bool // a step still running
+	steps  int // steps read
 	err    error
 }
 
-// finished: the child has worked and is at rest.
+// finished: the child has worked and is at rest. (Not "every step
+// terminal": a child cut by an interrupt can keep a live step, and would be
+// read forever.)
 func (r *subagentRead) finished() bool {
-	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0 && !r.live
+	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0
 }
 
 func newSubagent(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
@@ -85,10 +86,6 @@ func (a *subagent) read(ctx actor.Context) {
 		if err == nil {
 			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
-		read := &subagentRead{status: status, steps: len(steps), err: err}
-		for i := range steps {
-			read.live = read.live || !steps[i].Status.Terminal()
-		}
-		a.t.send(self, read)
+		a.t.send(self, &subagentRead{status: status, steps: len(steps), err: err})
 	})
 }
