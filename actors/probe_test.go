@@ -366,3 +366,30 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 	require.Equal(t, child, done.ConversationID)
 	require.NotEmpty(t, srv.GroundTruth(child))
 }
+
+// A read made under one generation, finished after the session moved to the
+// next (a re-discovery), is dropped by the session; the done that rests on
+// it must carry the same old generation, or the session stops the child with
+// its only complete read ignored (the long soak lost whole children so).
+func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	child := srv.Clear()
+	require.NoError(t, srv.TypeTurn("work"))
+	require.NoError(t, srv.WaitIdle(context.Background(), child))
+	// The first read is slow: the generation moves on while it runs.
+	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Count: 1, Duration: 300 * time.Millisecond})
+	cfg := testCfg()
+	cfg.SubagentPoll = 5 * time.Millisecond
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newSubagent(client, child, cfg, 3, wg) })
+	r.system.Root.Send(r.child, &messages.ClientChanged{Gen: 4, Client: client})
+
+	read := expect[*messages.SnapshotRead](r, nil)
+	require.Equal(t, messages.Gen(3), read.Gen, "the slow read was made under generation 3")
+	done := expect[*messages.SubagentDone](r, nil)
+	require.Equal(t, messages.Gen(3), done.Gen, "its done rests on that read: same generation")
+	later := expect[*messages.SubagentDone](r, func(d *messages.SubagentDone) bool { return d.Gen == 4 })
+	require.Equal(t, child, later.ConversationID, "the next read, under generation 4, says done again")
+}

@@ -325,11 +325,21 @@ func (s *session) rotate(ctx actor.Context, to string) {
 		s.stopChild(ctx, pid)
 		delete(s.interactions, id)
 	}
+	// The old root's children are still mirrored to their end, under the
+	// new generation; their parent is no longer followed, so it counts as
+	// finished.
+	for conv := range s.subagents {
+		s.core.orphans[conv] = true
+	}
 	s.core.gen++
 	s.bindConversation(to)
 	s.core.markBound(to, s.client.Port())
 	s.spawnReaders(ctx)
 	s.release(ctx)
+	changed := &messages.ClientChanged{Gen: s.core.gen, Client: s.client}
+	for _, pid := range s.subagents {
+		ctx.Send(pid, changed)
+	}
 }
 
 // ---- reading ----
@@ -445,14 +455,19 @@ func (s *session) syncSubagents(ctx actor.Context) {
 }
 
 func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
+	parentDone := s.core.orphans[conv]
 	for _, c := range s.core.root.Children() {
 		if c.ConversationID == conv && c.ParentTerminal {
-			if pid, ok := s.subagents[conv]; ok {
-				s.stopChild(ctx, pid)
-				delete(s.subagents, conv)
-				s.core.childrenDone[conv] = true
-			}
+			parentDone = true
 		}
+	}
+	if !parentDone {
+		return
+	}
+	if pid, ok := s.subagents[conv]; ok {
+		s.stopChild(ctx, pid)
+		delete(s.subagents, conv)
+		s.core.childrenDone[conv] = true
 	}
 }
 

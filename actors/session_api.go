@@ -235,6 +235,7 @@ type sessionCore struct {
 	models       map[string]rpc.ModelInfo
 	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler
 	childrenDone map[string]bool               // subagents mirrored to the end
+	orphans      map[string]bool               // children of a root left by a rotation
 	gen          messages.Gen
 	everBound    bool
 
@@ -259,6 +260,7 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system 
 		spec: spec, cfg: cfg, wg: wg, pumps: p, system: system,
 		children:     make(map[string]*mapper.Reconciler),
 		childrenDone: make(map[string]bool),
+		orphans:      make(map[string]bool),
 		restarts:     make(map[string]int),
 		rpcErrors:    make(map[string]int),
 		bound:        make(chan struct{}),

@@ -667,3 +667,34 @@ func TestSessionFollowsAgyThroughItsLogFile(t *testing.T) {
 	seq := r.turn("hello")
 	r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.Seq > seq })
 }
+
+// agy's /clear while subagents run: the session follows the new root, and
+// the old root's children are still mirrored to their end (the rotation
+// moves the generation on; children read under the new one).
+func TestSubagentsOutliveARotation(t *testing.T) {
+	sc := scenario(
+		agytest.Subagents(2, "look around",
+			agytest.Think("Looking."),
+			agytest.Say("Child done, with an answer that takes a while to stream out.", 40)),
+		agytest.Say("Both children finished.", 2),
+	)
+	r := newRig(t, agytest.Options{Scenario: sc, ChunkDelay: 5 * time.Millisecond}, actors.Spec{})
+	old := r.s.ConversationID()
+	seq := r.turn("delegate")
+	// A child has started: rotate while it streams.
+	r.ev.waitFor(t, messages.EventUserMessage, func(ev *messages.Event) bool { return ev.Seq > seq && ev.ConversationID != old })
+	to := r.srv.Clear()
+	r.ev.waitFor(t, messages.EventConversationRotated, func(ev *messages.Event) bool { return ev.To == to })
+	require.NoError(t, r.srv.WaitIdle(context.Background(), old))
+	var children []string
+	for _, c := range r.srv.Conversations() {
+		if c != old && c != to {
+			children = append(children, c)
+		}
+	}
+	require.Len(t, children, 2)
+	for _, child := range children {
+		r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
+		itemsOnce(t, r.srv, child, r.ev.all())
+	}
+}

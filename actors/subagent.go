@@ -34,6 +34,7 @@ type subagent struct {
 type subagentTick struct{}
 
 type subagentRead struct {
+	gen    messages.Gen // the generation the read was made and sent under
 	status rpc.RunStatus
 	steps  int // steps read
 	err    error
@@ -64,12 +65,16 @@ func (a *subagent) Receive(ctx actor.Context) {
 		a.read(ctx)
 	case *subagentRead:
 		a.busy = false
+		// Done carries the read's generation, not the actor's: a read sent
+		// under a generation the session has left is dropped by the session,
+		// and so must be the done that rests on it (else the child stops with
+		// its one complete read ignored, and is lost).
 		if m.finished() {
-			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: a.gen, ConversationID: a.conv})
+			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: m.gen, ConversationID: a.conv})
 		}
 		if m.err != nil && errors.Is(m.err, rpc.ErrTrajectoryNotFound) {
 			// The child is gone from this server; nothing more to mirror.
-			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: a.gen, ConversationID: a.conv})
+			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: m.gen, ConversationID: a.conv})
 		}
 		a.t.after(a.cfg.SubagentPoll, ctx.Self(), &subagentTick{})
 	}
@@ -86,6 +91,6 @@ func (a *subagent) read(ctx actor.Context) {
 		if err == nil {
 			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
-		a.t.send(self, &subagentRead{status: status, steps: len(steps), err: err})
+		a.t.send(self, &subagentRead{gen: gen, status: status, steps: len(steps), err: err})
 	})
 }

@@ -135,7 +135,7 @@ func (d *driver) check(res *Result) {
 			if i, ok := stepIndex(ev.ID, conv); ok {
 				if i < maxIndex {
 					res.OutOfOrder++
-					res.problem("%s: conversation %s: %s of step %d after an item of step %d", tag, conv, ev.Type, i, maxIndex)
+					res.problem("%s: conversation %s: %s of step %d after an item of step %d%s", tag, conv, ev.Type, i, maxIndex, orderContext(evs, steps, conv, i, maxIndex))
 				}
 				maxIndex = max(maxIndex, i)
 			}
@@ -220,6 +220,46 @@ func truthSummary(steps []rpc.Step) string {
 	b.WriteString("\n    ground truth:")
 	for i, st := range steps {
 		fmt.Fprintf(&b, "\n      %d %s %s", i, st.Type, st.Status)
+	}
+	return b.String()
+}
+
+// orderContext shows the ground truth of steps lo..hi and the session's
+// events that name those steps, for an out-of-order report.
+func orderContext(evs []*messages.Event, steps []rpc.Step, conv string, lo, hi int) string {
+	var b strings.Builder
+	b.WriteString("\n    ground truth:")
+	for i := lo; i <= hi && i < len(steps); i++ {
+		fmt.Fprintf(&b, "\n      %d %s %s", i, steps[i].Type, steps[i].Status)
+	}
+	names := func(ev *messages.Event) bool {
+		i, ok := stepIndex(ev.ID, conv)
+		return ev.ConversationID == conv && ok && i >= lo && i <= hi
+	}
+	var first, last uint64
+	for _, ev := range evs {
+		if names(ev) {
+			if first == 0 {
+				first = ev.Seq
+			}
+			last = ev.Seq
+		}
+	}
+	b.WriteString("\n    events:")
+	for _, ev := range evs {
+		if ev.Seq+40 < first || ev.Seq > last {
+			continue
+		}
+		switch {
+		case ev.Type == messages.EventStatus:
+			fmt.Fprintf(&b, "\n      %d status %s", ev.Seq, ev.State)
+		case ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta:
+			if names(ev) {
+				fmt.Fprintf(&b, "\n      %d %s id=%s", ev.Seq, ev.Type, ev.ID)
+			}
+		default:
+			fmt.Fprintf(&b, "\n      %d %s id=%s", ev.Seq, ev.Type, ev.ID)
+		}
 	}
 	return b.String()
 }
