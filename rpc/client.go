@@ -159,15 +159,26 @@ func (c *Client) verifyConnection(cs tls.ConnectionState) error {
 }
 
 // Call makes a unary call: req is marshalled to JSON (nil sends {}), and a
-// 200 answer is decoded into resp (nil discards it). Unknown fields are
-// ignored. Without a context deadline, Config.UnaryTimeout applies. Every
+// 200 answer is decoded into resp (nil discards it) with json v2, as leniently
+// as encoding/json would: unknown fields are ignored, names match
+// case-insensitively, invalid UTF-8 and repeated names are accepted. Without a context deadline, Config.UnaryTimeout applies. Every
 // failure is a *Error.
 func (c *Client) Call(ctx context.Context, method string, req, resp any) error {
 	return c.call(ctx, c.cfg.UnaryTimeout, method, req, resp)
 }
 
 func (c *Client) call(ctx context.Context, timeout time.Duration, method string, req, resp any) error {
-	err := c.roundTrip(ctx, timeout, method, req, resp)
+	var decode func([]byte) error
+	if resp != nil {
+		decode = func(data []byte) error { return unmarshal(data, resp) }
+	}
+	return c.callDecode(ctx, timeout, method, req, decode)
+}
+
+// callDecode is call with the answer's body handed to decode (nil discards
+// it); a decode error is a protocol error.
+func (c *Client) callDecode(ctx context.Context, timeout time.Duration, method string, req any, decode func([]byte) error) error {
+	err := c.roundTrip(ctx, timeout, method, req, decode)
 	c.observe(ctx, method, err)
 	return err
 }
@@ -179,7 +190,7 @@ func (c *Client) observe(ctx context.Context, method string, err error) {
 	}
 }
 
-func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method string, req, resp any) error {
+func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method string, req any, decode func([]byte) error) error {
 	if err := checkMethod(method); err != nil {
 		return err
 	}
@@ -215,13 +226,13 @@ func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method st
 	if len(data) > c.cfg.MaxMessageSize {
 		return transportError(ctx, method, fmt.Errorf("%w: response exceeds %d bytes", ErrMessageTooLarge, c.cfg.MaxMessageSize))
 	}
-	if resp == nil {
+	if decode == nil {
 		return nil
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
-	if err := json.Unmarshal(data, resp); err != nil {
+	if err := decode(data); err != nil {
 		return transportError(ctx, method, fmt.Errorf("%w: decode response: %w", ErrProtocol, err))
 	}
 	return nil

@@ -172,10 +172,9 @@ func (s *Stream) Next() (*StreamFrame, error) {
 	if err != nil {
 		return nil, s.finish(transportError(s.ctx, s.method, err))
 	}
-	empty := len(bytes.TrimSpace(payload)) == 0
 	if flags&FlagEndStream != 0 {
 		var end EndStream
-		if !empty {
+		if len(bytes.TrimSpace(payload)) > 0 {
 			if err := json.Unmarshal(payload, &end); err != nil {
 				return nil, s.finish(transportError(s.ctx, s.method, fmt.Errorf("%w: decode end-stream message: %w", ErrProtocol, err)))
 			}
@@ -185,12 +184,26 @@ func (s *Stream) Next() (*StreamFrame, error) {
 		}
 		return nil, s.finish(io.EOF)
 	}
+	frame, err := DecodeFrame(payload)
+	if err != nil {
+		return nil, s.finish(transportError(s.ctx, s.method, err))
+	}
+	return frame, nil
+}
+
+// DecodeFrame decodes the payload of one data envelope of
+// StreamAgentStateUpdates exactly as Stream.Next does (json v2, as leniently
+// as encoding/json; see decode.go), for benchmarks and tools that replay
+// recorded frames. An empty payload is a frame with every field at its
+// default; a payload that is not a frame fails with an error wrapping
+// ErrProtocol.
+func DecodeFrame(payload []byte) (*StreamFrame, error) {
 	frame := new(StreamFrame)
-	// A zero-length data message is a message with every field at its default.
-	if !empty {
-		if err := json.Unmarshal(payload, frame); err != nil {
-			return nil, s.finish(transportError(s.ctx, s.method, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)))
-		}
+	if len(bytes.TrimSpace(payload)) == 0 {
+		return frame, nil
+	}
+	if err := unmarshal(payload, frame); err != nil {
+		return nil, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)
 	}
 	return frame, nil
 }

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Service is the fully qualified connect service agy's language server exposes.
@@ -43,7 +46,14 @@ func parseInt(b []byte) (int64, error) {
 	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
 		return 0, nil
 	}
-	if b[0] == '"' {
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b[1:n-1], '\\') < 0 {
+		// A string without escapes is its bytes: no JSON decoding needed.
+		// (Invalid inner bytes fail to parse below, as they did decoded.)
+		b = b[1 : n-1]
+		if len(b) == 0 {
+			return 0, nil
+		}
+	} else if b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return 0, err
@@ -157,11 +167,38 @@ type Step struct {
 	Permissions           json.RawMessage        `json:"permissions,omitempty"`
 }
 
-// UnmarshalJSON decodes the typed fields and keeps a copy of the raw bytes.
+// UnmarshalJSON decodes the typed fields with encoding/json and keeps a
+// copy of the raw bytes.
 func (s *Step) UnmarshalJSON(b []byte) error {
 	type plain Step
 	var p plain
 	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Step(p)
+	s.Raw = append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// UnmarshalJSONFrom is UnmarshalJSON for json v2: the step is read once as a
+// raw value, its typed fields are decoded from it (with the leniency
+// encoding/json has: invalid UTF-8, repeated and differently cased names are
+// accepted; whatever options the caller's decoder has, they apply to the
+// raw read only), and Raw keeps a copy. Both decoders give equal steps for
+// the same input (FuzzDecodeV1V2).
+func (s *Step) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	b, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	return placeError(dec, b, s.decode(b))
+}
+
+// decode sets s from the raw step b with json v2, Raw a copy of b.
+func (s *Step) decode(b []byte) error {
+	type plain Step
+	var p plain
+	if err := jsonv2.Unmarshal(b, &p, decodeOptions); err != nil {
 		return err
 	}
 	*s = Step(p)

@@ -1,0 +1,48 @@
+package rpc
+
+import (
+	"errors"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+)
+
+// decodeOptions make json v2 read what agy may send the way encoding/json
+// (v1) read it, so that switching decoders changed the speed and nothing
+// else (FuzzDecodeV1V2 compares the two on arbitrary input):
+//   - invalid UTF-8 is replaced by U+FFFD, not rejected;
+//   - a repeated member name is accepted, the last one wins;
+//   - member names match case-insensitively, as strings.EqualFold does (v2
+//     alone would also ignore '_' and '-': "step_index" would match
+//     stepIndex, which v1 never did);
+//   - null leaves a struct, string or number as it is (v1's merge, which only
+//     shows when a name is repeated);
+//   - unknown members are ignored (v2's default).
+//
+// Encoding stays with encoding/json.
+var decodeOptions = jsonv2.JoinOptions(
+	jsontext.AllowInvalidUTF8(true),
+	jsontext.AllowDuplicateNames(true),
+	jsonv2.MatchCaseInsensitiveNames(true),
+	jsonv1.MatchCaseSensitiveDelimiter(true),
+	jsonv1.MergeWithLegacySemantics(true),
+)
+
+// unmarshal decodes one JSON value (the whole of data) into v with json v2
+// and decodeOptions: how frames and unary answers are read.
+func unmarshal(data []byte, v any) error {
+	return jsonv2.Unmarshal(data, v, decodeOptions)
+}
+
+// placeError places an error of decoding raw, the value dec has just read,
+// in dec's input: a *json.SemanticError's JSON pointer and byte offset are
+// relative to raw, and json v2 leaves them so ("/metadata/..." instead of
+// "/steps/3/metadata/...").
+func placeError(dec *jsontext.Decoder, raw []byte, err error) error {
+	if se, ok := errors.AsType[*jsonv2.SemanticError](err); ok {
+		se.JSONPointer = dec.StackPointer() + se.JSONPointer
+		se.ByteOffset += dec.InputOffset() - int64(len(raw))
+	}
+	return err
+}

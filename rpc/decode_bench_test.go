@@ -1,0 +1,105 @@
+package rpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const (
+	benchConv = "2399249c-4a48-40f1-bf3b-4c6e5d3a5a0e"
+	benchTraj = "efb134b2-d69f-43de-bb54-c9ece346d8a3"
+)
+
+// benchMarkdown is n bytes or a little more of what a planner writes:
+// headings, lists, code, quotes, a non-ASCII character now and then.
+func benchMarkdown(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "### Step %d: check the \"%s\" module\n", i, []string{"session", "poller", "mapper"}[i%3])
+		b.WriteString("- Run `go test ./...` and read the output; a failure prints \"FAIL\" with the test's name.\n")
+		b.WriteString("- If the build says `undefined: x`, the import is missing → add it.\n\n")
+		fmt.Fprintf(&b, "```go\nfunc f%d(s string) error { return fmt.Errorf(\"bad %%q\", s) }\n```\n\n", i)
+	}
+	return b.String()
+}
+
+// benchPlannerStep is a PLANNER_RESPONSE step as agy streams it while it
+// generates, compact, with the metadata a streamed copy carries.
+func benchPlannerStep(index int, status StepStatus, text string) map[string]any {
+	return map[string]any{
+		"type":   StepPlannerResponse,
+		"status": status,
+		"metadata": map[string]any{
+			"stepGenerationVersion": 1,
+			"createdAt":             "2026-08-02T04:49:11.356933257Z",
+			"viewableAt":            "2026-08-02T04:49:12.421632134Z",
+			"source":                SourceModel,
+			"generatorModel":        "MODEL_PLACEHOLDER_M71",
+			"requestedModel":        map[string]any{"model": "MODEL_PLACEHOLDER_M71"},
+			"executionId":           "99875cd6-e73c-4e0f-8f1f-eb7505a88330",
+			"sourceTrajectoryStepInfo": map[string]any{
+				"trajectoryId": benchTraj, "stepIndex": index, "metadataIndex": 5, "cascadeId": benchConv,
+			},
+		},
+		"plannerResponse": map[string]any{
+			"thinking":         "**Assessing the request**\n\nThe user wants a status summary; I will read the \"git log\" first, then the tests.",
+			"modifiedResponse": text,
+			"messageId":        "bot-6f3c1a2e-0d4b-4f6a-9c59-1b2f0e3d4c5a",
+		},
+	}
+}
+
+// benchFrame is one StreamAgentStateUpdates frame: a live planner step of
+// about 4 KB of markdown at index 41 of 42.
+func benchFrame(tb testing.TB) []byte {
+	tb.Helper()
+	frame := map[string]any{"update": map[string]any{
+		"conversationId": benchConv,
+		"trajectoryId":   benchTraj,
+		"status":         RunRunning,
+		"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{
+			"indices":     []int{41},
+			"steps":       []any{benchPlannerStep(41, StatusGenerating, benchMarkdown(3000))},
+			"totalLength": 42,
+		}},
+	}}
+	b, err := json.Marshal(frame)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkDecodeFrame decodes one realistic stream frame (4.3 KiB): v1
+// with encoding/json (the decoder Stream.Next used), v2 as Stream.Next does
+// now (DecodeFrame).
+func BenchmarkDecodeFrame(b *testing.B) {
+	frame := benchFrame(b)
+	decoders := []struct {
+		name   string
+		decode func([]byte) (*StreamFrame, error)
+	}{
+		{"v1", func(payload []byte) (*StreamFrame, error) {
+			f := new(StreamFrame)
+			return f, json.Unmarshal(payload, f)
+		}},
+		{"v2", DecodeFrame},
+	}
+	for _, d := range decoders {
+		b.Run(d.name, func(b *testing.B) {
+			b.SetBytes(int64(len(frame)))
+			b.ReportAllocs()
+			for b.Loop() {
+				f, err := d.decode(frame)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(f.Update.MainTrajectoryUpdate.StepsUpdate.Steps) != 1 {
+					b.Fatal("no step decoded")
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Seeds of the differential fuzz target, besides the recorded steps and the
+// repository's testdata: where encoding/json is lenient, and where v1 and
+// v2 are known to part ways unless told not to.
+var decodeEdgeSeeds = []string{
+	`{"Type":"X","STATUS":"CORTEX_STEP_STATUS_DONE","metadata":{"SourceTrajectoryStepInfo":{"StepIndex":"3"}}}`,
+	`{"metadata":{"sourceTrajectoryStepInfo":{"step_index":3,"step-index":4,"trajectory_id":"t"}}}`,
+	`{"type":"A","type":"B","metadata":{"source":"x"},"metadata":{"executionId":"y"}}`,
+	`{"metadata":{"source":"x"},"metadata":null,"type":"A","type":null}`,
+	`{"plannerResponse":{"thinking":"a"},"plannerResponse":{"response":"b"}}`,
+	`{"plannerResponse":{"toolCalls":[{"id":"1","name":"n"}]},"plannerResponse":{"toolCalls":[{"name":"m"}]}}`,
+	"{\"type\":\"\xff\xfe\",\"plannerResponse\":{\"thinking\":\"caf\xc3\"}}",
+	`{"plannerResponse":{"thinking":"\ud800 \udc00 \ud83d\ude00 \u0000"}}`,
+	`{"metadata":{"modelUsage":{"inputTokens":"1e3","outputTokens":3.0,"cacheReadTokens":null}}}`,
+	`{"metadata":{"sourceTrajectoryStepInfo":{"stepIndex":"\u0037"}}}`,
+	`{"runCommand":{"exitCode":1.5}}`,
+	`{"viewFile":null,"generic":{"args":null,"result":null},"checkpoint":{"a":[1,2,{}]}}`,
+	`{"completedInteractions":[{"response":{"permission":{"allow":true}}},null]}`,
+	`{"unknown":{"deep":[[[{"x":"y"}]]]},"type":"T"}`,
+	`null`, `{}`, `[]`, `"step"`, `7`, ` {"type":"T"} `, `{"type":"T"} {}`, `{"type":`,
+	`{"update":{"mainTrajectoryUpdate":{"stepsUpdate":{"indices":["1",2,null],"steps":[null,{},{"type":"T"}],"totalLength":"3"}}}}`,
+	`{"Update":{"Status":"CASCADE_RUN_STATUS_IDLE","ConversationId":"c"}}`,
+	`{"update":{"mainTrajectoryUpdate":{"stepsUpdate":{"steps":[{"type":"A"}]},"stepsUpdate":{"steps":[]}}}}`,
+	`{"steps":[{"type":"A"},{"type":"B"}],"steps":[{"type":"C"}]}`,
+	`{"steps":null}`, `{"steps":[]}`, `{"Steps":[{"type":"A"}]}`, `{"steps":{}}`, `{"steps":[1]}`,
+}
+
+// decodeSeeds is every file of the recorded agy steps, every file (and every
+// line of every .jsonl) of the repository's testdata, the recorded steps
+// wrapped in a frame and in a steps answer, and decodeEdgeSeeds.
+func decodeSeeds(tb testing.TB) [][]byte {
+	tb.Helper()
+	var seeds, steps [][]byte
+	add := func(root string, recorded bool) {
+		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			seeds = append(seeds, data)
+			if filepath.Ext(path) == ".jsonl" {
+				for _, line := range bytes.Split(data, []byte("\n")) {
+					if len(bytes.TrimSpace(line)) > 0 {
+						seeds = append(seeds, line)
+					}
+				}
+			}
+			if recorded && filepath.Ext(path) == ".json" {
+				steps = append(steps, bytes.TrimSpace(data))
+			}
+			return nil
+		})
+	}
+	add("../../shared/fixtures/agy-steps", true)
+	add("../testdata", false)
+	for i, s := range steps {
+		seeds = append(seeds, []byte(`{"update":{"conversationId":"c","status":"CASCADE_RUN_STATUS_RUNNING","mainTrajectoryUpdate":{"stepsUpdate":{"indices":[`+
+			itoa(i)+`],"steps":[`+string(s)+`],"totalLength":`+itoa(len(steps))+`}}}}`))
+	}
+	if len(steps) > 0 {
+		seeds = append(seeds, append(append([]byte(`{"steps":[`), bytes.Join(steps, []byte(","))...), "]}"...))
+	}
+	for _, s := range decodeEdgeSeeds {
+		seeds = append(seeds, []byte(s))
+	}
+	return seeds
+}
+
+func itoa(i int) string { return string(must(json.Marshal(i))) }
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// sameDecode decodes data into a T with encoding/json and with json v2 as
+// Stream.Next and Client.Call do, and fails unless both fail or both give
+// equal values. It returns v1's value and whether it decoded.
+func sameDecode[T any](t *testing.T, data []byte) (T, bool) {
+	t.Helper()
+	var v1, v2 T
+	err1 := json.Unmarshal(data, &v1)
+	err2 := unmarshal(data, &v2)
+	if (err1 == nil) != (err2 == nil) {
+		t.Fatalf("%T from %q: encoding/json says %v, json v2 says %v", v1, data, err1, err2)
+	}
+	if err1 != nil {
+		return v1, false
+	}
+	require.Equal(t, v1, v2, "%T from %q", v1, data)
+	return v1, true
+}
+
+// FuzzDecodeV1V2 is the differential test of the switch to json v2: for any
+// input, a Step, a StreamFrame and a steps answer decode with json v2
+// exactly as they did with encoding/json, or both fail.
+//
+// Differences found and how each was resolved (all in v1's favour, through
+// decodeOptions, so nothing agy may send reads differently):
+//   - v2 matches names case-insensitively only when told, and then also
+//     ignores '_' and '-' ("step_index" set stepIndex): MatchCaseInsensitiveNames
+//     with v1's MatchCaseSensitiveDelimiter.
+//   - v2 rejects invalid UTF-8 and repeated names: AllowInvalidUTF8,
+//     AllowDuplicateNames.
+//   - v2 zeroes a struct or string on a later null of a repeated name where
+//     v1 keeps it: MergeWithLegacySemantics.
+func FuzzDecodeV1V2(f *testing.F) {
+	for _, seed := range decodeSeeds(f) {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if s, ok := sameDecode[Step](t, data); ok {
+			require.True(t, json.Valid(s.Raw) || !json.Valid(data), "Raw %q", s.Raw)
+		}
+		sameDecode[StreamFrame](t, data)
+		sameDecode[StepsResponse](t, data)
+	})
+}
+
+// FuzzParseInt: parseInt reads a string without escapes straight from its
+// bytes; it must agree with decoding the string first, as it did before.
+func FuzzParseInt(f *testing.F) {
+	for _, s := range []string{`"42"`, `"-7"`, `""`, `"1e3"`, `"3.0"`, `"1.5"`, `"\u0034"`, "\"4\xff\"", `"99999999999999999999"`, `" 5"`, `"`, `"5`, `5"`, `"5"6"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 || b[0] != '"' {
+			return
+		}
+		want, wantErr := parseIntDecodingFirst(b)
+		got, err := parseInt(b)
+		if (err == nil) != (wantErr == nil) || got != want {
+			t.Fatalf("parseInt(%q) = %d, %v; decoded first: %d, %v", b, got, err, want, wantErr)
+		}
+	})
+}
+
+// parseIntDecodingFirst is parseInt for a quoted value as it was before the
+// shortcut: the JSON string decoded, then its text parsed.
+func parseIntDecodingFirst(b []byte) (int64, error) {
+	var s string
+	if err := json.Unmarshal(bytes.TrimSpace(b), &s); err != nil || s == "" {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f != float64(int64(f)) {
+			return 0, fmt.Errorf("not an integer: %q", s)
+		}
+		return int64(f), nil
+	}
+	return v, nil
+}

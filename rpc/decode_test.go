@@ -1,0 +1,73 @@
+package rpc_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// plannerJSON is a DONE planner step at index i with text, as agy writes it.
+func plannerJSON(i int, text string) string {
+	b, _ := json.Marshal(text)
+	return `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","metadata":{"sourceTrajectoryStepInfo":{"trajectoryId":"` +
+		traj + `","stepIndex":` + itoa(i) + `}},"plannerResponse":{"response":` + string(b) + `}}`
+}
+
+// stepsAnswers is a server that answers GetCascadeTrajectorySteps with the
+// next body of a script, one per call.
+func stepsAnswers(t *testing.T, bodies ...string) *rpc.Client {
+	t.Helper()
+	var mu sync.Mutex
+	srv := newConnectServer(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		require.NotEmpty(t, bodies, "more reads than answers")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(bodies[0]))
+		bodies = bodies[1:]
+	})
+	return srv.client(t, rpc.Config{})
+}
+
+// agy's JSON as encoding/json accepted it is still accepted: invalid UTF-8
+// (replaced), names in another case, a repeated name (the last wins).
+func TestLenientDecoding(t *testing.T) {
+	body := "{\"Steps\":[{\"TYPE\":\"CORTEX_STEP_TYPE_USER_INPUT\",\"status\":\"x\",\"status\":\"CORTEX_STEP_STATUS_DONE\"," +
+		"\"userInput\":{\"userResponse\":\"caf\xe9\"},\"somethingNew\":{\"a\":[1]}}]}"
+	c := stepsAnswers(t, body)
+	steps, err := c.GetCascadeTrajectorySteps(ctxT(t), conv)
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	assert.Equal(t, rpc.StepUserInput, steps[0].Type)
+	assert.Equal(t, rpc.StatusDone, steps[0].Status)
+	assert.Equal(t, "caf\ufffd", steps[0].UserInput.UserResponse)
+	assert.True(t, strings.Contains(string(steps[0].Raw), "caf\xe9"), "Raw keeps the bytes as sent")
+}
+
+func TestDecodeFrame(t *testing.T) {
+	f, err := rpc.DecodeFrame([]byte(" \n"))
+	require.NoError(t, err)
+	assert.Equal(t, &rpc.StreamFrame{}, f, "an empty payload is a frame at its defaults")
+
+	f, err = rpc.DecodeFrame([]byte(`{"update":{"conversationId":"` + conv + `","status":"CASCADE_RUN_STATUS_RUNNING",` +
+		`"mainTrajectoryUpdate":{"stepsUpdate":{"indices":[3],"steps":[` + plannerJSON(3, "hi") + `],"totalLength":"4"}}}}`))
+	require.NoError(t, err)
+	u := f.Update.MainTrajectoryUpdate.StepsUpdate
+	assert.Equal(t, []rpc.Int{3}, u.Indices)
+	assert.Equal(t, rpc.Int(4), u.TotalLength)
+	require.Len(t, u.Steps, 1)
+	assert.Equal(t, "hi", u.Steps[0].PlannerResponse.Response)
+	assert.JSONEq(t, plannerJSON(3, "hi"), string(u.Steps[0].Raw))
+
+	for _, bad := range []string{`{"update":`, `[]`, `{"update":{"mainTrajectoryUpdate":{"stepsUpdate":{"steps":[{"status":7}]}}}}`} {
+		_, err := rpc.DecodeFrame([]byte(bad))
+		assert.ErrorIs(t, err, rpc.ErrProtocol, bad)
+	}
+}
