@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"errors"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -33,6 +34,41 @@ var decodeOptions = jsonv2.JoinOptions(
 // and decodeOptions: how frames and unary answers are read.
 func unmarshal(data []byte, v any) error {
 	return jsonv2.Unmarshal(data, v, decodeOptions)
+}
+
+// decodeStepsReusing decodes a GetCascadeTrajectorySteps answer. Where the
+// i-th element of steps is byte for byte prev[i].Raw, prev[i] is taken as it
+// is (sharing its Raw and its pointers) instead of being decoded again;
+// every other element is decoded. Everything else about the answer is read
+// as unmarshal reads a StepsResponse.
+func decodeStepsReusing(data []byte, prev []Step) ([]Step, error) {
+	if len(prev) == 0 {
+		var resp StepsResponse
+		err := unmarshal(data, &resp)
+		return resp.Steps, err
+	}
+	reuse := jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) error {
+		// The element's index is the number of values its array holds so far.
+		kind, i := dec.StackIndex(dec.StackDepth())
+		raw, err := dec.ReadValue()
+		if err != nil {
+			return err
+		}
+		if kind == '[' && i < int64(len(prev)) && len(prev[i].Raw) > 0 && bytes.Equal(raw, prev[i].Raw) {
+			*s = prev[i]
+			return nil
+		}
+		return placeError(dec, raw, s.decode(raw))
+	})
+	// Sized for a trajectory that did not shrink: no growing on the way.
+	resp := StepsResponse{Steps: make([]Step, 0, len(prev))}
+	err := jsonv2.Unmarshal(data, &resp, decodeOptions, jsonv2.WithUnmarshalers(reuse))
+	if len(resp.Steps) == 0 && cap(resp.Steps) > 0 {
+		// No steps member: nil, as a plain decode leaves it. ("steps":[]
+		// replaces the slice with an empty one of no capacity, and is kept.)
+		resp.Steps = nil
+	}
+	return resp.Steps, err
 }
 
 // placeError places an error of decoding raw, the value dec has just read,

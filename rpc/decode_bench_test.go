@@ -72,6 +72,40 @@ func benchFrame(tb testing.TB) []byte {
 	return b
 }
 
+// benchSnapshot is a GetCascadeTrajectorySteps answer of n finished steps
+// (a turn, a planner answer, a command, a checkpoint, over and over), the
+// last one live with text.
+func benchSnapshot(tb testing.TB, n int, text string) []byte {
+	tb.Helper()
+	steps := make([]any, n)
+	for i := range steps {
+		info := map[string]any{"trajectoryId": benchTraj, "stepIndex": i, "cascadeId": benchConv}
+		switch {
+		case i == n-1:
+			steps[i] = benchPlannerStep(i, StatusGenerating, text)
+		case i%4 == 0:
+			steps[i] = map[string]any{"type": StepUserInput, "status": StatusDone,
+				"metadata":  map[string]any{"source": SourceUserExplicit, "createdAt": "2026-08-02T04:49:11Z", "sourceTrajectoryStepInfo": info},
+				"userInput": map[string]any{"items": []any{map[string]any{"text": fmt.Sprintf("turn %d: what changed?", i)}}, "userResponse": fmt.Sprintf("turn %d: what changed?", i)}}
+		case i%4 == 1:
+			steps[i] = benchPlannerStep(i, StatusDone, benchMarkdown(1200))
+		case i%4 == 2:
+			steps[i] = map[string]any{"type": StepRunCommand, "status": StatusDone,
+				"metadata":   map[string]any{"source": SourceModel, "toolCall": map[string]any{"id": fmt.Sprintf("call-%d", i), "name": "run_command", "argumentsJson": `{"CommandLine":"git status"}`}, "sourceTrajectoryStepInfo": info},
+				"runCommand": map[string]any{"commandLine": "git status", "cwd": "/work", "combinedOutput": map[string]any{"full": "On branch main\nnothing to commit, working tree clean\n"}}}
+		default:
+			steps[i] = map[string]any{"type": StepCheckpoint, "status": StatusDone,
+				"metadata":   map[string]any{"source": SourceSystem, "modelUsage": map[string]any{"model": "MODEL_PLACEHOLDER_M71", "inputTokens": "13614", "outputTokens": "472"}, "sourceTrajectoryStepInfo": info},
+				"checkpoint": map[string]any{"intentOnly": true}}
+		}
+	}
+	b, err := json.Marshal(map[string]any{"steps": steps})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
 // BenchmarkDecodeFrame decodes one realistic stream frame (4.3 KiB): v1
 // with encoding/json (the decoder Stream.Next used), v2 as Stream.Next does
 // now (DecodeFrame).
@@ -98,6 +132,48 @@ func BenchmarkDecodeFrame(b *testing.B) {
 				}
 				if len(f.Update.MainTrajectoryUpdate.StepsUpdate.Steps) != 1 {
 					b.Fatal("no step decoded")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeSnapshot decodes a GetCascadeTrajectorySteps answer of
+// 1,000 steps: v1 with encoding/json (the decoder used before), v2 whole
+// (GetCascadeTrajectorySteps now), and v2 reusing the previous read
+// (GetCascadeTrajectoryStepsReusing) when nothing changed and when the
+// live last step grew.
+func BenchmarkDecodeSnapshot(b *testing.B) {
+	const n = 1000
+	text := benchMarkdown(3000)
+	body := benchSnapshot(b, n, text)
+	grown := benchSnapshot(b, n, text+"One more sentence.")
+	prev, err := decodeStepsReusing(body, nil)
+	if err != nil || len(prev) != n {
+		b.Fatalf("snapshot: %d steps, %v", len(prev), err)
+	}
+	cases := []struct {
+		name   string
+		body   []byte
+		decode func([]byte) ([]Step, error)
+	}{
+		{"v1", body, func(data []byte) ([]Step, error) {
+			var resp StepsResponse
+			err := json.Unmarshal(data, &resp)
+			return resp.Steps, err
+		}},
+		{"v2", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(data, nil) }},
+		{"v2-reuse-unchanged", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(data, prev) }},
+		{"v2-reuse-last-grew", grown, func(data []byte) ([]Step, error) { return decodeStepsReusing(data, prev) }},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				steps, err := c.decode(c.body)
+				if err != nil || len(steps) != n {
+					b.Fatalf("%d steps, %v", len(steps), err)
 				}
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 )
@@ -111,8 +112,9 @@ func sameDecode[T any](t *testing.T, data []byte) (T, bool) {
 }
 
 // FuzzDecodeV1V2 is the differential test of the switch to json v2: for any
-// input, a Step, a StreamFrame and a steps answer decode with json v2
-// exactly as they did with encoding/json, or both fail.
+// input, a Step, a StreamFrame and a steps answer decode with json v2 (and
+// with decodeStepsReusing, reusing nothing, everything, or an unrelated
+// previous read) exactly as they did with encoding/json, or both fail.
 //
 // Differences found and how each was resolved (all in v1's favour, through
 // decodeOptions, so nothing agy may send reads differently):
@@ -127,13 +129,109 @@ func FuzzDecodeV1V2(f *testing.F) {
 	for _, seed := range decodeSeeds(f) {
 		f.Add(seed)
 	}
+	var unrelated []Step
+	if data, err := os.ReadFile("../../shared/fixtures/agy-steps/run_command_done.json"); err == nil {
+		unrelated = must(decodeStepsReusing(append(append([]byte(`{"steps":[{"type":"A"},`), data...), "]}"...), nil))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if s, ok := sameDecode[Step](t, data); ok {
 			require.True(t, json.Valid(s.Raw) || !json.Valid(data), "Raw %q", s.Raw)
 		}
 		sameDecode[StreamFrame](t, data)
-		sameDecode[StepsResponse](t, data)
+		want, ok := sameDecode[StepsResponse](t, data)
+		for _, prev := range [][]Step{nil, want.Steps, unrelated} {
+			got, err := decodeStepsReusing(data, prev)
+			if !ok {
+				require.Error(t, err, "decodeStepsReusing accepted what encoding/json refused: %q", data)
+				continue
+			}
+			require.NoError(t, err)
+			require.Equal(t, want.Steps, got)
+		}
 	})
+}
+
+// rawData is the address of a step's raw bytes: equal for a reused step.
+func rawData(s Step) *byte { return unsafe.SliceData(s.Raw) }
+
+func TestDecodeStepsReusing(t *testing.T) {
+	step := func(i int, text string) string {
+		return `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","metadata":{"sourceTrajectoryStepInfo":{"stepIndex":` +
+			itoa(i) + `}},"plannerResponse":{"response":` + string(must(json.Marshal(text))) + `}}`
+	}
+	body := func(steps ...string) []byte {
+		return []byte(`{"steps":[` + string(bytes.Join(func() [][]byte {
+			out := make([][]byte, len(steps))
+			for i, s := range steps {
+				out[i] = []byte(s)
+			}
+			return out
+		}(), []byte(","))) + `]}`)
+	}
+	first := body(step(0, "a"), step(1, "b"), step(2, "c"))
+	prev, err := decodeStepsReusing(first, nil)
+	require.NoError(t, err)
+	require.Len(t, prev, 3)
+
+	tests := []struct {
+		name   string
+		body   []byte
+		reused []bool // per step of the answer: prev[i] taken as it is
+		texts  []string
+	}{
+		{"unchanged", first, []bool{true, true, true}, []string{"a", "b", "c"}},
+		{"one changed", body(step(0, "a"), step(1, "b, longer"), step(2, "c")), []bool{true, false, true}, []string{"a", "b, longer", "c"}},
+		{"last shrank", body(step(0, "a"), step(1, "b"), step(2, "")), []bool{true, true, false}, []string{"a", "b", ""}},
+		{"grew by one", body(step(0, "a"), step(1, "b"), step(2, "c"), step(3, "d")), []bool{true, true, true, false}, []string{"a", "b", "c", "d"}},
+		{"got shorter", body(step(0, "a"), step(1, "b")), []bool{true, true}, []string{"a", "b"}},
+		{"history rewritten", body(step(0, "a"), step(1, "c"), step(2, "b")), []bool{true, false, false}, []string{"a", "c", "b"}},
+		{"spacing differs", body(step(0, "a"), " "+step(1, "b"), step(2, "c")), []bool{true, true, true}, []string{"a", "b", "c"}},
+		{"reformatted", body(step(0, "a"), step(1, "b")[:1]+" "+step(1, "b")[1:], step(2, "c")), []bool{true, false, true}, []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := decodeStepsReusing(tt.body, prev)
+			require.NoError(t, err)
+			require.Len(t, got, len(tt.reused))
+			var want StepsResponse
+			require.NoError(t, json.Unmarshal(tt.body, &want))
+			require.Equal(t, want.Steps, got, "the same steps as a decode from scratch")
+			for i, reused := range tt.reused {
+				require.Equal(t, tt.texts[i], got[i].PlannerResponse.Response)
+				require.Equal(t, i, got[i].Index())
+				if reused {
+					require.Same(t, rawData(prev[i]), rawData(got[i]), "step %d reused", i)
+					require.Same(t, prev[i].PlannerResponse, got[i].PlannerResponse, "step %d reused", i)
+				} else {
+					require.NotSame(t, prev[i%len(prev)].PlannerResponse, got[i].PlannerResponse, "step %d decoded", i)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeStepsReusingEmptyAndMalformed(t *testing.T) {
+	prev, err := decodeStepsReusing([]byte(`{"steps":[{"type":"A"},{"type":"B"}]}`), nil)
+	require.NoError(t, err)
+
+	got, err := decodeStepsReusing([]byte(`{}`), prev)
+	require.NoError(t, err)
+	require.Nil(t, got, "no steps member: nil, as a plain decode")
+	got, err = decodeStepsReusing([]byte(`{"steps":[]}`), prev)
+	require.NoError(t, err)
+	require.NotNil(t, got)
+	require.Empty(t, got)
+
+	for _, bad := range []string{
+		`{"steps":[{"type":"A"},{"type":7}]}`,
+		`{"steps":[{"type":"A"},{"type":"B"]}`,
+		`{"steps":[{"type":"A"},{"metadata":{"sourceTrajectoryStepInfo":{"stepIndex":"x"}}}]}`,
+		`{"steps":{"type":"A"}}`,
+		`{"steps":[{"type":"A"}]} trailing`,
+	} {
+		_, err := decodeStepsReusing([]byte(bad), prev)
+		require.Error(t, err, bad)
+	}
 }
 
 // FuzzParseInt: parseInt reads a string without escapes straight from its

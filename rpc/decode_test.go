@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -34,6 +35,64 @@ func stepsAnswers(t *testing.T, bodies ...string) *rpc.Client {
 		bodies = bodies[1:]
 	})
 	return srv.client(t, rpc.Config{})
+}
+
+func sameRaw(a, b rpc.Step) bool { return unsafe.SliceData(a.Raw) == unsafe.SliceData(b.Raw) }
+
+func TestGetCascadeTrajectoryStepsReusing(t *testing.T) {
+	first := `{"steps":[` + plannerJSON(0, "one") + `,` + plannerJSON(1, "two") + `,` + plannerJSON(2, "thr") + `]}`
+	c := stepsAnswers(t,
+		first,
+		// step 1 grew, step 2 shrank, a step 3 came
+		`{"steps":[`+plannerJSON(0, "one")+`,`+plannerJSON(1, "two, and more")+`,`+plannerJSON(2, "th")+`,`+plannerJSON(3, "four")+`]}`,
+		// the trajectory got shorter (a rewrite of history)
+		`{"steps":[`+plannerJSON(0, "one")+`]}`,
+		// an element that is not a step
+		`{"steps":[`+plannerJSON(0, "one")+`,{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","metadata":{"sourceTrajectoryStepInfo":{"stepIndex":"one"}}}]}`,
+	)
+	ctx := ctxT(t)
+
+	prev, err := c.GetCascadeTrajectoryStepsReusing(ctx, conv, nil)
+	require.NoError(t, err)
+	require.Len(t, prev, 3)
+
+	next, err := c.GetCascadeTrajectoryStepsReusing(ctx, conv, prev)
+	require.NoError(t, err)
+	require.Len(t, next, 4)
+	assert.True(t, sameRaw(prev[0], next[0]), "unchanged step 0 reused")
+	assert.Same(t, prev[0].PlannerResponse, next[0].PlannerResponse, "unchanged step 0 reused")
+	for i, want := range []string{"one", "two, and more", "th", "four"} {
+		assert.Equal(t, want, next[i].PlannerResponse.Response, "step %d", i)
+		assert.Equal(t, i, next[i].Index())
+		if i > 0 {
+			assert.False(t, sameRaw(prev[min(i, 2)], next[i]), "step %d decoded", i)
+		}
+	}
+	assert.Equal(t, "two", prev[1].PlannerResponse.Response, "the previous read is left as it was")
+
+	shorter, err := c.GetCascadeTrajectoryStepsReusing(ctx, conv, next)
+	require.NoError(t, err)
+	require.Len(t, shorter, 1)
+	assert.True(t, sameRaw(next[0], shorter[0]))
+
+	bad, err := c.GetCascadeTrajectoryStepsReusing(ctx, conv, shorter)
+	assert.Nil(t, bad)
+	var e *rpc.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, rpc.MethodGetCascadeTrajectorySteps, e.Method)
+	assert.ErrorIs(t, err, rpc.ErrProtocol)
+	assert.False(t, rpc.IsTransient(err))
+	assert.Contains(t, err.Error(), "/steps/1", "the error names the element")
+	assert.Contains(t, err.Error(), "not an integer")
+}
+
+func TestGetCascadeTrajectoryStepsReusingRefusesEmptyID(t *testing.T) {
+	c, err := rpc.NewClient(rpc.Config{Port: 1})
+	require.NoError(t, err)
+	_, err = c.GetCascadeTrajectoryStepsReusing(ctxT(t), "", nil)
+	var e *rpc.Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, rpc.CodeInvalidArgument, e.Code)
 }
 
 // agy's JSON as encoding/json accepted it is still accepted: invalid UTF-8

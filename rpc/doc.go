@@ -10,7 +10,10 @@
 // fields are ignored, and every Step keeps its raw JSON. They are decoded
 // with json v2 (github.com/go-json-experiment/json), about three times
 // faster than encoding/json, told to be exactly as lenient (decode.go);
-// requests are still encoded with encoding/json.
+// requests are still encoded with encoding/json. A caller that reads the
+// same trajectory again and again hands its last read to
+// GetCascadeTrajectoryStepsReusing, which decodes only the steps that
+// changed.
 //
 // Failures are translated here, once, into *Error values with a Connect
 // Code; callers classify them with errors.Is against the sentinels

@@ -49,14 +49,34 @@ func (c *Client) ConversationMatches(ctx context.Context, conversationID string)
 // GetCascadeTrajectorySteps reads one snapshot of every step of a cascade
 // (cascadeId == conversationId).
 func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string) ([]Step, error) {
+	return c.GetCascadeTrajectoryStepsReusing(ctx, cascadeID, nil)
+}
+
+// GetCascadeTrajectoryStepsReusing is GetCascadeTrajectorySteps for a caller
+// that reads the same cascade again and again: prev is its last read (nil
+// for none). A step that agy sends byte for byte as it sent prev[i] (same
+// index, Raw equal) is not decoded again: the result holds prev[i] itself,
+// sharing its Raw and pointers, so neither the caller nor anyone it hands
+// steps to may modify them. Changed, new and moved steps are decoded; a
+// trajectory may have grown or shrunk. prev must come from earlier reads
+// (its Raw is trusted to be what its fields were decoded from). The answer
+// is whole, as GetCascadeTrajectorySteps' is; a malformed body, or step, is
+// a *Error wrapping ErrProtocol, and nothing is returned with it.
+func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []Step) ([]Step, error) {
+	const m = MethodGetCascadeTrajectorySteps
 	if cascadeID == "" {
-		return nil, invalidArgument(MethodGetCascadeTrajectorySteps, "empty cascade id")
+		return nil, invalidArgument(m, "empty cascade id")
 	}
-	var resp StepsResponse
-	if err := c.Call(ctx, MethodGetCascadeTrajectorySteps, CascadeRequest{CascadeID: cascadeID}, &resp); err != nil {
+	var steps []Step
+	err := c.callDecode(ctx, c.cfg.UnaryTimeout, m, CascadeRequest{CascadeID: cascadeID}, func(data []byte) error {
+		var err error
+		steps, err = decodeStepsReusing(data, prev)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	return resp.Steps, nil
+	return steps, nil
 }
 
 // HandleCascadeUserInteraction answers a WAITING step. in must name the
