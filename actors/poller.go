@@ -29,6 +29,9 @@ type poller struct {
 	wg     *sync.WaitGroup
 	mode   ReadMode
 	t      *tasks
+	// last is the last read's steps, for the next read to reuse. Only the
+	// read in flight touches it, and reads run one at a time (busy).
+	last []rpc.Step
 
 	streamUp  bool
 	busy      bool
@@ -141,8 +144,9 @@ func (p *poller) poll(ctx actor.Context) {
 	due := p.due
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
-		status, steps, err := readSnapshot(c, p.client, p.conv, withStatus)
+		status, steps, err := readSnapshot(c, p.client, p.conv, withStatus, p.last)
 		if err == nil {
+			p.last = steps
 			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
 		p.t.send(self, &pollDone{withStatus: withStatus, due: due, err: err})
@@ -150,8 +154,12 @@ func (p *poller) poll(ctx actor.Context) {
 }
 
 // readSnapshot reads a conversation's steps, and its run status around
-// them when withStatus ("" when the two status reads disagree).
-func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool) (rpc.RunStatus, []rpc.Step, error) {
+// them when withStatus ("" when the two status reads disagree). prev is the
+// caller's last read of conv (nil for none): steps agy sends unchanged are
+// taken from it instead of being decoded again (see
+// rpc.Client.GetCascadeTrajectoryStepsReusing), so the steps returned share
+// values with prev; they are read-only for everyone they are handed to.
+func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, prev []rpc.Step) (rpc.RunStatus, []rpc.Step, error) {
 	statusOf := func() (rpc.RunStatus, error) {
 		all, err := c.GetAllCascadeTrajectories(ctx)
 		if err != nil {
@@ -166,7 +174,7 @@ func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bo
 			return "", nil, err
 		}
 	}
-	steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
+	steps, err := c.GetCascadeTrajectoryStepsReusing(ctx, conv, prev)
 	if err != nil || !withStatus {
 		return "", steps, err
 	}

@@ -29,6 +29,9 @@ type subagent struct {
 	wg     *sync.WaitGroup
 	t      *tasks
 	busy   bool
+	// last is the last read's steps, for the next read to reuse. Only the
+	// read in flight touches it, and reads run one at a time (busy).
+	last []rpc.Step
 }
 
 type subagentTick struct{}
@@ -87,8 +90,9 @@ func (a *subagent) read(ctx actor.Context) {
 	a.busy = true
 	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
 	a.t.run(func(c context.Context) {
-		status, steps, err := readSnapshot(c, client, a.conv, true)
+		status, steps, err := readSnapshot(c, client, a.conv, true, a.last)
 		if err == nil {
+			a.last = steps
 			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
 		}
 		a.t.send(self, &subagentRead{gen: gen, status: status, steps: len(steps), err: err})
