@@ -68,21 +68,44 @@ func BenchmarkApplyFrame(b *testing.B) {
 }
 
 // BenchmarkApplySnapshotUnchanged re-reads a trajectory in which nothing
-// changed, as the reconciling poller does: a hash per step, no decoding.
+// changed, as the reconciling poller does. decoded: every read is a fresh
+// copy of the same bytes (as a whole decode gives), so each step is hashed;
+// reused: every read carries the same Raw slices (as
+// rpc.Client.GetCascadeTrajectoryStepsReusing hands unchanged steps), known
+// unchanged without hashing.
 func BenchmarkApplySnapshotUnchanged(b *testing.B) {
 	for _, n := range []int{10, 1000} {
-		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			hist := history(n)
-			r := newTestReconciler()
-			r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
-			obs := FromSnapshot(hist, "", at(1))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if evs := r.Apply(obs); len(evs) != 0 {
-					b.Fatal("an unchanged snapshot yielded events")
+		for _, mode := range []string{"decoded", "reused"} {
+			b.Run(fmt.Sprintf("steps=%d/%s", n, mode), func(b *testing.B) {
+				hist := history(n)
+				r := newTestReconciler()
+				r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
+				// Two reads alternate: with fresh copies, neither is the slice the
+				// reconciler saw last.
+				reads := [2]Observation{FromSnapshot(hist, "", at(1)), FromSnapshot(hist, "", at(2))}
+				if mode == "decoded" {
+					for k := range reads {
+						reads[k] = FromSnapshot(copyRaw(hist), "", at(1+k))
+					}
 				}
-			}
-		})
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if evs := r.Apply(reads[i%2]); len(evs) != 0 {
+						b.Fatal("an unchanged snapshot yielded events")
+					}
+				}
+			})
+		}
 	}
+}
+
+// copyRaw is steps with each Raw copied to a slice of its own.
+func copyRaw(steps []rpc.Step) []rpc.Step {
+	out := make([]rpc.Step, len(steps))
+	for i, s := range steps {
+		s.Raw = append([]byte(nil), s.Raw...)
+		out[i] = s
+	}
+	return out
 }

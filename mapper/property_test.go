@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -221,4 +222,50 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestPropertyReusedStepsAsDecoded: a reconciler fed snapshots whose
+// unchanged steps carry the previous snapshot's very Raw slices (as
+// rpc.Client.GetCascadeTrajectoryStepsReusing hands them to the poller, and
+// the reconciler then skips them without hashing) emits exactly what one fed
+// fresh copies of every step does (each hashed), whatever the feed.
+func TestPropertyReusedStepsAsDecoded(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		moments, _ := genTrajectory(t)
+		feed := genFeed(t, moments)
+		var prev []rpc.Step // the poller's last read
+		reused := make([]Observation, len(feed))
+		decoded := make([]Observation, len(feed))
+		for k, o := range feed {
+			decoded[k], reused[k] = o, o
+			decoded[k].Steps = copyRaw(o.Steps)
+			if o.Kind != Snapshot {
+				reused[k].Steps = copyRaw(o.Steps)
+				continue
+			}
+			read := copyRaw(o.Steps)
+			for i := range read {
+				if i < len(prev) && string(prev[i].Raw) == string(read[i].Raw) {
+					read[i] = prev[i]
+				}
+			}
+			reused[k].Steps, prev = read, read
+		}
+		a, b := newTestReconciler(), newTestReconciler()
+		for k := range feed {
+			want, got := a.Apply(decoded[k]), b.Apply(reused[k])
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("observation %d (%s): fresh copies yield %v, reused steps %v", k, feed[k].Kind, types(want), types(got))
+			}
+			// And each slot knows the same: a skip must never leave a slot
+			// with the hash of an older copy than hashing would have.
+			for i, sa := range a.slots {
+				x, y := *sa, *b.slots[i]
+				x.raw, y.raw = nil, nil
+				if !reflect.DeepEqual(x, y) {
+					t.Fatalf("observation %d (%s): slot %d differs: fresh copies %+v, reused steps %+v", k, feed[k].Kind, i, x, y)
+				}
+			}
+		}
+	})
 }

@@ -54,7 +54,12 @@ type Reconciler struct {
 
 // slot is what the reconciler knows of one step index.
 type slot struct {
-	hash     uint64 // of the raw bytes of the last copy seen: unchanged copies are skipped
+	hash uint64 // of the raw bytes of the last copy seen: unchanged copies are skipped
+	// raw is the Raw that hash was taken of when that copy came in a
+	// snapshot (nil after a frame: frames' copies are not kept alive). A
+	// snapshot step that rpc reused from the poller's previous read carries
+	// this very slice again, and is known unchanged without hashing.
+	raw      []byte
 	typ      rpc.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
 
@@ -149,9 +154,17 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 	if index >= r.known {
 		r.known = index + 1
 	}
-	h := hashStep(s)
 	st := r.slots[index]
+	if st != nil && sameSlice(st.raw, s.Raw) {
+		return
+	}
+	h := hashStep(s)
+	var raw []byte
+	if r.obs.Kind == Snapshot {
+		raw = s.Raw
+	}
 	if st != nil && st.hash == h {
+		st.raw = raw
 		return
 	}
 	first := st == nil
@@ -163,7 +176,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		st = &slot{typ: s.Type}
 		r.slots[index] = st
 	}
-	st.hash = h
+	st.hash, st.raw = h, raw
 	if st.typ == "" {
 		st.typ = s.Type
 	}
@@ -196,6 +209,13 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		}
 		r.prompt(index, s, st)
 	}
+}
+
+// sameSlice reports whether a and b are one non-empty slice: same first
+// byte, same length. Raw bytes are never modified, so the same slice holds
+// the same bytes.
+func sameSlice(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
 // hashStep hashes the raw bytes of a step (or its encoding, for steps built
