@@ -47,9 +47,9 @@ type poller struct {
 type pollTick struct{}
 
 type pollDone struct {
-	withStatus bool
-	due        int // the ReadNows counted when the read began
-	err        error
+	settled bool // the read pays what was owed when it began
+	due     int  // the ReadNows counted when the read began
+	err     error
 }
 
 func newPoller(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, mode ReadMode) actor.Actor {
@@ -104,7 +104,7 @@ func (p *poller) Receive(ctx actor.Context) {
 		if m.err != nil && (errors.Is(m.err, rpc.ErrPortGone) || errors.Is(m.err, rpc.ErrTrajectoryNotFound)) {
 			fail("poller", m.err)
 		}
-		if m.err == nil && m.withStatus && m.due > p.paid {
+		if m.settled && m.due > p.paid {
 			p.paid = m.due
 		}
 		if p.readNow {
@@ -144,46 +144,68 @@ func (p *poller) poll(ctx actor.Context) {
 	due := p.due
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
-		status, steps, err := readSnapshot(c, p.client, p.conv, withStatus, p.last)
+		snap, err := readSnapshot(c, p.client, p.conv, withStatus, p.last)
 		if err == nil {
-			p.last = steps
-			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, RunStatus: status, Received: time.Now()})
+			p.last = snap.steps
+			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, RunStatus: snap.status, Received: time.Now()})
 		}
-		p.t.send(self, &pollDone{withStatus: withStatus, due: due, err: err})
+		// An owed read is paid by one that could tell the turn's end (its
+		// status conclusive), or that saw agy running again (a newer run:
+		// its own IDLE will be owed a read).
+		settled := err == nil && withStatus && (snap.status != "" || snap.after == rpc.RunRunning || snap.after == rpc.RunBusy)
+		p.t.send(self, &pollDone{settled: settled, due: due, err: err})
 	})
 }
 
-// readSnapshot reads a conversation's steps, and its run status around
-// them when withStatus ("" when the two status reads disagree). prev is the
+// snapshot is one read of a conversation's steps, with its run status
+// read around them.
+type snapshot struct {
+	steps []rpc.Step
+	// status is the run status when the two status reads agree entirely
+	// (status, step count, last modification): nothing moved while the
+	// steps were read. "" when not read, or when something moved.
+	status rpc.RunStatus
+	// after is the second status read, conclusive or not.
+	after rpc.RunStatus
+}
+
+// readSnapshot reads a conversation's steps and, when withStatus, its
+// trajectory summary before and after them. The status goes with the steps
+// only when the two summaries are the same: equal IDLE statuses alone do
+// not prove the steps were read at rest, since a whole turn can start and
+// end between the two reads, and steps read in its middle (each terminal,
+// the next not yet written) would close the turn early. prev is the
 // caller's last read of conv (nil for none): steps agy sends unchanged are
 // taken from it instead of being decoded again (see
 // rpc.Client.GetCascadeTrajectoryStepsReusing), so the steps returned share
 // values with prev; they are read-only for everyone they are handed to.
-func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, prev []rpc.Step) (rpc.RunStatus, []rpc.Step, error) {
-	statusOf := func() (rpc.RunStatus, error) {
+func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, prev []rpc.Step) (snapshot, error) {
+	summaryOf := func() (rpc.TrajectorySummary, error) {
 		all, err := c.GetAllCascadeTrajectories(ctx)
 		if err != nil {
-			return "", err
+			return rpc.TrajectorySummary{}, err
 		}
-		return all.TrajectorySummaries[conv].Status, nil
+		return all.TrajectorySummaries[conv], nil
 	}
-	var before rpc.RunStatus
+	var before rpc.TrajectorySummary
 	if withStatus {
 		var err error
-		if before, err = statusOf(); err != nil {
-			return "", nil, err
+		if before, err = summaryOf(); err != nil {
+			return snapshot{}, err
 		}
 	}
 	steps, err := c.GetCascadeTrajectoryStepsReusing(ctx, conv, prev)
 	if err != nil || !withStatus {
-		return "", steps, err
+		return snapshot{steps: steps}, err
 	}
-	after, err := statusOf()
+	after, err := summaryOf()
 	if err != nil {
-		return "", nil, err
+		return snapshot{}, err
 	}
-	if after != before {
-		return "", steps, nil
+	snap := snapshot{steps: steps, after: after.Status}
+	if after.Status == before.Status && after.StepCount == before.StepCount &&
+		after.LastModifiedTime == before.LastModifiedTime && after.LastUserInputStepIndex == before.LastUserInputStepIndex {
+		snap.status = after.Status
 	}
-	return after, steps, nil
+	return snap, nil
 }

@@ -90,11 +90,11 @@ func (a *subagent) read(ctx actor.Context) {
 	a.busy = true
 	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
 	a.t.run(func(c context.Context) {
-		status, steps, err := readSnapshot(c, client, a.conv, true, a.last)
+		snap, err := readSnapshot(c, client, a.conv, true, a.last)
 		if err == nil {
-			a.last = steps
-			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, RunStatus: status, Received: time.Now()})
+			a.last = snap.steps
+			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, RunStatus: snap.status, Received: time.Now()})
 		}
-		a.t.send(self, &subagentRead{gen: gen, status: status, steps: len(steps), err: err})
+		a.t.send(self, &subagentRead{gen: gen, status: snap.status, steps: len(snap.steps), err: err})
 	})
 }
