@@ -46,7 +46,8 @@ type driver struct {
 	arrivals  []time.Time     // arrival of evs[i]
 
 	turns, turnsFailed, interrupts, stuck int
-	ended                                 bool // the session ended during the run
+	stuckAfter                            []uint64 // the last seq before each stuck turn
+	ended                                 bool     // the session ended during the run
 	answers                               []answer
 }
 
@@ -266,6 +267,7 @@ func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-ch
 		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
 			d.stuck++
+			d.stuckAfter = append(d.stuckAfter, seq)
 			return
 		}
 	}
