@@ -71,7 +71,7 @@ func benchFrame(tb testing.TB, index int, text string) []byte {
 // BenchmarkSessionFrame feeds stream frames, each carrying one changed step
 // (the live planner step at the end of a trajectory of n steps), through a
 // session's whole read path but the socket: the frame's JSON decoded into
-// rpc.StreamFrame (what the stream reader does), the session's onFrame (the
+// rpc.StreamFrame by rpc.DecodeFrame (what the stream reader does), the session's onFrame (the
 // reconciler, publish into the event log and a subscription) and a
 // consumer draining the subscription. The cost per frame must not grow
 // with the trajectory.
@@ -110,8 +110,8 @@ func BenchmarkSessionFrame(b *testing.B) {
 					fresh()
 					b.StartTimer()
 				}
-				f := new(rpc.StreamFrame)
-				if err := json.Unmarshal(wires[v], f); err != nil {
+				f, err := rpc.DecodeFrame(wires[v])
+				if err != nil {
 					b.Fatal(err)
 				}
 				before := core.seq
@@ -140,8 +140,8 @@ func TestSessionFrameBenchmarkPath(t *testing.T) {
 	text := ""
 	for range 3 {
 		text += "chunk "
-		f := new(rpc.StreamFrame)
-		if err := json.Unmarshal(benchFrame(t, 9, text), f); err != nil {
+		f, err := rpc.DecodeFrame(benchFrame(t, 9, text))
+		if err != nil {
 			t.Fatal(err)
 		}
 		s.onFrame(nil, &messages.FrameReceived{Frame: f, Received: time.Now()})

@@ -17,7 +17,7 @@ var frameCostSizes = []int{10, 100, 1000}
 const frameCostConv = "c0ffee00-0000-4000-8000-000000000000"
 
 // frameCost measures what one stream frame carrying one changed step costs
-// the harness's read path — decoding the frame's JSON into rpc.StreamFrame
+// the harness's read path — decoding the frame's JSON into rpc.StreamFrame as the stream does (rpc.DecodeFrame)
 // and running it through a conversation's mapper.Reconciler — when the
 // trajectory already holds n-1 finished steps. It returns nanoseconds per
 // frame by trajectory length: the best of rounds (the least disturbed by
@@ -65,8 +65,8 @@ func frameCostRound(n, frames int) (float64, error) {
 		r.Apply(mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
 		start := time.Now()
 		for _, w := range wires {
-			f := new(rpc.StreamFrame)
-			if err := json.Unmarshal(w, f); err != nil {
+			f, err := rpc.DecodeFrame(w)
+			if err != nil {
 				return 0, fmt.Errorf("bench: frame cost: %w", err)
 			}
 			if evs := r.Apply(mapper.FromFrame(f, start)); len(evs) == 0 {
