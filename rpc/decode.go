@@ -31,10 +31,39 @@ var decodeOptions = jsonv2.JoinOptions(
 )
 
 // unmarshal decodes one JSON value (the whole of data) into v with json v2
-// and decodeOptions: how frames and unary answers are read.
+// and decodeOptions: how frames and unary answers are read. data is handed
+// over for good (each frame and answer is read into a buffer of its own, and
+// nothing writes to it afterwards): a Step's Raw is a slice of data, not a
+// copy, which saves a copy of every step of every frame.
 func unmarshal(data []byte, v any) error {
-	return jsonv2.Unmarshal(data, v, decodeOptions)
+	return jsonv2.Unmarshal(data, v, decodeOptions, keepRaw)
 }
+
+// keepRaw decodes a Step in one pass over its bytes, and makes its Raw
+// those bytes in the input (capped, so that an append to Raw can never write
+// over what follows). It relies on the decoder reading from memory (unmarshal
+// hands it all of data at once): the unread buffer before the step still
+// holds the step after it is decoded.
+var keepRaw = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) error {
+	rest, start := dec.UnreadBuffer(), dec.InputOffset()
+	type plain Step
+	var p plain
+	if err := jsonv2.UnmarshalDecode(dec, &p); err != nil {
+		return err
+	}
+	n := dec.InputOffset() - start
+	if n > int64(len(rest)) {
+		return errors.New("rpc: a step was not decoded from memory") // cannot happen with unmarshal
+	}
+	// What was read since the previous value: a delimiter, blanks, the step.
+	raw := rest[:n]
+	for len(raw) > 0 && (raw[0] == ',' || raw[0] == ':' || raw[0] == ' ' || raw[0] == '\t' || raw[0] == '\n' || raw[0] == '\r') {
+		raw = raw[1:]
+	}
+	*s = Step(p)
+	s.Raw = raw[:len(raw):len(raw)]
+	return nil
+}))
 
 // decodeStepsReusing decodes a GetCascadeTrajectorySteps answer. Where the
 // i-th element of steps is byte for byte prev[i].Raw, prev[i] is taken as it
@@ -58,7 +87,7 @@ func decodeStepsReusing(data []byte, prev []Step) ([]Step, error) {
 			*s = prev[i]
 			return nil
 		}
-		return placeError(dec, raw, s.decode(raw))
+		return placeError(dec, raw, s.decodeRaw(raw[:len(raw):len(raw)]))
 	})
 	// Sized for a trajectory that did not shrink: no growing on the way.
 	resp := StepsResponse{Steps: make([]Step, 0, len(prev))}

@@ -269,3 +269,39 @@ func parseIntDecodingFirst(b []byte) (int64, error) {
 	}
 	return v, nil
 }
+
+// within reports whether b's bytes lie inside buf.
+func within(b, buf []byte) bool {
+	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(buf))
+}
+
+// Frames and answers are read into buffers of their own, so a decoded
+// step's Raw is a slice of that buffer, not a copy (one 4 KiB copy less per
+// frame), capped so that appending to it cannot write over the next bytes.
+func TestDecodedStepsKeepTheirBytesInPlace(t *testing.T) {
+	step := `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_GENERATING","plannerResponse":{"modifiedResponse":"Hello"}}`
+	frame := []byte(`{"update":{"mainTrajectoryUpdate":{"stepsUpdate":{"indices":[0,1],"steps":[` + step + `,` + step + `]}}}}`)
+	f, err := DecodeFrame(frame)
+	require.NoError(t, err)
+	steps := f.Update.MainTrajectoryUpdate.StepsUpdate.Steps
+	require.Len(t, steps, 2)
+	for _, s := range steps {
+		require.Equal(t, step, string(s.Raw))
+		require.True(t, within(s.Raw, frame), "Raw is a slice of the frame")
+		require.Equal(t, len(s.Raw), cap(s.Raw), "Raw is capped")
+	}
+	grown := append(steps[0].Raw, '!')
+	require.Equal(t, step, string(steps[1].Raw), "an append to one Raw leaves the next step alone")
+	require.NotEqual(t, string(grown), string(frame))
+
+	answer := []byte(`{"steps":[` + step + `]}`)
+	var resp StepsResponse
+	require.NoError(t, unmarshal(answer, &resp))
+	require.True(t, within(resp.Steps[0].Raw, answer), "an answer's steps too")
+	changed := []byte(`{"steps":[` + step + `,` + step + `]}`)
+	got, err := decodeStepsReusing(changed, resp.Steps)
+	require.NoError(t, err)
+	require.True(t, within(got[1].Raw, changed), "a step decoded while reusing a read too")
+	require.Same(t, rawData(resp.Steps[0]), rawData(got[0]), "and the unchanged one is reused")
+}

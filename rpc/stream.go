@@ -196,7 +196,8 @@ func (s *Stream) Next() (*StreamFrame, error) {
 // as encoding/json; see decode.go), for benchmarks and tools that replay
 // recorded frames. An empty payload is a frame with every field at its
 // default; a payload that is not a frame fails with an error wrapping
-// ErrProtocol.
+// ErrProtocol. The frame keeps references into payload (each step's Raw is
+// a slice of it): payload must not be modified afterwards.
 func DecodeFrame(payload []byte) (*StreamFrame, error) {
 	frame := new(StreamFrame)
 	if len(bytes.TrimSpace(payload)) == 0 {
