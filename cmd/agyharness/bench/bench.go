@@ -145,8 +145,18 @@ type Result struct {
 	// Frames are the stream data frames the fakes wrote during the campaign.
 	Frames        int64   `json:"frames"`
 	FrameBytesAvg float64 `json:"frame_bytes_avg"`
-	FramesPerS    float64 `json:"frames_per_s"`
-	HarnessCPUS   float64 `json:"harness_cpu_s"`
+	// FramesPerS is Frames over DriveS.
+	FramesPerS float64 `json:"frames_per_s"`
+	// HarnessCPUS is this process's CPU over the whole campaign: attaching
+	// every session (TLS handshakes, discovery, first reads), driving,
+	// settling and shutting down.
+	HarnessCPUS float64 `json:"harness_cpu_s"`
+	// DriveS and DriveCPUS are the time and this process's CPU from the
+	// moment every session was attached to the end of the drivers' last
+	// turn: while the fakes stream. The per-frame and per-event figures
+	// divide DriveCPUS.
+	DriveS    float64 `json:"drive_s"`
+	DriveCPUS float64 `json:"drive_cpu_s"`
 	// CPUIncludesFakes: the fakes ran in this process, so the CPU figures
 	// include theirs (upper bounds).
 	CPUIncludesFakes  bool               `json:"cpu_includes_fakes"`
@@ -359,13 +369,15 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	// Turns run for Duration after every session is attached.
-	deadline := time.Now().Add(o.Duration)
+	driveStart, driveCPU := time.Now(), cpuTime()
+	deadline := driveStart.Add(o.Duration)
 	var wg sync.WaitGroup
 	for _, d := range drivers {
 		wg.Go(func() { d.drive(ctx, deadline) })
 	}
 	wg.Wait()
-	driven := time.Since(start)
+	res.DriveS = time.Since(driveStart).Seconds()
+	res.DriveCPUS = (cpuTime() - driveCPU).Seconds()
 
 	// Let every session catch up with its fake before judging it.
 	settle := time.Now().Add(o.Settle)
@@ -418,11 +430,11 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	if res.Frames > 0 {
 		res.FrameBytesAvg = float64(frameBytes) / float64(res.Frames)
-		res.CPUUsPerFrame = res.HarnessCPUS * 1e6 / float64(res.Frames)
-		res.FramesPerS = float64(res.Frames) / driven.Seconds()
+		res.CPUUsPerFrame = res.DriveCPUS * 1e6 / float64(res.Frames)
+		res.FramesPerS = float64(res.Frames) / res.DriveS
 	}
 	if res.Events > 0 {
-		res.CPUUsPerEvent = res.HarnessCPUS * 1e6 / float64(res.Events)
+		res.CPUUsPerEvent = res.DriveCPUS * 1e6 / float64(res.Events)
 	}
 	res.InternalLatencyP50Ms, res.InternalLatencyP99Ms, _ = percentiles(lat)
 	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(streamLat)
