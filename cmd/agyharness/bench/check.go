@@ -99,14 +99,14 @@ func (d *driver) check(res *Result) {
 	if d.stuck > 0 {
 		res.problem("%s: %d turns did not reach idle", tag, d.stuck)
 	}
-	for _, seq := range d.stuckAfter {
+	for i, seq := range d.stuckAfter {
 		var after []*messages.Event
 		for _, ev := range evs {
 			if ev.Seq > seq {
 				after = append(after, ev)
 			}
 		}
-		res.problem("%s: the turn sent after seq %d did not reach idle; its events:%s", tag, seq, dumpTail(after[:min(len(after), 40)], 40))
+		res.problem("%s: the turn sent after seq %d did not reach idle (%s); its events:%s", tag, seq, d.stuckState[i], dumpTail(after[:min(len(after), 40)], 40))
 	}
 
 	var last uint64

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,7 @@ type driver struct {
 
 	turns, turnsFailed, interrupts, stuck int
 	stuckAfter                            []uint64 // the last seq before each stuck turn
+	stuckState                            []string // the fake's state when each turn was given up
 	ended                                 bool     // the session ended during the run
 	answers                               []answer
 }
@@ -268,6 +270,7 @@ func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-ch
 		case <-ctx.Done():
 			d.stuck++
 			d.stuckAfter = append(d.stuckAfter, seq)
+			d.stuckState = append(d.stuckState, d.fakeState())
 			return
 		}
 	}
@@ -338,4 +341,23 @@ func (d *driver) events() []*messages.Event {
 func (d *driver) close() {
 	d.consum.Wait()
 	d.fake.close()
+}
+
+// fakeState describes the fake's side of the session's conversation when a
+// turn is given up: its run status, an open prompt, and its last steps.
+func (d *driver) fakeState() string {
+	if d.srv == nil {
+		return "external fake"
+	}
+	conv := d.s.ConversationID()
+	var b strings.Builder
+	fmt.Fprintf(&b, "fake: conversation %s %s", conv, d.srv.RunStatus(conv))
+	if p, ok := d.srv.OpenPrompt(conv); ok {
+		fmt.Fprintf(&b, ", prompt open at step %d", p.Index())
+	}
+	steps := d.srv.Steps(conv)
+	for _, st := range steps[max(0, len(steps)-4):] {
+		fmt.Fprintf(&b, "; %d %s %s", st.Index(), st.Type, st.Status)
+	}
+	return b.String()
 }
