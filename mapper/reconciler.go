@@ -26,6 +26,10 @@ type Reconciler struct {
 
 	slots map[int]*slot // per step index: what has been emitted for it
 	known int           // highest step index seen + 1
+	// stale: the observation being applied is a snapshot with fewer steps
+	// than already seen. It was read before them (the session's poller and
+	// stream reader race), and its IDLE cannot close the turn.
+	stale bool
 
 	expected  []string // texts of turns this session sent, not yet seen
 	lastModel string
@@ -124,7 +128,8 @@ func (r *Reconciler) Apply(obs Observation) []messages.Event {
 	r.obs = obs
 	r.out = nil
 	r.awaitingDetail = false
-	defer func() { r.obs, r.out = Observation{}, nil }()
+	defer func() { r.obs, r.out, r.stale = Observation{}, nil, false }()
+	r.stale = obs.Kind == Snapshot && len(obs.Steps) < r.known
 
 	if r.resume {
 		r.resume = false
@@ -245,7 +250,7 @@ func (r *Reconciler) runStatus() {
 		// can come before the last steps are flushed, and a snapshot without
 		// a status may have been read before the IDLE (the caller reads one
 		// with the status when a frame says IDLE).
-		if obs.Kind == Snapshot {
+		if obs.Kind == Snapshot && !r.stale {
 			r.goIdle()
 		}
 	}

@@ -276,6 +276,14 @@ func TestStatusEdges(t *testing.T) {
 			{frame(3, rpc.RunCanceling, 0), nil},
 			{snapshot(4, rpc.RunIdle), []string{"status:idle"}},
 		}},
+		{"a snapshot read before the turn's first step does not close it", []step{
+			{snapshot(0, rpc.RunIdle), []string{"status:idle"}},
+			{frame(1, rpc.RunRunning, 0, u), []string{"user_message", "status:running"}},
+			// Read (IDLE, no steps) before the turn began; applied after its
+			// first frame (the poller and the stream reader race).
+			{snapshot(2, rpc.RunIdle), nil},
+			{snapshot(3, rpc.RunIdle, u), []string{"status:idle"}},
+		}},
 		{"no idle while a prompt waits", []step{
 			{snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")), []string{"user_message", "status:running", "function_call", "elicitation_request", "status:waiting"}},
 			{snapshot(1, rpc.RunIdle, u, commandStep(rpc.StatusWaiting, "ls")), nil},
