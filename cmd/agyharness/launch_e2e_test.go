@@ -5,7 +5,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,7 +38,33 @@ func startLaunch(t *testing.T, harnessArgs ...string) *launched {
 	args = append(args, "--", "--tui", "--seed", "5", "--chunk-delay", "2ms", "--prompt-timeout", "-1s", "--log", log)
 	l := &launched{attached: startAttachArgs(t, args...), pane: pane, log: log}
 	l.waitScreen("agy's TUI is up", func(s string) bool { return strings.Contains(s, "-- idle --") })
+	// Registered after the tmux server's cleanup, so it runs first: agy
+	// must go when its tmux session does (tmux hangs up on it), whether
+	// the harness killed the session or the test kills the server.
+	out, err := exec.Command("tmux", "-L", pane.socket, "list-panes", "-t", "=main", "-F", "#{pane_pid}").Output()
+	require.NoError(t, err, "tmux list-panes")
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	require.NoError(t, err, "pane PID %q", out)
+	t.Cleanup(func() {
+		_ = exec.Command("tmux", "-L", pane.socket, "kill-server").Run()
+		if !assert.Eventually(t, func() bool { return !running(pid) }, wait, 20*time.Millisecond,
+			"agy (fakeagy --tui, PID %d) outlived its tmux session", pid) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
 	return l
+}
+
+// running reports whether the process pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // visible is the pane's screen as a person sees it now (no scrollback: a

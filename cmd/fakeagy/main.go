@@ -8,7 +8,8 @@
 //	Language server listening on random port at <M> for HTTP
 //
 // SIGHUP restarts the server on a new port (agy's port churn) and prints the
-// lines again; SIGTERM and SIGINT stop it cleanly (exit status 0). --log FILE
+// lines again, except with --tui, where it is the terminal hanging up and
+// exits as SIGTERM does; SIGTERM and SIGINT stop it cleanly (exit status 0). --log FILE
 // writes those lines to FILE instead.
 //
 // With --tui it also plays agy's terminal UI, as far as the harness needs,
@@ -35,7 +36,8 @@
 // keyboard: y or n answers a permission, a digit picks that option of a
 // single question (agytest.Server.AnswerFromTerminal), and Escape closes the
 // widget without answering (the prompt stays open over RPC). Ctrl-C,
-// SIGINT and SIGTERM exit and restore the terminal.
+// SIGINT, SIGTERM and SIGHUP (the terminal gone, e.g. its tmux session
+// killed) exit and restore the terminal.
 //
 // The quirk the harness relies on: a prompt answered over RPC leaves its
 // widget drawn, marked "(prompt answered elsewhere - Esc to close)", until
@@ -155,7 +157,10 @@ wait:
 	for {
 		select {
 		case sig := <-sigs:
-			if sig != syscall.SIGHUP {
+			// With --tui, SIGHUP is the terminal hanging up (tmux sends
+			// it when the pane's session is killed): agy exits then, as
+			// any terminal program does.
+			if sig != syscall.SIGHUP || tty != nil {
 				break wait
 			}
 			if _, err := srv.Restart(); err != nil {
