@@ -113,7 +113,11 @@ func NewClient(cfg Config) (*Client, error) {
 		DisableCompression: true,
 		DialTLSContext: func(ctx context.Context, network, addr string, tc *tls.Config) (net.Conn, error) {
 			d := tls.Dialer{Config: tc}
-			return d.DialContext(ctx, network, addr)
+			conn, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return newWindowConn(conn.(*tls.Conn)), nil
 		},
 		// A hung (not dead) server is noticed on idle streams.
 		ReadIdleTimeout: 30 * time.Second,

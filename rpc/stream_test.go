@@ -436,3 +436,28 @@ func TestEnvelopeReaderLargePayloadGrows(t *testing.T) {
 	assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 	assert.Less(t, after.total-before.total, uint64(1<<20))
 }
+
+// TestStreamLongerThanItsWindow reads one stream of 12 MiB, three times the
+// stream's flow-control window: the credit the client holds back to batch
+// its WINDOW_UPDATEs must still reach the server in time.
+func TestStreamLongerThanItsWindow(t *testing.T) {
+	const frames = 3000
+	text := strings.Repeat("x", 4200)
+	chunks := make([][]byte, 0, frames+1)
+	for i := range frames {
+		chunks = append(chunks, envelope(0, frameJSON(i, text)))
+	}
+	chunks = append(chunks, envelope(rpc.FlagEndStream, `{}`))
+	c := streamServer(t, chunks...).client(t, rpc.Config{})
+
+	s, err := c.StreamAgentStateUpdates(ctxT(t), conv, "sub-1")
+	require.NoError(t, err)
+	defer s.Close()
+	for i := range frames {
+		f, err := s.Next()
+		require.NoError(t, err, "frame %d", i)
+		require.Equal(t, i, f.Update.MainTrajectoryUpdate.StepsUpdate.Steps[0].Index())
+	}
+	_, err = s.Next()
+	assert.Equal(t, io.EOF, err)
+}
