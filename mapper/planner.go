@@ -113,7 +113,8 @@ func (r *Reconciler) advance(index int, cur *string, snaps *int, next string, fo
 	if strings.HasPrefix(next, *cur) {
 		e := r.event(evType, base+"@"+strconv.Itoa(len(*cur)))
 		e.ItemID = item
-		e.Delta = next[len(*cur):]
+		// Copied: a substring would keep all of next alive with the event.
+		e.Delta = strings.Clone(next[len(*cur):])
 		r.emit(e)
 		*cur = next
 		return

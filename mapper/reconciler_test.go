@@ -1,7 +1,9 @@
 package mapper
 
 import (
+	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -450,4 +452,29 @@ func TestChildren(t *testing.T) {
 	assert.Nil(t, ChildConversations(nil))
 	u := userStep("x", "")
 	assert.Nil(t, ChildConversations(&u))
+}
+
+// TestDeltasDoNotPinTheirStep: a delta is the new tail of the text, copied.
+// A substring would keep the whole text of its copy alive for as long as
+// the event is kept (a session's log keeps thousands): a 100-chunk answer
+// would hold 100 copies of itself.
+func TestDeltasDoNotPinTheirStep(t *testing.T) {
+	r := newTestReconciler()
+	text := ""
+	for k := range 5 {
+		text += strings.Repeat(string(rune('a'+k)), 100)
+		thinking := strings.Repeat("t", 100*(k+1))
+		obs := frame(k, rpc.RunRunning, 0, plannerStep(rpc.StatusGenerating, thinking, text))
+		s := obs.Steps[0].PlannerResponse
+		for _, e := range r.Apply(obs) {
+			if e.Delta == "" {
+				continue
+			}
+			for _, whole := range []string{s.ModifiedResponse, s.Thinking} {
+				start := uintptr(unsafe.Pointer(unsafe.StringData(whole)))
+				p := uintptr(unsafe.Pointer(unsafe.StringData(e.Delta)))
+				assert.False(t, p >= start && p < start+uintptr(len(whole)), "%s %s shares the step's text", e.Type, e.ID)
+			}
+		}
+	}
 }
