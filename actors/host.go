@@ -112,9 +112,11 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	h.sessions[spec.SessionID] = s
 	h.mu.Unlock()
 
-	props := actor.PropsFromProducer(func() actor.Actor { return newSession(core) })
+	core.mailbox = newOwnGoroutine(&h.wg)
+	props := actor.PropsFromProducer(func() actor.Actor { return newSession(core) }, actor.WithDispatcher(core.mailbox))
 	res, err := h.system.Root.RequestFuture(h.pid, &spawnSession{props: props, name: "session-" + spec.SessionID}, 5*time.Second).Result()
 	if err != nil {
+		core.mailbox.stop()
 		h.forget(spec.SessionID)
 		return nil, fmt.Errorf("actors: attach: %w", err)
 	}

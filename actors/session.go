@@ -100,6 +100,9 @@ func (s *session) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		s.closeClient()
 		s.core.finish(s.endErr)
+		if s.core.mailbox != nil {
+			s.core.mailbox.stop() // after this run: nothing comes after Stopped
+		}
 
 	case *messages.PortFound:
 		s.onPortFound(ctx, m)

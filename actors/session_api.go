@@ -223,6 +223,8 @@ type sessionCore struct {
 	wg     *sync.WaitGroup
 	pumps  *pumps
 	system *actor.ActorSystem
+	// mailbox runs the session actor's mailbox; stopped with the actor
+	mailbox *ownGoroutine
 
 	// owned by the session actor
 	seq          uint64
