@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -90,6 +91,65 @@ func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
 		require.Greater(t, got[i].Seq, got[i-1].Seq)
 	}
 	require.Greater(t, sub.Coalesced(), uint64(0))
+}
+
+// TestSubscriptionKeepsOrderAcrossHandoffs: a consumer that sometimes waits
+// on C (events handed over by Push itself) and sometimes lags (events
+// queued for the pump) still gets every event once, in order.
+func TestSubscriptionKeepsOrderAcrossHandoffs(t *testing.T) {
+	p := &pumps{abandon: make(chan struct{})}
+	sub := newSubscription(1<<30, p) // never coalesce: count every event
+	const n = 20000
+	got := make(chan []uint64)
+	go func() {
+		var seqs []uint64
+		for ev := range sub.C() {
+			seqs = append(seqs, ev.Seq)
+			if ev.Seq%1000 < 3 {
+				time.Sleep(100 * time.Microsecond) // lag now and then
+			}
+		}
+		got <- seqs
+	}()
+	for i := uint64(1); i <= n; i++ {
+		require.True(t, sub.Push(delta(i, "a", "x")))
+		if i%7 == 0 {
+			runtime.Gosched() // let the consumer catch up and wait on C
+		}
+	}
+	sub.Finish()
+	seqs := <-got
+	p.wg.Wait()
+	require.Len(t, seqs, n)
+	for i, seq := range seqs {
+		require.Equal(t, uint64(i+1), seq)
+	}
+}
+
+// TestSubscriptionHandsOverWithoutThePump: events pushed while the
+// consumer waits on C are handed over by Push itself, not by the pump.
+func TestSubscriptionHandsOverWithoutThePump(t *testing.T) {
+	p := &pumps{abandon: make(chan struct{})}
+	sub := newSubscription(4, p)
+	got := make(chan *messages.Event)
+	go func() {
+		for ev := range sub.C() {
+			got <- ev
+		}
+		close(got)
+	}()
+	for i := uint64(1); i <= 50; i++ {
+		require.True(t, sub.Push(delta(i, "a", "x")))
+		require.Equal(t, i, (<-got).Seq)
+		time.Sleep(time.Millisecond) // pacing: the consumer is back on C before the next push
+	}
+	sub.Finish()
+	_, open := <-got
+	require.False(t, open)
+	p.wg.Wait()
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	require.Greater(t, sub.handedOver, uint64(25), "most of the 50 events went straight to the consumer")
 }
 
 func TestSubscriptionClosedByConsumerStopsTakingEvents(t *testing.T) {
