@@ -116,6 +116,9 @@ func (s *session) Receive(ctx actor.Context) {
 		if m.Gen == s.core.gen {
 			s.onFrame(ctx, m)
 		}
+		// Nothing the session keeps refers to the frame's bytes (events and
+		// prompts hold copies; the reconciler keeps Raw of snapshots only).
+		m.Frame.Release()
 	case *messages.StreamState:
 		if m.Gen == s.core.gen {
 			s.setStreamUp(ctx, m.Up)

@@ -56,6 +56,28 @@ type StreamRequest struct {
 // StreamFrame is one data envelope of StreamAgentStateUpdates.
 type StreamFrame struct {
 	Update StateUpdate `json:"update"`
+
+	// The payload the frame was decoded from (Stream.Next), and where it
+	// goes back on Release.
+	buf  []byte
+	home chan []byte
+}
+
+// Release gives the buffer the frame was read into back to its stream, for
+// a later frame. Step.Raw of the frame's steps lies in that buffer: after
+// Release, nothing that was read from the frame's Raw bytes may be used (its
+// decoded strings and values stay valid: they are copies). Release is
+// optional (an unreleased frame is collected as usual), safe to call more
+// than once, and does nothing for a frame not returned by Stream.Next.
+func (f *StreamFrame) Release() {
+	if f == nil || f.buf == nil {
+		return
+	}
+	select {
+	case f.home <- f.buf:
+	default: // the stream has enough spare buffers
+	}
+	f.buf, f.home = nil, nil
 }
 
 // StateUpdate is a frame's update: the conversation it concerns, the

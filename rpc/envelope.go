@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/bits"
 	"slices"
 )
 
@@ -82,6 +83,16 @@ func NewEnvelopeReader(r io.Reader, max int) *EnvelopeReader {
 // ErrProtocol and io.ErrUnexpectedEOF when the input ends inside an
 // envelope. Read errors of the underlying reader are returned unchanged.
 func (er *EnvelopeReader) Next() (flags byte, payload []byte, err error) {
+	return er.NextInto(nil)
+}
+
+// NextInto is Next reading the payload into buf when it fits (cap(buf) is
+// at least the payload's size). When it does not, a payload of up to 32 KiB
+// goes into a new buffer with room to grow (its size rounded up to a power
+// of two: agy's frames grow a little at a time, and the buffer is meant to
+// be passed again), a larger one into a new buffer as Next does. A nil buf
+// is Next.
+func (er *EnvelopeReader) NextInto(buf []byte) (flags byte, payload []byte, err error) {
 	var hdr [envelopeHeaderLen]byte
 	n, err := readFull(er.r, hdr[:])
 	switch {
@@ -103,7 +114,17 @@ func (er *EnvelopeReader) Next() (flags byte, payload []byte, err error) {
 	if uint64(size) > uint64(er.max) {
 		return flags, nil, fmt.Errorf("%w: envelope of %d bytes exceeds the limit of %d", ErrMessageTooLarge, size, er.max)
 	}
-	payload, err = readPayload(er.r, int(size))
+	if buf != nil && int(size) > cap(buf) && size <= payloadChunk {
+		buf = make([]byte, 0, 1<<bits.Len32(size-1))
+	}
+	if int(size) <= cap(buf) {
+		payload = buf[:size]
+		var n int
+		n, err = readFull(er.r, payload)
+		payload = payload[:n]
+	} else {
+		payload, err = readPayload(er.r, int(size))
+	}
 	switch {
 	case err == io.EOF:
 		return flags, nil, fmt.Errorf("%w: truncated envelope (%d of %d bytes): %w", ErrProtocol, len(payload), size, io.ErrUnexpectedEOF)

@@ -25,6 +25,7 @@ type Stream struct {
 	cancel       context.CancelFunc
 	body         io.ReadCloser
 	reader       *EnvelopeReader
+	spare        chan []byte // payload buffers of released frames
 	releaseOnce  sync.Once
 	done         error // sticky result once the stream has ended
 }
@@ -114,6 +115,7 @@ func (c *Client) openStream(ctx context.Context, method string, req any) (*Strea
 		cancel:       cancel,
 		body:         hresp.Body,
 		reader:       NewEnvelopeReader(hresp.Body, c.cfg.MaxMessageSize),
+		spare:        make(chan []byte, spareFrameBuffers),
 	}, nil
 }
 
@@ -155,7 +157,8 @@ func checkStreamResponse(method string, resp *http.Response) error {
 // SubscriberID is the subscriber id the stream was opened with.
 func (s *Stream) SubscriberID() string { return s.subscriberID }
 
-// Next returns the next data frame. It returns io.EOF after a clean
+// Next returns the next data frame (see StreamFrame.Release to have the
+// next frames read into its buffer). It returns io.EOF after a clean
 // end-stream ({}), a *Error carrying the server's code and message after an
 // end-stream error, and a *Error for transport and framing failures
 // (ErrProtocol, ErrMessageTooLarge, ErrPortGone, or CodeCanceled after
@@ -165,7 +168,12 @@ func (s *Stream) Next() (*StreamFrame, error) {
 	if s.done != nil {
 		return nil, s.done
 	}
-	flags, payload, err := s.reader.Next()
+	var buf []byte
+	select {
+	case buf = <-s.spare:
+	default:
+	}
+	flags, payload, err := s.reader.NextInto(buf)
 	if err == io.EOF {
 		err = fmt.Errorf("%w: stream ended without an end-stream message: %w", ErrProtocol, io.ErrUnexpectedEOF)
 	}
@@ -188,8 +196,21 @@ func (s *Stream) Next() (*StreamFrame, error) {
 	if err != nil {
 		return nil, s.finish(transportError(s.ctx, s.method, err))
 	}
+	if cap(payload) <= maxSpareFrameBuffer {
+		frame.buf, frame.home = payload[:0], s.spare
+	}
 	return frame, nil
 }
+
+// A stream keeps up to spareFrameBuffers buffers of released frames (each at
+// most maxSpareFrameBuffer bytes) to read later frames into: a frame of a
+// few KiB is then read into memory already in the cache, and the garbage
+// collector has a third less to do per frame (docs/PERFORMANCE.md). Frames
+// are handed on one at a time, so a few buffers suffice.
+const (
+	spareFrameBuffers   = 4
+	maxSpareFrameBuffer = 64 << 10
+)
 
 // DecodeFrame decodes the payload of one data envelope of
 // StreamAgentStateUpdates exactly as Stream.Next does (json v2, as leniently

@@ -461,3 +461,52 @@ func TestStreamLongerThanItsWindow(t *testing.T) {
 	_, err = s.Next()
 	assert.Equal(t, io.EOF, err)
 }
+
+// TestStreamReadsIntoReleasedBuffers: a released frame's buffer takes a
+// later frame (growing frames included: a new buffer has room to grow);
+// strings decoded from a frame outlive its release; an unreleased frame's
+// bytes are never reused; Release twice is harmless.
+func TestStreamReadsIntoReleasedBuffers(t *testing.T) {
+	const frames = 40
+	var body []byte
+	for i := range frames {
+		body = append(body, envelope(0, frameJSON(i, strings.Repeat("x", 1000+50*i)))...)
+	}
+	body = append(body, envelope(rpc.FlagEndStream, `{}`)...)
+	c := streamServer(t, body).client(t, rpc.Config{})
+	s, err := c.StreamAgentStateUpdates(ctxT(t), conv, "")
+	require.NoError(t, err)
+	defer s.Close()
+
+	var texts []string
+	var kept *rpc.StreamFrame // never released
+	var keptRaw []byte
+	seen := map[*byte]bool{} // first bytes of the buffers frames came in
+	reused := 0
+	for i := range frames {
+		f, err := s.Next()
+		require.NoError(t, err, "frame %d", i)
+		st := f.Update.MainTrajectoryUpdate.StepsUpdate.Steps[0]
+		texts = append(texts, st.PlannerResponse.ModifiedResponse)
+		start := &st.Raw[:1][0]
+		if i == 5 {
+			kept, keptRaw = f, bytes.Clone(st.Raw)
+			continue
+		}
+		// Raw begins at the same offset of every frame of this shape, so
+		// the same first byte means the same buffer.
+		if seen[start] {
+			reused++
+		}
+		seen[start] = true
+		f.Release()
+		f.Release()
+	}
+	_, err = s.Next()
+	require.Equal(t, io.EOF, err)
+	assert.Greater(t, reused, frames/2, "most frames came in a released frame's buffer")
+	assert.Equal(t, keptRaw, []byte(kept.Update.MainTrajectoryUpdate.StepsUpdate.Steps[0].Raw), "an unreleased frame keeps its bytes")
+	for i, text := range texts {
+		assert.Equal(t, strings.Repeat("x", 1000+50*i), text, "frame %d's text after its release", i)
+	}
+}
