@@ -30,7 +30,8 @@ type Config struct {
 	// Default 10s.
 	PollSlow time.Duration
 	// RotationInterval is how often GetAllCascadeTrajectories is read to
-	// notice /clear rotations. Default 2s.
+	// notice /clear rotations; while the bound conversation streams, every
+	// fifth interval. Default 2s.
 	RotationInterval time.Duration
 	// SubagentPoll is how often a subagent's child conversation is read.
 	// Default 300ms.

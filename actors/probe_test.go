@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,7 +307,7 @@ func TestRotationWatcherReportsClearOnce(t *testing.T) {
 	cfg := testCfg()
 	cfg.RotationInterval = 5 * time.Millisecond
 	from := srv.ConversationID()
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg, nil) })
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 2 }, 10*time.Second, time.Millisecond)
 	to := srv.Clear()
 	rot := expect[*messages.ConversationRotated](r, nil)
@@ -316,6 +317,33 @@ func TestRotationWatcherReportsClearOnce(t *testing.T) {
 	calls := srv.Calls(rpc.MethodGetAllCascadeTrajectories)
 	require.Never(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) > calls }, 50*time.Millisecond, 5*time.Millisecond,
 		"it reported and stopped reading: the session spawns a new watcher for the new conversation")
+}
+
+// TestRotationWatcherReadsLessWhileTheStreamFlows: while the bound
+// conversation streams, the watcher reads on one tick in rotationSkips+1,
+// and still reports a /clear.
+func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	cfg := testCfg()
+	cfg.RotationInterval = 2 * time.Millisecond
+	from := srv.ConversationID()
+	var asked atomic.Int64 // ticks that asked whether the stream flows
+	streaming := func() bool { asked.Add(1); return true }
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg, streaming) })
+	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 4 }, 10*time.Second, time.Millisecond)
+	// The first read is at start; each later one follows rotationSkips
+	// skipped ticks. (Ticks are counted first: a read may come in between.)
+	ticks := asked.Load()
+	reads := int64(srv.Calls(rpc.MethodGetAllCascadeTrajectories))
+	require.GreaterOrEqual(t, ticks, rotationSkips*(reads-2), "%d reads after %d skipped ticks", reads, ticks)
+	require.LessOrEqual(t, ticks, rotationSkips*reads, "%d reads after %d skipped ticks", reads, ticks)
+
+	to := srv.Clear()
+	rot := expect[*messages.ConversationRotated](r, nil)
+	require.Equal(t, to, rot.To, "a /clear is still seen, a few intervals later")
 }
 
 func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {

@@ -20,20 +20,33 @@ import (
 // appeared after the watcher's first read. Subagent children (a parentConversationId, or a rootConversationId
 // not their own) are never rotation targets.
 //
+// While the bound conversation streams (streaming says a frame of it came
+// within the last RotationInterval), only every rotationSkips+1-th tick
+// reads: agy is at work in the bound conversation, and on a host of
+// hundreds of sessions these reads are a large share of the harness's CPU
+// (docs/PERFORMANCE.md). A frame naming another conversation still makes
+// the session ask for a read at once.
+//
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
-	client *rpc.Client
-	conv   string
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
+	client    *rpc.Client
+	conv      string
+	cfg       Config
+	gen       messages.Gen
+	wg        *sync.WaitGroup
+	t         *tasks
+	streaming func() bool // nil: read on every tick
+	skipped   int         // ticks skipped in a row while streaming
 
 	started  time.Time       // activity before this is history, not a rotation
 	known    map[string]bool // conversations present at the first read
 	busy     bool
 	reported bool
 }
+
+// rotationSkips is how many ticks in a row the watcher skips while the
+// bound conversation streams: it reads at least every 5 intervals.
+const rotationSkips = 4
 
 type rotationTick struct{}
 
@@ -42,8 +55,8 @@ type rotationRead struct {
 	err error
 }
 
-func newRotationWatcher(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &rotationWatcher{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+func newRotationWatcher(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, streaming func() bool) actor.Actor {
+	return &rotationWatcher{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, streaming: streaming}
 }
 
 // Receive reads on ticks and reports a rotation once.
@@ -56,6 +69,11 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		w.t.stop()
 	case *rotationTick:
+		if w.streaming != nil && w.skipped < rotationSkips && w.streaming() {
+			w.skipped++
+			w.t.after(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
+			return
+		}
 		w.read(ctx)
 	case *messages.ReadNow:
 		if m.Gen == w.gen {
@@ -81,6 +99,7 @@ func (w *rotationWatcher) read(ctx actor.Context) {
 		return
 	}
 	w.busy = true
+	w.skipped = 0
 	self := ctx.Self()
 	w.t.run(func(c context.Context) {
 		all, err := w.client.GetAllCascadeTrajectories(c)

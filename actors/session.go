@@ -256,8 +256,11 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	s.poller = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
 		return newPoller(client, conv, cfg, gen, wg, mode)
 	}), "poller")
+	last := &s.core.lastFrame
+	last.Store(0) // frames of a conversation bound before do not count
+	streaming := func() bool { return time.Since(time.Unix(0, last.Load())) < cfg.RotationInterval }
 	s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newRotationWatcher(client, conv, cfg, gen, wg)
+		return newRotationWatcher(client, conv, cfg, gen, wg, streaming)
 	}), "rotation")
 	s.turns = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
 		return newTurnSender(client, conv, cfg, gen, wg)
@@ -366,6 +369,7 @@ func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
 		}
 		return
 	}
+	s.core.lastFrame.Store(m.Received.UnixNano())
 	s.apply(ctx, s.conv(), mapper.FromFrame(m.Frame, m.Received))
 	if up.Status == rpc.RunIdle && s.poller != nil {
 		// agy can report IDLE before its last steps are flushed: read once more.
