@@ -206,10 +206,11 @@ func (s *Stream) Next() (*StreamFrame, error) {
 // most maxSpareFrameBuffer bytes) to read later frames into: a frame of a
 // few KiB is then read into memory already in the cache, and the garbage
 // collector has a third less to do per frame (docs/PERFORMANCE.md). Frames
-// are handed on one at a time, so a few buffers suffice.
+// are handed on one at a time, so two suffice; the bound keeps what an idle
+// stream holds small.
 const (
-	spareFrameBuffers   = 4
-	maxSpareFrameBuffer = 64 << 10
+	spareFrameBuffers   = 2
+	maxSpareFrameBuffer = 32 << 10
 )
 
 // DecodeFrame decodes the payload of one data envelope of
