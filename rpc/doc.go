@@ -13,7 +13,12 @@
 // requests are still encoded with encoding/json. A caller that reads the
 // same trajectory again and again hands its last read to
 // GetCascadeTrajectoryStepsReusing, which decodes only the steps that
-// changed.
+// changed. A stream reader done with a frame releases it
+// (StreamFrame.Release), and a later frame is read into its buffer.
+//
+// Under the HTTP/2 transport (golang.org/x/net/http2), the connection
+// batches the transport's WINDOW_UPDATE frames, which it would otherwise
+// write after every 4 KiB read (flowconn.go).
 //
 // Failures are translated here, once, into *Error values with a Connect
 // Code; callers classify them with errors.Is against the sentinels
