@@ -23,8 +23,8 @@ const windowBatch = 512 << 10
 // x/net's transport returns credit to the server every 4 KiB the caller
 // reads (its inflowMinRefresh is a constant), so a stream of ~4 KiB frames
 // costs one TLS record and one write syscall per frame for the update alone:
-// on a host streaming thousands of frames a second, a sixth of the harness's
-// CPU (docs/PERFORMANCE.md). windowConn follows the frame boundaries of what
+// on a host streaming thousands of frames a second, a tenth of the harness's
+// CPU (docs/PERFORMANCE.md, change 8). windowConn follows the frame boundaries of what
 // the transport writes and takes the WINDOW_UPDATE frames out, adding their
 // increments up per stream. It writes them back, merged, in front of the next
 // other frame the transport writes (a request, a ping's answer, a reset), or
