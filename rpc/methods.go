@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,10 @@ func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string
 // (its Raw is trusted to be what its fields were decoded from). The answer
 // is whole, as GetCascadeTrajectorySteps' is; a malformed body, or step, is
 // a *Error wrapping ErrProtocol, and nothing is returned with it.
+//
+// Each step decoded has a Raw of its own: a step kept for many reads (the
+// caller's last read, a reconciler) must not keep alive the answer it came
+// in, which holds the whole trajectory of that moment.
 func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []Step) ([]Step, error) {
 	const m = MethodGetCascadeTrajectorySteps
 	if cascadeID == "" {
@@ -71,6 +76,11 @@ func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID
 	err := c.callDecode(ctx, c.cfg.UnaryTimeout, m, CascadeRequest{CascadeID: cascadeID}, func(data []byte) error {
 		var err error
 		steps, err = decodeStepsReusing(data, prev)
+		for i := range steps {
+			if i >= len(prev) || !sameSlice(steps[i].Raw, prev[i].Raw) {
+				steps[i].Raw = bytes.Clone(steps[i].Raw)
+			}
+		}
 		return err
 	})
 	if err != nil {
@@ -184,4 +194,10 @@ func (c *Client) StartCascade(ctx context.Context) (json.RawMessage, error) {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// sameSlice reports whether a and b are one non-empty slice (a step reused
+// from the previous read).
+func sameSlice(a, b []byte) bool {
+	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }

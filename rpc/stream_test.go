@@ -6,8 +6,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -509,4 +511,46 @@ func TestStreamReadsIntoReleasedBuffers(t *testing.T) {
 	for i, text := range texts {
 		assert.Equal(t, strings.Repeat("x", 1000+50*i), text, "frame %d's text after its release", i)
 	}
+}
+
+// TestKeptStepsDoNotPinTheirAnswers reads a trajectory that grows by one
+// step per read, keeping each read as the next one's prev, as the poller
+// does. The steps must not keep the answers they came in alive: each
+// answer holds the whole trajectory, so a step pinning its answer makes
+// memory grow with the square of the trajectory (20 GB in a 10-minute soak).
+func TestKeptStepsDoNotPinTheirAnswers(t *testing.T) {
+	const reads, stepBytes = 40, 10 << 10
+	text := strings.Repeat("y", stepBytes)
+	var n int
+	srv := newConnectServer(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		n++
+		var b strings.Builder
+		b.WriteString(`{"steps":[`)
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","plannerResponse":{"response":"%d %s"}}`, i, text)
+		}
+		b.WriteString(`]}`)
+		reply(http.StatusOK, b.String())(w, r, nil)
+	})
+	c := srv.client(t, rpc.Config{})
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	var last []rpc.Step
+	for range reads {
+		steps, err := c.GetCascadeTrajectoryStepsReusing(ctxT(t), conv, last)
+		require.NoError(t, err)
+		last = steps
+	}
+	require.Len(t, last, reads)
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	kept := int64(ms.HeapAlloc) - int64(before)
+	// The steps themselves: 40 × 10 KiB, 400 KiB; pinned answers: 8 MiB.
+	assert.Less(t, kept, int64(2<<20), "%d bytes kept for %d steps of %d bytes", kept, reads, stepBytes)
+	runtime.KeepAlive(last)
 }

@@ -92,6 +92,9 @@ type Options struct {
 	// HeapProfile, when set, is a file that receives a pprof heap profile
 	// taken with the idle sessions attached (IdleSessions > 0).
 	HeapProfile string
+	// HeapProfileEnd, when set, is a file that receives a pprof heap
+	// profile taken when the drivers stop (what the campaign holds).
+	HeapProfileEnd string
 	// Logger receives the host's and the campaign's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -378,6 +381,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	wg.Wait()
 	res.DriveS = time.Since(driveStart).Seconds()
 	res.DriveCPUS = (cpuTime() - driveCPU).Seconds()
+	if o.HeapProfileEnd != "" {
+		runtime.GC()
+		if err := writeHeapProfile(o.HeapProfileEnd); err != nil {
+			return nil, err
+		}
+	}
 
 	// Let every session catch up with its fake before judging it.
 	settle := time.Now().Add(o.Settle)

@@ -40,6 +40,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
 	fs.BoolVar(&o.ExternalFakes, "external-fakes", false, "run the fakes in a separate fakeagy process (needs --faults none; skips the ground-truth checks)")
 	fs.StringVar(&o.Fakeagy, "fakeagy", "", "fakeagy binary for --external-fakes (default: go build it)")
 	fs.StringVar(&o.HeapProfile, "heapprofile", "", "write a pprof heap profile, taken with the idle sessions attached, to this file")
+	fs.StringVar(&o.HeapProfileEnd, "heapprofile-end", "", "write a pprof heap profile, taken when the drivers stop, to this file")
 	fs.IntVar(&o.FrameCostFrames, "frame-cost-frames", 20_000, "frames per round of the frame-cost measurement")
 	fs.BoolVar(&o.DefaultIntervals, "default-intervals", false, "run the host with the actors' default poll and rotation intervals (for performance runs) instead of the campaign's millisecond ones")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the campaign to this file")
