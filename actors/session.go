@@ -51,6 +51,9 @@ type session struct {
 	// held are turns and interrupts that arrived while no port was bound;
 	// they go out once one is (or are dropped past their deadline).
 	held []heldRequest
+
+	// scratch is the slice apply has the reconciler append events to.
+	scratch []messages.Event
 }
 
 // heldRequest is a request waiting for the session to be bound.
@@ -399,11 +402,16 @@ func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) 
 		}
 		rec, child = r, true
 	}
-	for _, ev := range rec.Apply(obs) {
-		ev := ev
+	// One slice for every apply (taken, in case publishing re-entered).
+	evs := rec.AppendApply(s.scratch[:0], obs)
+	s.scratch = nil
+	for i := range evs {
+		ev := evs[i] // published by pointer: a copy of its own
 		s.publish(&ev)
 		s.react(ctx, rec, &ev)
 	}
+	clear(evs) // keep no event's strings alive
+	s.scratch = evs[:0]
 	if !child {
 		if rec.AwaitingDetail() && s.poller != nil {
 			// A question seen on the stream lacks its flags: read a polled copy now.

@@ -122,11 +122,18 @@ func (r *Reconciler) Steps() int { return r.known }
 // SessionID and Seq are left empty: the session sets them. A frame for
 // another conversation than the configured one yields nothing.
 func (r *Reconciler) Apply(obs Observation) []messages.Event {
+	return r.AppendApply(nil, obs)
+}
+
+// AppendApply is Apply appending the events to dst (as strconv's Append
+// functions do), so that a caller applying frame after frame can reuse one
+// slice.
+func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messages.Event {
 	if obs.Kind == Frame && obs.ConversationID != "" && r.cfg.ConversationID != "" && obs.ConversationID != r.cfg.ConversationID {
-		return nil
+		return dst
 	}
 	r.obs = obs
-	r.out = nil
+	r.out = dst
 	r.awaitingDetail = false
 	defer func() { r.obs, r.out, r.stale = Observation{}, nil, false }()
 	r.stale = obs.Kind == Snapshot && len(obs.Steps) < r.known

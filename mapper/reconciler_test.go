@@ -478,3 +478,25 @@ func TestDeltasDoNotPinTheirStep(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendApplyAppends: AppendApply leaves what dst holds and appends what
+// Apply would return; a frame for another conversation appends nothing.
+func TestAppendApplyAppends(t *testing.T) {
+	obs := []Observation{
+		frame(0, rpc.RunRunning, 0, plannerStep(rpc.StatusGenerating, "Think", "Hel")),
+		frame(1, rpc.RunRunning, 0, plannerStep(rpc.StatusDone, "Think", "Hello")),
+	}
+	a, b := newTestReconciler(), newTestReconciler()
+	mark := messages.Event{Type: messages.EventStatus, ID: "mark"}
+	buf := []messages.Event{mark}
+	for _, o := range obs {
+		want := a.Apply(o)
+		require.NotEmpty(t, want)
+		buf = b.AppendApply(buf[:1], o)
+		require.Equal(t, mark, buf[0])
+		require.Equal(t, want, buf[1:])
+	}
+	other := obs[0]
+	other.ConversationID = "another"
+	require.Equal(t, []messages.Event{mark}, b.AppendApply(buf[:1], other))
+}
