@@ -56,6 +56,11 @@ type session struct {
 	scratch []messages.Event
 }
 
+// maxScratchEvents bounds the scratch slice a session keeps: a frame yields
+// a few events, a first read of a long history thousands (584 bytes each),
+// which are not worth keeping room for.
+const maxScratchEvents = 32
+
 // heldRequest is a request waiting for the session to be bound.
 type heldRequest struct {
 	msg      any
@@ -410,8 +415,10 @@ func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) 
 		s.publish(&ev)
 		s.react(ctx, rec, &ev)
 	}
-	clear(evs) // keep no event's strings alive
-	s.scratch = evs[:0]
+	if cap(evs) <= maxScratchEvents {
+		clear(evs) // keep no event's strings alive
+		s.scratch = evs[:0]
+	}
 	if !child {
 		if rec.AwaitingDetail() && s.poller != nil {
 			// A question seen on the stream lacks its flags: read a polled copy now.
