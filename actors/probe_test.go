@@ -299,15 +299,23 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 	require.Equal(t, 4, srv.Calls(rpc.MethodGetAllCascadeTrajectories), "two reads with the status, each between two status reads")
 }
 
-func TestRotationWatcherReportsClearOnce(t *testing.T) {
+// startRotationWatcher starts a rotation watcher (generation 9) on a fresh
+// fake's conversation, reading every interval.
+func startRotationWatcher(t *testing.T, interval time.Duration, streaming func() bool) (*agytest.Server, *probeRig) {
+	t.Helper()
 	srv := agytest.Start(t, agytest.Options{})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
-	defer client.Close()
+	t.Cleanup(client.Close)
 	cfg := testCfg()
-	cfg.RotationInterval = 5 * time.Millisecond
+	cfg.RotationInterval = interval
 	from := srv.ConversationID()
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg, nil) })
+	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg, streaming) })
+}
+
+func TestRotationWatcherReportsClearOnce(t *testing.T) {
+	srv, r := startRotationWatcher(t, 5*time.Millisecond, nil)
+	from := srv.ConversationID()
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 2 }, 10*time.Second, time.Millisecond)
 	to := srv.Clear()
 	rot := expect[*messages.ConversationRotated](r, nil)
@@ -323,16 +331,8 @@ func TestRotationWatcherReportsClearOnce(t *testing.T) {
 // conversation streams, the watcher reads on one tick in rotationSkips+1,
 // and still reports a /clear.
 func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
-	cfg := testCfg()
-	cfg.RotationInterval = 2 * time.Millisecond
-	from := srv.ConversationID()
 	var asked atomic.Int64 // ticks that asked whether the stream flows
-	streaming := func() bool { asked.Add(1); return true }
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg, streaming) })
+	srv, r := startRotationWatcher(t, 2*time.Millisecond, func() bool { asked.Add(1); return true })
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 4 }, 10*time.Second, time.Millisecond)
 	// The first read is at start; each later one follows rotationSkips
 	// skipped ticks. (Ticks are counted first: a read may come in between.)

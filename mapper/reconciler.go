@@ -167,7 +167,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		r.known = index + 1
 	}
 	st := r.slots[index]
-	if st != nil && sameSlice(st.raw, s.Raw) {
+	if st != nil && rpc.SameSlice(st.raw, s.Raw) {
 		return
 	}
 	h := hashStep(s)
@@ -221,13 +221,6 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		}
 		r.prompt(index, s, st)
 	}
-}
-
-// sameSlice reports whether a and b are one non-empty slice: same first
-// byte, same length. Raw bytes are never modified, so the same slice holds
-// the same bytes.
-func sameSlice(a, b []byte) bool {
-	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
 
 // hashStep hashes the raw bytes of a step (or its encoding, for steps built

@@ -77,7 +77,7 @@ func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID
 		var err error
 		steps, err = decodeStepsReusing(data, prev)
 		for i := range steps {
-			if i >= len(prev) || !sameSlice(steps[i].Raw, prev[i].Raw) {
+			if i >= len(prev) || !SameSlice(steps[i].Raw, prev[i].Raw) {
 				steps[i].Raw = bytes.Clone(steps[i].Raw)
 			}
 		}
@@ -196,8 +196,10 @@ func (c *Client) StartCascade(ctx context.Context) (json.RawMessage, error) {
 	return resp, nil
 }
 
-// sameSlice reports whether a and b are one non-empty slice (a step reused
-// from the previous read).
-func sameSlice(a, b []byte) bool {
+// SameSlice reports whether a and b are one non-empty slice: same first
+// byte, same length. A step's Raw is never modified, so a step carrying the
+// same Raw slice as another (one a read reused from the previous read) holds
+// the same bytes.
+func SameSlice(a, b []byte) bool {
 	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
 }
