@@ -172,17 +172,29 @@ func (c *Client) Call(ctx context.Context, method string, req, resp any) error {
 }
 
 func (c *Client) call(ctx context.Context, timeout time.Duration, method string, req, resp any) error {
-	var decode func([]byte) error
+	var read func(io.Reader) error
 	if resp != nil {
-		decode = func(data []byte) error { return unmarshal(data, resp) }
+		read = func(body io.Reader) error {
+			data, err := io.ReadAll(body)
+			if err != nil {
+				return err
+			}
+			if len(bytes.TrimSpace(data)) == 0 {
+				data = []byte("{}")
+			}
+			return unmarshal(data, resp)
+		}
 	}
-	return c.callDecode(ctx, timeout, method, req, decode)
+	return c.callRead(ctx, timeout, method, req, read)
 }
 
-// callDecode is call with the answer's body handed to decode (nil discards
-// it); a decode error is a protocol error.
-func (c *Client) callDecode(ctx context.Context, timeout time.Duration, method string, req any, decode func([]byte) error) error {
-	err := c.roundTrip(ctx, timeout, method, req, decode)
+// callRead is call with the body of a 200 answer handed to read as it
+// arrives (nil discards it). The body read fails once it is over
+// Config.MaxMessageSize; a failure of the body is reported as such
+// (transport, ErrMessageTooLarge), any other error of read is a protocol
+// error.
+func (c *Client) callRead(ctx context.Context, timeout time.Duration, method string, req any, read func(io.Reader) error) error {
+	err := c.roundTrip(ctx, timeout, method, req, read)
 	c.observe(ctx, method, err)
 	return err
 }
@@ -194,7 +206,7 @@ func (c *Client) observe(ctx context.Context, method string, err error) {
 	}
 }
 
-func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method string, req any, decode func([]byte) error) error {
+func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method string, req any, read func(io.Reader) error) error {
 	if err := checkMethod(method); err != nil {
 		return err
 	}
@@ -219,27 +231,61 @@ func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method st
 		return transportError(ctx, method, err)
 	}
 	defer hresp.Body.Close()
-	// One byte over the limit tells an oversized body from one at the limit.
-	data, err := io.ReadAll(io.LimitReader(hresp.Body, int64(c.cfg.MaxMessageSize)+1))
-	if err != nil {
-		return transportError(ctx, method, err)
-	}
+	answer := &answerBody{r: hresp.Body, limit: int64(c.cfg.MaxMessageSize), left: int64(c.cfg.MaxMessageSize)}
 	if hresp.StatusCode != http.StatusOK {
+		data, err := io.ReadAll(answer)
+		if answer.err != nil {
+			return transportError(ctx, method, answer.err)
+		}
+		if err != nil {
+			return transportError(ctx, method, err)
+		}
 		return errorFromStatus(method, hresp.StatusCode, data)
 	}
-	if len(data) > c.cfg.MaxMessageSize {
-		return transportError(ctx, method, fmt.Errorf("%w: response exceeds %d bytes", ErrMessageTooLarge, c.cfg.MaxMessageSize))
+	var err2 error
+	if read == nil {
+		_, err2 = io.Copy(io.Discard, answer)
+	} else {
+		err2 = read(answer)
 	}
-	if decode == nil {
-		return nil
-	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		data = []byte("{}")
-	}
-	if err := decode(data); err != nil {
-		return transportError(ctx, method, fmt.Errorf("%w: decode response: %w", ErrProtocol, err))
+	switch {
+	case answer.err != nil:
+		// The body failed (or outgrew the limit): that, not what the
+		// decoder made of a cut answer, is the error.
+		return transportError(ctx, method, answer.err)
+	case err2 != nil:
+		return transportError(ctx, method, fmt.Errorf("%w: decode response: %w", ErrProtocol, err2))
 	}
 	return nil
+}
+
+// answerBody is the body of a unary answer as a reader: at most left bytes
+// of it, and err the first failure of reading it (io.EOF is not one), or
+// ErrMessageTooLarge once it has more.
+type answerBody struct {
+	r           io.Reader
+	limit, left int64
+	err         error
+}
+
+func (b *answerBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	// One byte over the limit tells an oversized body from one at the limit.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.r.Read(p)
+	if int64(n) > b.left {
+		b.err = fmt.Errorf("%w: response exceeds %d bytes", ErrMessageTooLarge, b.limit)
+		return 0, b.err
+	}
+	b.left -= int64(n)
+	if err != nil && err != io.EOF {
+		b.err = err
+	}
+	return n, err
 }
 
 // newRequest builds a POST to the method with the Connect headers.

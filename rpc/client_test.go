@@ -3,8 +3,10 @@ package rpc_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -396,4 +398,55 @@ func TestDeadlineExceededIsTransient(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.True(t, rpc.IsTransient(err))
 	assert.NotErrorIs(t, err, rpc.ErrPortGone)
+}
+
+// A blank 200 answer is {}: no steps, and no error.
+func TestBlankAnswerIsEmpty(t *testing.T) {
+	for _, body := range []string{"", " \n\t"} {
+		c := newConnectServer(t, reply(http.StatusOK, body)).client(t, rpc.Config{})
+		steps, err := c.GetCascadeTrajectorySteps(ctxT(t), conv)
+		require.NoError(t, err, "%q", body)
+		assert.Nil(t, steps, "%q", body)
+		all, err := c.GetAllCascadeTrajectories(ctxT(t))
+		require.NoError(t, err, "%q", body)
+		assert.Empty(t, all.TrajectorySummaries, "%q", body)
+	}
+}
+
+// An answer the server breaks off (its stream reset half-way) fails as the
+// transport failing, transient, not as a malformed answer; one that ends
+// cleanly but cut short is malformed.
+func TestAnswerBrokenOffIsTransportFailure(t *testing.T) {
+	half := `{"steps":[{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","plannerResponse":{"response":"` + strings.Repeat("w", 64<<10)
+	broken := newConnectServer(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, half)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // resets the stream
+	}).client(t, rpc.Config{})
+	_, err := broken.GetCascadeTrajectorySteps(ctxT(t), conv)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, rpc.ErrProtocol, "%v", err)
+	assert.True(t, rpc.IsTransient(err), "%v", err)
+	var all rpc.TrajectoriesResponse
+	err = broken.Call(ctxT(t), rpc.MethodGetAllCascadeTrajectories, nil, &all)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, rpc.ErrProtocol, "%v", err)
+
+	cut := newConnectServer(t, reply(http.StatusOK, half)).client(t, rpc.Config{})
+	_, err = cut.GetCascadeTrajectorySteps(ctxT(t), conv)
+	assert.ErrorIs(t, err, rpc.ErrProtocol)
+}
+
+// The limit on an answer holds for one read as it goes, too.
+func TestStepsAnswerLimit(t *testing.T) {
+	payload := `{"steps":[{"type":"` + strings.Repeat("v", 4096) + `"}]}`
+	c := newConnectServer(t, reply(http.StatusOK, payload)).client(t, rpc.Config{MaxMessageSize: 1024})
+	_, err := c.GetCascadeTrajectorySteps(ctxT(t), conv)
+	assert.ErrorIs(t, err, rpc.ErrMessageTooLarge)
+	c = newConnectServer(t, reply(http.StatusOK, payload)).client(t, rpc.Config{MaxMessageSize: len(payload)})
+	steps, err := c.GetCascadeTrajectorySteps(ctxT(t), conv)
+	require.NoError(t, err, "an answer exactly at the limit")
+	assert.Len(t, steps, 1)
 }

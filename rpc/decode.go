@@ -3,6 +3,8 @@ package rpc
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -65,17 +67,14 @@ var keepRaw = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontex
 	return nil
 }))
 
-// decodeStepsReusing decodes a GetCascadeTrajectorySteps answer. Where the
-// i-th element of steps is byte for byte prev[i].Raw, prev[i] is taken as it
-// is (sharing its Raw and its pointers) instead of being decoded again;
-// every other element is decoded. Everything else about the answer is read
-// as unmarshal reads a StepsResponse.
-func decodeStepsReusing(data []byte, prev []Step) ([]Step, error) {
-	if len(prev) == 0 {
-		var resp StepsResponse
-		err := unmarshal(data, &resp)
-		return resp.Steps, err
-	}
+// decodeStepsReusing decodes a GetCascadeTrajectorySteps answer as it is
+// read from r: the answer, which holds the whole trajectory, is never held
+// whole. Where the i-th element of steps is byte for byte prev[i].Raw,
+// prev[i] is taken as it is (sharing its Raw and its pointers) instead of
+// being decoded again; every other element is decoded, with a Raw of its
+// own. Everything else about the answer is read as unmarshal reads a
+// StepsResponse.
+func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 	reuse := jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) error {
 		// The element's index is the number of values its array holds so far.
 		kind, i := dec.StackIndex(dec.StackDepth())
@@ -87,17 +86,46 @@ func decodeStepsReusing(data []byte, prev []Step) ([]Step, error) {
 			*s = prev[i]
 			return nil
 		}
-		return placeError(dec, raw, s.decodeRaw(raw[:len(raw):len(raw)]))
+		// raw is a view of the decoder's buffer: decode copies it.
+		return placeError(dec, raw, s.decode(raw))
 	})
-	// Sized for a trajectory that did not shrink: no growing on the way.
-	resp := StepsResponse{Steps: make([]Step, 0, len(prev))}
-	err := jsonv2.Unmarshal(data, &resp, decodeOptions, jsonv2.WithUnmarshalers(reuse))
+	var resp StepsResponse
+	if len(prev) > 0 {
+		// Sized for a trajectory that did not shrink: no growing on the way.
+		resp.Steps = make([]Step, 0, len(prev))
+	}
+	dec := jsontext.NewDecoder(r, decodeOptions)
+	err := jsonv2.UnmarshalDecode(dec, &resp, decodeOptions, jsonv2.WithUnmarshalers(reuse))
+	if err == nil {
+		// Nothing may follow the answer (as unmarshal requires).
+		if _, terr := dec.ReadToken(); terr != io.EOF {
+			err = fmt.Errorf("rpc: data after the answer at byte %d", dec.InputOffset())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
 	if len(resp.Steps) == 0 && cap(resp.Steps) > 0 {
 		// No steps member: nil, as a plain decode leaves it. ("steps":[]
 		// replaces the slice with an empty one of no capacity, and is kept.)
 		resp.Steps = nil
 	}
-	return resp.Steps, err
+	return resp.Steps, nil
+}
+
+// blankReader reads r and says whether all it has read so far is blank
+// (JSON whitespace).
+type blankReader struct {
+	r     io.Reader
+	blank bool
+}
+
+func (b *blankReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.blank && len(bytes.TrimLeft(p[:n], " \t\r\n")) > 0 {
+		b.blank = false
+	}
+	return n, err
 }
 
 // placeError places an error of decoding raw, the value dec has just read,

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -148,7 +149,7 @@ func BenchmarkDecodeSnapshot(b *testing.B) {
 	text := benchMarkdown(3000)
 	body := benchSnapshot(b, n, text)
 	grown := benchSnapshot(b, n, text+"One more sentence.")
-	prev, err := decodeStepsReusing(body, nil)
+	prev, err := decodeStepsReusing(bytes.NewReader(body), nil)
 	if err != nil || len(prev) != n {
 		b.Fatalf("snapshot: %d steps, %v", len(prev), err)
 	}
@@ -162,9 +163,9 @@ func BenchmarkDecodeSnapshot(b *testing.B) {
 			err := json.Unmarshal(data, &resp)
 			return resp.Steps, err
 		}},
-		{"v2", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(data, nil) }},
-		{"v2-reuse-unchanged", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(data, prev) }},
-		{"v2-reuse-last-grew", grown, func(data []byte) ([]Step, error) { return decodeStepsReusing(data, prev) }},
+		{"v2", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(bytes.NewReader(data), nil) }},
+		{"v2-reuse-unchanged", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(bytes.NewReader(data), prev) }},
+		{"v2-reuse-last-grew", grown, func(data []byte) ([]Step, error) { return decodeStepsReusing(bytes.NewReader(data), prev) }},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

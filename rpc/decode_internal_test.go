@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"testing/iotest"
 	"unsafe"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -131,7 +135,7 @@ func FuzzDecodeV1V2(f *testing.F) {
 	}
 	var unrelated []Step
 	if data, err := os.ReadFile("../../shared/fixtures/agy-steps/run_command_done.json"); err == nil {
-		unrelated = must(decodeStepsReusing(append(append([]byte(`{"steps":[{"type":"A"},`), data...), "]}"...), nil))
+		unrelated = must(decodeStepsReusing(bytes.NewReader(append(append([]byte(`{"steps":[{"type":"A"},`), data...), "]}"...)), nil))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if s, ok := sameDecode[Step](t, data); ok {
@@ -140,7 +144,7 @@ func FuzzDecodeV1V2(f *testing.F) {
 		sameDecode[StreamFrame](t, data)
 		want, ok := sameDecode[StepsResponse](t, data)
 		for _, prev := range [][]Step{nil, want.Steps, unrelated} {
-			got, err := decodeStepsReusing(data, prev)
+			got, err := decodeStepsReusing(bytes.NewReader(data), prev)
 			if !ok {
 				require.Error(t, err, "decodeStepsReusing accepted what encoding/json refused: %q", data)
 				continue
@@ -169,7 +173,7 @@ func TestDecodeStepsReusing(t *testing.T) {
 		}(), []byte(","))) + `]}`)
 	}
 	first := body(step(0, "a"), step(1, "b"), step(2, "c"))
-	prev, err := decodeStepsReusing(first, nil)
+	prev, err := decodeStepsReusing(bytes.NewReader(first), nil)
 	require.NoError(t, err)
 	require.Len(t, prev, 3)
 
@@ -190,7 +194,7 @@ func TestDecodeStepsReusing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeStepsReusing(tt.body, prev)
+			got, err := decodeStepsReusing(bytes.NewReader(tt.body), prev)
 			require.NoError(t, err)
 			require.Len(t, got, len(tt.reused))
 			var want StepsResponse
@@ -211,13 +215,13 @@ func TestDecodeStepsReusing(t *testing.T) {
 }
 
 func TestDecodeStepsReusingEmptyAndMalformed(t *testing.T) {
-	prev, err := decodeStepsReusing([]byte(`{"steps":[{"type":"A"},{"type":"B"}]}`), nil)
+	prev, err := decodeStepsReusing(bytes.NewReader([]byte(`{"steps":[{"type":"A"},{"type":"B"}]}`)), nil)
 	require.NoError(t, err)
 
-	got, err := decodeStepsReusing([]byte(`{}`), prev)
+	got, err := decodeStepsReusing(bytes.NewReader([]byte(`{}`)), prev)
 	require.NoError(t, err)
 	require.Nil(t, got, "no steps member: nil, as a plain decode")
-	got, err = decodeStepsReusing([]byte(`{"steps":[]}`), prev)
+	got, err = decodeStepsReusing(bytes.NewReader([]byte(`{"steps":[]}`)), prev)
 	require.NoError(t, err)
 	require.NotNil(t, got)
 	require.Empty(t, got)
@@ -229,7 +233,7 @@ func TestDecodeStepsReusingEmptyAndMalformed(t *testing.T) {
 		`{"steps":{"type":"A"}}`,
 		`{"steps":[{"type":"A"}]} trailing`,
 	} {
-		_, err := decodeStepsReusing([]byte(bad), prev)
+		_, err := decodeStepsReusing(bytes.NewReader([]byte(bad)), prev)
 		require.Error(t, err, bad)
 	}
 }
@@ -300,8 +304,47 @@ func TestDecodedStepsKeepTheirBytesInPlace(t *testing.T) {
 	require.NoError(t, unmarshal(answer, &resp))
 	require.True(t, within(resp.Steps[0].Raw, answer), "an answer's steps too")
 	changed := []byte(`{"steps":[` + step + `,` + step + `]}`)
-	got, err := decodeStepsReusing(changed, resp.Steps)
+	got, err := decodeStepsReusing(bytes.NewReader(changed), resp.Steps)
 	require.NoError(t, err)
-	require.True(t, within(got[1].Raw, changed), "a step decoded while reusing a read too")
+	require.Equal(t, step, string(got[1].Raw))
+	require.False(t, within(got[1].Raw, changed), "a step decoded while reusing a read has bytes of its own (the answer is read as a stream)")
 	require.Same(t, rawData(resp.Steps[0]), rawData(got[0]), "and the unchanged one is reused")
 }
+
+// TestDecodeStepsReusingReadsAsItGoes decodes an unchanged trajectory of
+// 1 MiB from a reader that hands out 16 KiB at a time, as an HTTP/2 body
+// does: the decoder holds a step or so at a time, never the answer.
+func TestDecodeStepsReusingReadsAsItGoes(t *testing.T) {
+	text := strings.Repeat("z", 10<<10)
+	var b strings.Builder
+	b.WriteString(`{"steps":[`)
+	for i := range 100 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","plannerResponse":{"response":"%d %s"}}`, i, text)
+	}
+	b.WriteString(`]}`)
+	data := []byte(b.String())
+	prev, err := decodeStepsReusing(bytes.NewReader(data), nil)
+	require.NoError(t, err)
+	require.Len(t, prev, 100)
+	res := testing.Benchmark(func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := decodeStepsReusing(iotest.HalfReader(&chunks{r: bytes.NewReader(data), n: 16 << 10}), prev); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	t.Logf("%d bytes allocated per read of an answer of %d", res.AllocedBytesPerOp(), len(data))
+	assert.Less(t, res.AllocedBytesPerOp(), int64(len(data)/8))
+}
+
+// chunks reads r at most n bytes at a time.
+type chunks struct {
+	r io.Reader
+	n int
+}
+
+func (c *chunks) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }

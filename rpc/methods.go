@@ -1,10 +1,10 @@
 package rpc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"slices"
 )
 
@@ -73,13 +73,12 @@ func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID
 		return nil, invalidArgument(m, "empty cascade id")
 	}
 	var steps []Step
-	err := c.callDecode(ctx, c.cfg.UnaryTimeout, m, CascadeRequest{CascadeID: cascadeID}, func(data []byte) error {
+	err := c.callRead(ctx, c.cfg.UnaryTimeout, m, CascadeRequest{CascadeID: cascadeID}, func(body io.Reader) error {
+		in := &blankReader{r: body, blank: true}
 		var err error
-		steps, err = decodeStepsReusing(data, prev)
-		for i := range steps {
-			if i >= len(prev) || !SameSlice(steps[i].Raw, prev[i].Raw) {
-				steps[i].Raw = bytes.Clone(steps[i].Raw)
-			}
+		steps, err = decodeStepsReusing(in, prev)
+		if err != nil && in.blank {
+			return nil // an empty answer is {}: no steps (as for every call)
 		}
 		return err
 	})

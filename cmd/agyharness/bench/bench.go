@@ -160,6 +160,11 @@ type Result struct {
 	// divide DriveCPUS.
 	DriveS    float64 `json:"drive_s"`
 	DriveCPUS float64 `json:"drive_cpu_s"`
+	// DriveSysCPUS is the kernel's part of DriveCPUS, and DriveMinorFaults
+	// the page faults this process took over the same time (fresh memory
+	// the kernel had to map): where a frame's CPU goes besides Go code.
+	DriveSysCPUS     float64 `json:"drive_sys_cpu_s"`
+	DriveMinorFaults int64   `json:"drive_minor_faults"`
 	// CPUIncludesFakes: the fakes ran in this process, so the CPU figures
 	// include theirs (upper bounds).
 	CPUIncludesFakes  bool               `json:"cpu_includes_fakes"`
@@ -372,7 +377,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 
 	// Turns run for Duration after every session is attached.
-	driveStart, driveCPU := time.Now(), cpuTime()
+	driveStart, driveUsage := time.Now(), usage()
 	deadline := driveStart.Add(o.Duration)
 	var wg sync.WaitGroup
 	for _, d := range drivers {
@@ -380,7 +385,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	wg.Wait()
 	res.DriveS = time.Since(driveStart).Seconds()
-	res.DriveCPUS = (cpuTime() - driveCPU).Seconds()
+	driveEnd := usage()
+	res.DriveCPUS = (driveEnd.cpu - driveUsage.cpu).Seconds()
+	res.DriveSysCPUS = (driveEnd.sys - driveUsage.sys).Seconds()
+	res.DriveMinorFaults = driveEnd.minflt - driveUsage.minflt
 	if o.HeapProfileEnd != "" {
 		runtime.GC()
 		if err := writeHeapProfile(o.HeapProfileEnd); err != nil {
@@ -525,12 +533,24 @@ func settleGoroutines(before int, limit time.Duration) int {
 
 // cpuTime is the whole process's user+system CPU time (the fakes' too
 // unless they are external).
-func cpuTime() time.Duration {
+func cpuTime() time.Duration { return usage().cpu }
+
+// resources is what getrusage says of this process so far.
+type resources struct {
+	cpu, sys time.Duration // user+system CPU, and system CPU alone
+	minflt   int64         // minor page faults
+}
+
+func usage() resources {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
+		return resources{}
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return resources{
+		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		sys:    time.Duration(ru.Stime.Nano()),
+		minflt: ru.Minflt,
+	}
 }
 
 func percentiles(d []time.Duration) (p50, p99, max float64) {
