@@ -109,3 +109,31 @@ func copyRaw(steps []rpc.Step) []rpc.Step {
 	}
 	return out
 }
+
+// TestDeltaAllocations: a frame that extends a live text costs two
+// allocations, the delta's id and its text; the ids the deltas share (the
+// item, the id's base) are made once per step.
+func TestDeltaAllocations(t *testing.T) {
+	hist := history(99)
+	frames := make([]Observation, 64)
+	text := ""
+	for v := range frames {
+		text += "chunk "
+		live := wire(plannerStep(rpc.StatusGenerating, "thinking", text))
+		frames[v] = Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{99}, Steps: []rpc.Step{live}, Time: at(v)}
+	}
+	r := newTestReconciler()
+	r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
+	dst := r.AppendApply(nil, frames[0])
+	v := 1
+	allocs := testing.AllocsPerRun(len(frames)-2, func() {
+		dst = r.AppendApply(dst[:0], frames[v])
+		v++
+	})
+	if len(dst) != 1 || dst[0].Delta != "chunk " {
+		t.Fatalf("frame %d: events %+v, want one delta", v-1, dst)
+	}
+	if allocs > 2 {
+		t.Errorf("%.1f allocations per delta, want 2", allocs)
+	}
+}

@@ -26,7 +26,7 @@ func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
 	}
 	if st.streamed {
 		if pr.Thinking != "" {
-			r.advance(index, &st.thinking, &st.reasonSnaps, pr.Thinking, false, "reasoning")
+			r.advance(index, &st.thinking, pr.Thinking, false, "reasoning")
 		}
 		if !terminal {
 			live := pr.ModifiedResponse
@@ -34,7 +34,7 @@ func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
 				live = pr.Response
 			}
 			if live != "" {
-				r.advance(index, &st.text, &st.textSnaps, live, false, "text")
+				r.advance(index, &st.text, live, false, "text")
 			}
 		}
 	}
@@ -48,13 +48,13 @@ func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
 	if final == "" {
 		// A terminal copy without text (an interrupted step, a thin stream
 		// copy): the text shown so far is what there is.
-		final = st.text
+		final = st.text.cur
 	}
 	if st.streamed && final != "" {
-		r.advance(index, &st.text, &st.textSnaps, final, true, "text")
+		r.advance(index, &st.text, final, true, "text")
 	}
 	st.committed = true
-	st.thinking, st.text = "", "" // no longer needed as a delta base
+	st.thinking, st.text = emitted{}, emitted{} // no longer needed as a delta base
 	if final != "" {
 		e := r.event(messages.EventMessage, r.itemID(index, "message"))
 		e.ItemID = e.ID
@@ -93,41 +93,49 @@ func stepError(s *rpc.Step) string {
 	return "the model returned an error"
 }
 
-// advance moves the emitted text *cur toward next: a delta when next extends
+// advance moves the emitted text t toward next: a delta when next extends
 // it, nothing when next is stale (a prefix of it, or shorter) unless forced,
 // else a snapshot of next. kind is "text" or "reasoning".
-func (r *Reconciler) advance(index int, cur *string, snaps *int, next string, forced bool, kind string) {
-	if next == *cur {
+func (r *Reconciler) advance(index int, t *emitted, next string, forced bool, kind string) {
+	if next == t.cur {
 		return
 	}
 	evType := messages.EventOutputTextDelta
-	item := r.itemID(index, "message")
 	if kind == "reasoning" {
 		evType = messages.EventReasoningDelta
-		item = r.itemID(index, "reasoning")
 	}
-	base := r.itemID(index, kind)
-	if *snaps > 0 {
-		base += "#" + strconv.Itoa(*snaps)
+	if t.item == "" {
+		t.item = r.itemID(index, "message")
+		if kind == "reasoning" {
+			t.item = r.itemID(index, "reasoning")
+		}
 	}
-	if strings.HasPrefix(next, *cur) {
-		e := r.event(evType, base+"@"+strconv.Itoa(len(*cur)))
-		e.ItemID = item
+	if strings.HasPrefix(next, t.cur) {
+		if t.base == "" {
+			t.base = r.itemID(index, kind)
+			if t.snaps > 0 {
+				t.base += "#" + strconv.Itoa(t.snaps)
+			}
+			t.base += "@"
+		}
+		e := r.event(evType, t.base+strconv.Itoa(len(t.cur)))
+		e.ItemID = t.item
 		// Copied: a substring would keep all of next alive with the event.
-		e.Delta = strings.Clone(next[len(*cur):])
+		e.Delta = strings.Clone(next[len(t.cur):])
 		r.emit(e)
-		*cur = next
+		t.cur = next
 		return
 	}
-	if !forced && len(next) < len(*cur) {
+	if !forced && len(next) < len(t.cur) {
 		return // an older copy: only move forward
 	}
-	*snaps++
-	e := r.event(evType, r.itemID(index, kind)+"#"+strconv.Itoa(*snaps))
-	e.ItemID = item
+	t.snaps++
+	t.base = "" // the deltas after a snapshot have ids of their own
+	e := r.event(evType, r.itemID(index, kind)+"#"+strconv.Itoa(t.snaps))
+	e.ItemID = t.item
 	e.Snapshot = next
 	r.emit(e)
-	*cur = next
+	t.cur = next
 }
 
 // usage reports a model call's tokens and the conversation's running totals.

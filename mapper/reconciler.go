@@ -71,16 +71,25 @@ type slot struct {
 	userDone bool
 
 	// planner responses: the text emitted so far (the base of the next delta)
-	streamed               bool // first seen live: deltas are due
-	thinking, text         string
-	reasonSnaps, textSnaps int
-	committed              bool
+	streamed       bool // first seen live: deltas are due
+	thinking, text emitted
+	committed      bool
 
 	// tool steps
 	callID               string
 	callDone, outputDone bool
 
 	prompt *promptState // the prompt this step asked, if any
+}
+
+// emitted is one text of a planner step (its reasoning or its answer) as
+// the consumer has it: the base of the next delta, and the ids of its
+// events, made once per step rather than once per delta.
+type emitted struct {
+	cur   string
+	snaps int    // snapshots sent: a rewrite of the text starts a new delta id base
+	item  string // the item the deltas belong to
+	base  string // what delta ids begin with ("" until the first delta)
 }
 
 type promptState struct {
