@@ -233,7 +233,7 @@ type sessionCore struct {
 
 	// owned by the session actor
 	seq          uint64
-	log          []*messages.Event // the last cfg.EventLog events: a ring once full
+	log          []logEntry        // the last cfg.EventLog events: a ring once full
 	logStart     int               // index of the oldest event in log, once full
 	openRequests []*messages.Event // elicitation_request events of prompts still open, as published
 	sinks        []messages.EventSink
@@ -279,20 +279,76 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system 
 // full it is a ring: the newest event overwrites the oldest, in constant
 // time (shifting 4,096 pointers per event cost every long session).
 func (c *sessionCore) logEvent(ev *messages.Event) {
+	e := c.entryOf(ev)
 	if len(c.log) < c.cfg.EventLog {
-		c.log = append(c.log, ev)
+		c.log = append(c.log, e)
 		return
 	}
-	c.log[c.logStart] = ev
+	c.log[c.logStart] = e
 	c.logStart = (c.logStart + 1) % len(c.log)
 }
 
 // logged returns the logged events, oldest first.
 func (c *sessionCore) logged() []*messages.Event {
-	if c.logStart == 0 {
-		return c.log
+	out := make([]*messages.Event, 0, len(c.log))
+	for _, part := range [][]logEntry{c.log[c.logStart:], c.log[:c.logStart]} {
+		for i := range part {
+			out = append(out, c.eventOf(&part[i]))
+		}
 	}
-	return append(append(make([]*messages.Event, 0, len(c.log)), c.log[c.logStart:]...), c.log[:c.logStart]...)
+	return out
+}
+
+// logEntry is an event as the session's log keeps it. A text or reasoning
+// delta, most of what a streaming session publishes, is kept in the fields
+// a delta has: 136 bytes instead of a whole event's 584, so a log of
+// streamed deltas takes about a third of the room (about 1 MB instead of
+// 3 MB for a full log of 4,096). Any other event, and a delta with any
+// other field set, is kept whole.
+type logEntry struct {
+	whole  *messages.Event // nil: a delta kept in the fields below
+	typ    messages.EventType
+	seq    uint64
+	time   time.Time
+	id     string
+	conv   string
+	parent string
+	item   string
+	delta  string
+}
+
+// entryOf is ev as the log keeps it.
+func (c *sessionCore) entryOf(ev *messages.Event) logEntry {
+	if (ev.Type != messages.EventOutputTextDelta && ev.Type != messages.EventReasoningDelta) ||
+		ev.SessionID != c.spec.SessionID || !deltaOnly(ev) {
+		return logEntry{whole: ev}
+	}
+	return logEntry{typ: ev.Type, seq: ev.Seq, time: ev.Time, id: ev.ID, conv: ev.ConversationID,
+		parent: ev.ParentConversationID, item: ev.ItemID, delta: ev.Delta}
+}
+
+// eventOf is the event a log entry keeps (a delta's, made anew).
+func (c *sessionCore) eventOf(e *logEntry) *messages.Event {
+	if e.whole != nil {
+		return e.whole
+	}
+	return &messages.Event{Type: e.typ, ID: e.id, SessionID: c.spec.SessionID, ConversationID: e.conv,
+		ParentConversationID: e.parent, Seq: e.seq, Time: e.time, ItemID: e.item, Delta: e.delta}
+}
+
+// deltaOnly says whether every field of ev a logEntry does not keep is
+// unset. (TestLogKeepsEveryFieldOfAnEvent sets each field of Event in turn:
+// a field added to Event must be added here.)
+func deltaOnly(ev *messages.Event) bool {
+	return ev.State == "" && ev.Text == "" && ev.Origin == "" && ev.Role == "" && ev.Snapshot == "" &&
+		ev.CallID == "" && ev.Name == "" && ev.Arguments == "" && ev.Output == "" && ev.ExitCode == nil &&
+		ev.ElicitationID == "" && ev.Kind == "" && ev.Questions == nil && ev.Command == nil && ev.Resource == nil &&
+		ev.Action == "" && ev.By == "" && ev.DeliveredStepIndex == nil &&
+		ev.Model == "" && ev.InputTokens == nil && ev.OutputTokens == nil && ev.ThinkingTokens == nil &&
+		ev.ResponseTokens == nil && ev.CacheReadTokens == nil && ev.ContextTokens == nil &&
+		ev.TotalInputTokens == nil && ev.TotalOutputTokens == nil &&
+		ev.From == "" && ev.To == "" && ev.DisplayName == "" && ev.StepType == "" && ev.StepIndex == nil &&
+		ev.Message == "" && ev.Retryable == nil
 }
 
 // subscribeLocked adds a subscriber before the session actor runs.

@@ -242,19 +242,18 @@ func (c *Client) roundTrip(ctx context.Context, timeout time.Duration, method st
 		}
 		return errorFromStatus(method, hresp.StatusCode, data)
 	}
-	var err2 error
 	if read == nil {
-		_, err2 = io.Copy(io.Discard, answer)
+		_, err = io.Copy(io.Discard, answer)
 	} else {
-		err2 = read(answer)
+		err = read(answer)
 	}
 	switch {
 	case answer.err != nil:
 		// The body failed (or outgrew the limit): that, not what the
 		// decoder made of a cut answer, is the error.
 		return transportError(ctx, method, answer.err)
-	case err2 != nil:
-		return transportError(ctx, method, fmt.Errorf("%w: decode response: %w", ErrProtocol, err2))
+	case err != nil:
+		return transportError(ctx, method, fmt.Errorf("%w: decode response: %w", ErrProtocol, err))
 	}
 	return nil
 }

@@ -16,6 +16,13 @@ import (
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
+// deltaArrival is a text delta as the consumer keeps it: the text version
+// it brought, and when it arrived.
+type deltaArrival struct {
+	v  agytest.TextVersion
+	at time.Time
+}
+
 // answer is one prompt the driver answered.
 type answer struct {
 	elicitationID string
@@ -39,12 +46,21 @@ type driver struct {
 	reqs     chan *messages.Event // elicitation requests, for the driver
 	consum   sync.WaitGroup
 
+	// What the consumer keeps of the events, for the checks and the
+	// latencies. Text deltas, most of the events, are not kept: only
+	// when each arrived and the text version it brought. (Keeping every
+	// event, 584 bytes each, grew this process's heap by megabytes a
+	// second, and the page faults of that growth were charged to the
+	// harness's CPU per frame; docs/PERFORMANCE.md, round 4.)
 	mu        sync.Mutex
-	evs       []*messages.Event
-	lastIdle  uint64 // seq of the last idle status
+	evs       []*messages.Event // every event but text deltas
+	deltas    []deltaArrival    // text deltas that name a text version
+	received  int               // events received
+	last      uint64            // seq of the last event
+	seqErrors []string          // events whose seq was not above the one before
+	lastIdle  uint64            // seq of the last idle status
 	wake      chan struct{}
 	latencies []time.Duration // arrival minus the event's Time (the harness's own share)
-	arrivals  []time.Time     // arrival of evs[i]
 
 	turns, turnsFailed, interrupts, stuck int
 	stuckAfter                            []uint64 // the last seq before each stuck turn
@@ -134,39 +150,50 @@ func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int,
 func (d *driver) consume(ch <-chan *messages.Event, slowBy time.Duration) {
 	defer d.consum.Done()
 	for ev := range ch {
-		now := time.Now()
-		lat := now.Sub(ev.Time)
-		d.mu.Lock()
-		d.evs = append(d.evs, ev)
-		d.arrivals = append(d.arrivals, now)
-		d.latencies = append(d.latencies, lat)
-		if ev.Type == messages.EventStatus && ev.State == messages.StateIdle && ev.ConversationID == d.s.ConversationID() {
-			d.lastIdle = ev.Seq
-		}
-		d.mu.Unlock()
-		if ev.Type == messages.EventElicitationRequest {
-			select {
-			case d.reqs <- ev:
-			default: // the driver is behind; the prompt stays unanswered, found by the check
-			}
-		}
-		select {
-		case d.wake <- struct{}{}:
-		default:
-		}
+		d.receive(ev, time.Now())
 		if slowBy > 0 {
 			time.Sleep(slowBy)
 		}
 	}
 }
 
+// receive keeps what the checks need of ev, which arrived at now, and
+// hands a prompt to the driver.
+func (d *driver) receive(ev *messages.Event, now time.Time) {
+	d.mu.Lock()
+	d.received++
+	if ev.Seq <= d.last {
+		d.seqErrors = append(d.seqErrors, fmt.Sprintf("seq %d after %d", ev.Seq, d.last))
+	}
+	d.last = ev.Seq
+	if ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta {
+		if v, ok := textVersion(ev); ok {
+			d.deltas = append(d.deltas, deltaArrival{v: v, at: now})
+		}
+	} else {
+		d.evs = append(d.evs, ev)
+	}
+	d.latencies = append(d.latencies, now.Sub(ev.Time))
+	if ev.Type == messages.EventStatus && ev.State == messages.StateIdle && ev.ConversationID == d.s.ConversationID() {
+		d.lastIdle = ev.Seq
+	}
+	d.mu.Unlock()
+	if ev.Type == messages.EventElicitationRequest {
+		select {
+		case d.reqs <- ev:
+		default: // the driver is behind; the prompt stays unanswered, found by the check
+		}
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (d *driver) lastSeq() uint64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.evs) == 0 {
-		return 0
-	}
-	return d.evs[len(d.evs)-1].Seq
+	return d.last
 }
 
 func (d *driver) idleAfter(seq uint64) bool {

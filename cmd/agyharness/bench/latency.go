@@ -44,23 +44,19 @@ func fakeLatencies(d *driver, times map[agytest.TextVersion]agytest.VersionTimes
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []time.Duration
-	for i, ev := range d.evs {
-		v, ok := textVersion(ev)
-		if !ok {
-			continue
-		}
-		vt, ok := times[v]
+	for _, da := range d.deltas {
+		vt, ok := times[da.v]
 		if !ok {
 			continue
 		}
 		from := vt.Written
-		if d.mode == actors.ReadPoll || from.IsZero() || d.arrivals[i].Before(from) {
+		if d.mode == actors.ReadPoll || from.IsZero() || da.at.Before(from) {
 			from = vt.Changed
 		}
 		if from.IsZero() {
 			continue
 		}
-		out = append(out, max(0, d.arrivals[i].Sub(from)))
+		out = append(out, max(0, da.at.Sub(from)))
 	}
 	return out
 }

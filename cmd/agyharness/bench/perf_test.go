@@ -38,18 +38,20 @@ func TestTextVersionOfDeltas(t *testing.T) {
 
 func TestFakeLatenciesStreamFromWritePollFromChange(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	ev := &messages.Event{Type: messages.EventOutputTextDelta, ID: "c/1/text@0", ItemID: "c/1/message", ConversationID: "c", Delta: "abc"}
+	ev := &messages.Event{Type: messages.EventOutputTextDelta, ID: "c/1/text@0", ItemID: "c/1/message", ConversationID: "c", Delta: "abc", Seq: 1}
 	times := map[agytest.TextVersion]agytest.VersionTimes{
 		{ConversationID: "c", StepIndex: 1, Length: 3}: {Changed: t0, Written: t0.Add(2 * time.Millisecond)},
 	}
-	d := &driver{mode: actors.ReadStream, evs: []*messages.Event{ev, {Type: messages.EventStatus}}, arrivals: []time.Time{t0.Add(5 * time.Millisecond), t0}}
+	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1)}
+	d.receive(ev, t0.Add(5*time.Millisecond))
+	d.receive(&messages.Event{Type: messages.EventError, Seq: 2}, t0)
 	assert.Equal(t, []time.Duration{3 * time.Millisecond}, fakeLatencies(d, times))
 	d.mode = actors.ReadPoll
 	assert.Equal(t, []time.Duration{5 * time.Millisecond}, fakeLatencies(d, times))
 	// A stream session that got the version from a read before the frame
 	// is measured from the change.
 	d.mode = actors.ReadBoth
-	d.arrivals[0] = t0.Add(time.Millisecond)
+	d.deltas[0].at = t0.Add(time.Millisecond)
 	assert.Equal(t, []time.Duration{time.Millisecond}, fakeLatencies(d, times))
 	assert.Empty(t, fakeLatencies(d, nil), "no times, no samples")
 }
