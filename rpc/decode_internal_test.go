@@ -315,17 +315,7 @@ func TestDecodedStepsKeepTheirBytesInPlace(t *testing.T) {
 // 1 MiB from a reader that hands out 16 KiB at a time, as an HTTP/2 body
 // does: the decoder holds a step or so at a time, never the answer.
 func TestDecodeStepsReusingReadsAsItGoes(t *testing.T) {
-	text := strings.Repeat("z", 10<<10)
-	var b strings.Builder
-	b.WriteString(`{"steps":[`)
-	for i := range 100 {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","plannerResponse":{"response":"%d %s"}}`, i, text)
-	}
-	b.WriteString(`]}`)
-	data := []byte(b.String())
+	data := []byte(PlannerAnswer(100, strings.Repeat("z", 10<<10)))
 	prev, err := decodeStepsReusing(bytes.NewReader(data), nil)
 	require.NoError(t, err)
 	require.Len(t, prev, 100)

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"runtime"
@@ -524,16 +523,7 @@ func TestKeptStepsDoNotPinTheirAnswers(t *testing.T) {
 	var n int
 	srv := newConnectServer(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 		n++
-		var b strings.Builder
-		b.WriteString(`{"steps":[`)
-		for i := range n {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","plannerResponse":{"response":"%d %s"}}`, i, text)
-		}
-		b.WriteString(`]}`)
-		reply(http.StatusOK, b.String())(w, r, nil)
+		reply(http.StatusOK, rpc.PlannerAnswer(n, text))(w, r, nil)
 	})
 	c := srv.client(t, rpc.Config{})
 	var ms runtime.MemStats
@@ -562,16 +552,7 @@ func TestKeptStepsDoNotPinTheirAnswers(t *testing.T) {
 func TestReusingReadDoesNotHoldTheAnswer(t *testing.T) {
 	const steps, stepBytes = 100, 10 << 10
 	text := strings.Repeat("z", stepBytes)
-	var b strings.Builder
-	b.WriteString(`{"steps":[`)
-	for i := range steps {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","plannerResponse":{"response":"%d %s"}}`, i, text)
-	}
-	b.WriteString(`]}`)
-	answer := b.String()
+	answer := rpc.PlannerAnswer(steps, text)
 	c := newConnectServer(t, reply(http.StatusOK, answer)).client(t, rpc.Config{})
 	prev, err := c.GetCascadeTrajectoryStepsReusing(ctxT(t), conv, nil)
 	require.NoError(t, err)

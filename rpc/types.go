@@ -196,23 +196,13 @@ func (s *Step) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 
 // decode sets s from the raw step b with json v2, Raw a copy of b.
 func (s *Step) decode(b []byte) error {
-	if err := s.decodeRaw(b); err != nil {
-		return err
-	}
-	s.Raw = append(json.RawMessage(nil), b...)
-	return nil
-}
-
-// decodeRaw sets s from the raw step b with json v2, Raw b itself: for
-// buffers handed over for good (see unmarshal).
-func (s *Step) decodeRaw(b []byte) error {
 	type plain Step
 	var p plain
 	if err := jsonv2.Unmarshal(b, &p, decodeOptions); err != nil {
 		return err
 	}
 	*s = Step(p)
-	s.Raw = b
+	s.Raw = append(json.RawMessage(nil), b...)
 	return nil
 }
 
