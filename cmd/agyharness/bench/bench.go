@@ -95,6 +95,12 @@ type Options struct {
 	// HeapProfileEnd, when set, is a file that receives a pprof heap
 	// profile taken when the drivers stop (what the campaign holds).
 	HeapProfileEnd string
+	// Floor, with ExternalFakes, runs no harness: each fake's stream is read
+	// and decoded by the rpc package alone and dropped, and essay turns are
+	// sent one after another (floor.go). Its CPU per frame is the floor
+	// under a campaign's in the same scenario. Needs no poll-only or idle
+	// sessions and no turn kinds other than essay; nothing is checked.
+	Floor bool
 	// Logger receives the host's and the campaign's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -127,7 +133,10 @@ type Result struct {
 	Events               int            `json:"events"`
 	// ExternalFakes: the fakes ran in a fakeagy process; GroundTruthChecked
 	// is false then (lost, out_of_order and prompt checks did not run).
-	ExternalFakes      bool `json:"external_fakes"`
+	ExternalFakes bool `json:"external_fakes"`
+	// Floor: no harness ran (Options.Floor); Events counts the frames the
+	// bare readers took off their streams.
+	Floor              bool `json:"floor,omitempty"`
 	GroundTruthChecked bool `json:"ground_truth_checked"`
 	PollSessions       int  `json:"poll_sessions"`
 	// Latency from the fake to the consumer, on text deltas (see
@@ -180,9 +189,10 @@ type Result struct {
 
 // Failed says whether the campaign found a fault in the harness: anything
 // lost, doubled, out of order or misdelivered, unresolved or stuck, or a
-// goroutine leak.
+// goroutine leak; in a floor run, any problem (a reader that failed).
 func (r *Result) Failed() bool {
-	return r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
+	return r.Floor && len(r.Problems) > 0 ||
+		r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
 		r.PromptsMisdelivered > 0 || r.PromptsUnresolved > 0 || r.StuckTurns > 0 ||
 		r.GoroutinesAfter > r.GoroutinesBefore
 }
@@ -228,6 +238,17 @@ func (o Options) normalized() (Options, error) {
 	}
 	if o.ExternalFakes && len(o.Faults) > 0 {
 		return o, fmt.Errorf("bench: --external-fakes needs --faults none (faults are injected into in-process fakes)")
+	}
+	if o.Floor {
+		if !o.ExternalFakes {
+			return o, errors.New("bench: --floor needs --external-fakes (the floor is this process's CPU alone)")
+		}
+		if o.PollSessions > 0 || o.IdleSessions > 0 {
+			return o, errors.New("bench: --floor reads streams only: no --poll-sessions or --idle-sessions")
+		}
+		if len(o.TurnKinds) > 0 && !slices.Equal(o.TurnKinds, []string{"essay"}) {
+			return o, errors.New("bench: --floor sends essay turns only")
+		}
 	}
 	if o.ChunkDelay == 0 {
 		o.ChunkDelay = 2 * time.Millisecond
@@ -283,7 +304,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Seed: o.Seed, Sessions: o.Sessions, ReadMode: string(o.ReadMode),
 		FaultsInjected: map[string]int{}, Restarts: map[string]int{},
-		ExternalFakes: o.ExternalFakes, GroundTruthChecked: !o.ExternalFakes,
+		ExternalFakes: o.ExternalFakes, GroundTruthChecked: !o.ExternalFakes, Floor: o.Floor,
 		CPUIncludesFakes: !o.ExternalFakes, PollSessions: o.PollSessions}
 	if res.ReadMode == "" {
 		res.ReadMode = string(actors.ReadBoth)
@@ -315,6 +336,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			}
 			return nil, err
 		}
+	}
+	if o.Floor {
+		return runFloorCampaign(ctx, o, res, ext)
 	}
 	stopProfile := func() {}
 	if o.CPUProfile != "" {

@@ -12,5 +12,7 @@
 // sessions (--poll-sessions), frames per second, the harness's CPU per
 // frame (exactly its own with --external-fakes, which hosts the fakes in a
 // `fakeagy --servers N` process), heap and goroutines per idle session
-// (--idle-sessions), and one frame's cost as the trajectory grows.
+// (--idle-sessions), and one frame's cost as the trajectory grows. A floor
+// run (--floor) reads the same streams with the rpc package alone, no
+// harness, so the two CPU figures side by side say what the harness adds.
 package bench

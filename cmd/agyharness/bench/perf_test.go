@@ -113,6 +113,27 @@ func TestExternalFakes(t *testing.T) {
 	assert.Positive(t, *res.GoroutinesPerIdle)
 }
 
+// TestFloorReadsTheSameFrames runs a floor campaign: no harness, bare
+// readers that take every frame the fakes write and end every turn.
+func TestFloorReadsTheSameFrames(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fakeagy")
+	}
+	res, err := Run(context.Background(), Options{
+		Sessions: 2, Duration: 600 * time.Millisecond, TurnTimeout: 10 * time.Second,
+		Seed: 3, ExternalFakes: true, Floor: true,
+	})
+	require.NoError(t, err)
+	assert.False(t, res.Failed(), "%v", res.Problems)
+	assert.True(t, res.Floor)
+	assert.GreaterOrEqual(t, res.Turns, 2, "every reader ended at least one turn")
+	assert.Greater(t, res.Frames, int64(100*res.Turns), "an essay is 100 chunks")
+	assert.Equal(t, res.Frames, int64(res.Events), "the readers took every frame written")
+	assert.Greater(t, res.FrameBytesAvg, 2000.0)
+	assert.Positive(t, res.CPUUsPerFrame)
+	assert.Zero(t, res.LatencySamples, "a floor run measures no latency")
+}
+
 func TestPerfOptionsAreChecked(t *testing.T) {
 	for _, args := range [][]string{
 		{"--external-fakes"}, // faults default to all
@@ -120,6 +141,10 @@ func TestPerfOptionsAreChecked(t *testing.T) {
 		{"--poll-sessions", "-1"},
 		{"--turn-kinds", "sonnet"},
 		{"--idle-sessions", "-2"},
+		{"--floor", "--faults", "none"}, // no --external-fakes
+		{"--floor", "--external-fakes", "--faults", "none", "--poll-sessions", "1"},
+		{"--floor", "--external-fakes", "--faults", "none", "--idle-sessions", "1"},
+		{"--floor", "--external-fakes", "--faults", "none", "--turn-kinds", "long"},
 	} {
 		var out, errb bytes.Buffer
 		assert.Equal(t, 2, Main(context.Background(), args, &out, &errb), args)

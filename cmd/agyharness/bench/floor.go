@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// A floor run (--floor, with --external-fakes) puts no harness between the
+// fakes and the frames: each fake gets a floorReader, which reads its
+// StreamAgentStateUpdates frame by frame with the rpc package (TLS, HTTP/2,
+// the envelope, the JSON decode of the frame), drops the frame, and sends
+// the next essay turn when the stream says the cascade is IDLE again.
+// Nothing is mapped, logged, published or checked. Its CPU per frame, in the
+// same scenario as a campaign, is what reading the same frames costs this
+// machine with nothing else done: the floor under the harness's figure
+// (docs/PERFORMANCE.md).
+
+// floorReader drives one fake in a floor run.
+type floorReader struct {
+	client *rpc.Client
+	conv   string
+	model  string
+	stream *rpc.Stream
+	idle   chan struct{} // one token per turn the stream saw end
+	frames atomic.Int64
+	turns  int
+	err    error // the reader's end, other than a close
+}
+
+// newFloorReader binds a client to f and opens its stream.
+func newFloorReader(ctx context.Context, f fake) (*floorReader, error) {
+	c, err := rpc.NewClient(rpc.Config{Port: f.port})
+	if err != nil {
+		return nil, fmt.Errorf("bench: floor: %w", err)
+	}
+	r := &floorReader{client: c, conv: f.conv, idle: make(chan struct{}, 1)}
+	models, err := c.GetAvailableModels(ctx)
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("bench: floor: models: %w", err)
+	}
+	r.model = firstRecommended(models.Response.Models)
+	if r.stream, err = c.StreamAgentStateUpdates(ctx, f.conv, rpc.NewSubscriberID()); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("bench: floor: stream: %w", err)
+	}
+	return r, nil
+}
+
+// firstRecommended is the enum of the first recommended model by name, else
+// of the first.
+func firstRecommended(catalog map[string]rpc.ModelInfo) string {
+	names := make([]string, 0, len(catalog))
+	for name := range catalog {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if catalog[name].Recommended {
+			return catalog[name].Model
+		}
+	}
+	if len(names) > 0 {
+		return catalog[names[0]].Model
+	}
+	return ""
+}
+
+// read reads frames until the stream ends, and tells drive of every turn
+// that ended (a frame saying IDLE after one saying RUNNING).
+func (r *floorReader) read() {
+	running := false
+	for {
+		f, err := r.stream.Next()
+		if err != nil {
+			var rerr *rpc.Error
+			if !errors.Is(err, io.EOF) && !(errors.As(err, &rerr) && rerr.Code == rpc.CodeCanceled) {
+				r.err = err
+			}
+			return
+		}
+		r.frames.Add(1)
+		switch f.Update.Status {
+		case rpc.RunRunning:
+			running = true
+		case rpc.RunIdle:
+			if running {
+				running = false
+				select {
+				case r.idle <- struct{}{}:
+				default:
+				}
+			}
+		}
+		f.Release()
+	}
+}
+
+// drive sends essay turns one after another until deadline, each once the
+// last has ended.
+func (r *floorReader) drive(ctx context.Context, deadline time.Time, turnTimeout time.Duration) error {
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if err := r.client.SendUserCascadeMessage(ctx, r.conv, "essay turn "+strconv.Itoa(r.turns), r.model); err != nil {
+			return fmt.Errorf("bench: floor: turn %d: %w", r.turns, err)
+		}
+		r.turns++
+		select {
+		case <-r.idle:
+		case <-time.After(turnTimeout):
+			return fmt.Errorf("bench: floor: turn %d did not end within %s", r.turns-1, turnTimeout)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// runFloor runs a floor campaign on ext's first o.Sessions fakes and fills
+// res's turn, frame and CPU figures.
+func runFloor(ctx context.Context, o Options, res *Result, ext *externalFakes) error {
+	cpuBefore, start := cpuTime(), time.Now()
+	var readers []*floorReader
+	var readWG sync.WaitGroup
+	closeAll := func() {
+		for _, r := range readers {
+			_ = r.stream.Close()
+		}
+		readWG.Wait()
+		for _, r := range readers {
+			r.client.Close()
+		}
+	}
+	for _, f := range ext.fakes[:o.Sessions] {
+		r, err := newFloorReader(ctx, f)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		readers = append(readers, r)
+		readWG.Go(r.read)
+	}
+
+	driveStart, driveUsage := time.Now(), usage()
+	deadline := driveStart.Add(o.Duration)
+	errs := make([]error, len(readers))
+	var wg sync.WaitGroup
+	for i, r := range readers {
+		wg.Go(func() { errs[i] = r.drive(ctx, deadline, o.TurnTimeout) })
+	}
+	wg.Wait()
+	res.DriveS = time.Since(driveStart).Seconds()
+	driveEnd := usage()
+	res.DriveCPUS = (driveEnd.cpu - driveUsage.cpu).Seconds()
+	res.DriveSysCPUS = (driveEnd.sys - driveUsage.sys).Seconds()
+	res.DriveMinorFaults = driveEnd.minflt - driveUsage.minflt
+	closeAll()
+	res.DurationS = time.Since(start).Seconds()
+	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()
+
+	var read int64
+	for i, r := range readers {
+		res.Turns += r.turns
+		read += r.frames.Load()
+		if err := errors.Join(errs[i], r.err); err != nil {
+			res.problem("floor reader %d: %v", i, err)
+		}
+	}
+	res.Events = int(read) // what the readers took off their streams
+	return nil
+}
+
+// runFloorCampaign is Run for --floor: the floor readers on ext's fakes,
+// then the fakes' frame counts and the per-frame figures.
+func runFloorCampaign(ctx context.Context, o Options, res *Result, ext *externalFakes) (*Result, error) {
+	stopProfile := func() {}
+	if o.CPUProfile != "" {
+		var err error
+		if stopProfile, err = startCPUProfile(o.CPUProfile); err != nil {
+			ext.kill()
+			return nil, err
+		}
+	}
+	err := runFloor(ctx, o, res, ext)
+	stopProfile()
+	if err != nil {
+		ext.kill()
+		return nil, err
+	}
+	frames, frameBytes, _, err := ext.stop()
+	if err != nil {
+		return nil, err
+	}
+	res.Frames = frames
+	if frames > 0 {
+		res.FrameBytesAvg = float64(frameBytes) / float64(frames)
+		res.CPUUsPerFrame = res.DriveCPUS * 1e6 / float64(frames)
+		res.FramesPerS = float64(frames) / res.DriveS
+	}
+	if res.Events > 0 {
+		res.CPUUsPerEvent = res.DriveCPUS * 1e6 / float64(res.Events)
+	}
+	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
+	return res, nil
+}
