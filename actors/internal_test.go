@@ -54,6 +54,31 @@ func delta(seq uint64, item, text string) *messages.Event {
 	return &messages.Event{Type: messages.EventOutputTextDelta, Seq: seq, ID: fmt.Sprint("d", seq), ItemID: item, Delta: text}
 }
 
+func TestTicksFallOnASharedGrid(t *testing.T) {
+	base := time.Unix(1_800_000_000, 123_456_789)
+	for _, d := range []time.Duration{200 * time.Millisecond, 2 * time.Second, 10 * time.Second, 300 * time.Millisecond} {
+		grid := min(d/20, maxTickSlack)
+		var fires []int64
+		for i := range 50 {
+			now := base.Add(time.Duration(i) * 7919 * time.Microsecond)
+			got := alignedDelay(now, d)
+			require.GreaterOrEqual(t, got, d, "d=%v: never early", d)
+			require.Less(t, got-d, grid, "d=%v: late by less than the grid", d)
+			fire := now.Add(got).UnixNano()
+			require.Zero(t, fire%int64(grid), "d=%v: on the grid", d)
+			fires = append(fires, fire)
+		}
+		distinct := map[int64]bool{}
+		for _, f := range fires {
+			distinct[f] = true
+		}
+		// 50 ticks asked within 0.4 s fall on the few grid points there.
+		require.LessOrEqual(t, len(distinct), int(400*time.Millisecond/grid)+2, "d=%v", d)
+	}
+	// Below a grid of a millisecond (the tests' intervals), no rounding.
+	require.Equal(t, 15*time.Millisecond, alignedDelay(base, 15*time.Millisecond))
+}
+
 func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
 	sub := newSubscription(2, p)

@@ -124,7 +124,7 @@ func (p *poller) owes() bool { return p.due > p.paid }
 func (p *poller) arm(ctx actor.Context) {
 	if d := p.interval(); !p.tickArmed && d > 0 {
 		p.tickArmed = true
-		p.t.after(d, ctx.Self(), &pollTick{})
+		p.t.tick(d, ctx.Self(), &pollTick{})
 	}
 }
 

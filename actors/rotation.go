@@ -71,7 +71,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 	case *rotationTick:
 		if w.streaming != nil && w.skipped < rotationSkips && w.streaming() {
 			w.skipped++
-			w.t.after(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
+			w.t.tick(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
 			return
 		}
 		w.read(ctx)
@@ -90,7 +90,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 			ctx.Send(ctx.Parent(), &messages.ConversationRotated{Gen: w.gen, From: w.conv, To: to})
 			return
 		}
-		w.t.after(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
+		w.t.tick(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
 	}
 }
 

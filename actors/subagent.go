@@ -79,7 +79,7 @@ func (a *subagent) Receive(ctx actor.Context) {
 			// The child is gone from this server; nothing more to mirror.
 			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: m.gen, ConversationID: a.conv})
 		}
-		a.t.after(a.cfg.SubagentPoll, ctx.Self(), &subagentTick{})
+		a.t.tick(a.cfg.SubagentPoll, ctx.Self(), &subagentTick{})
 	}
 }
 

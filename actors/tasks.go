@@ -67,6 +67,31 @@ func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
 	t.timers[tm] = struct{}{}
 }
 
+// tick is after for a periodic read. The moment it fires is rounded up to a
+// grid shared by every actor of the process (alignedDelay), so the reads of
+// many sessions fall due together: a host of hundreds of idle sessions wakes
+// once for a batch of reads instead of once for each, and a wake-up is most
+// of what a small read costs (docs/PERFORMANCE.md, round 5). A tick fires
+// at most a twentieth of d, and at most maxTickSlack, late.
+func (t *tasks) tick(d time.Duration, pid *actor.PID, msg any) {
+	t.after(alignedDelay(time.Now(), d), pid, msg)
+}
+
+// maxTickSlack bounds how late alignedDelay makes a tick.
+const maxTickSlack = 100 * time.Millisecond
+
+// alignedDelay is d, lengthened so that now+d falls on a multiple of a
+// grid of d/20 (at most maxTickSlack) on the wall clock. Below a grid of a
+// millisecond, d is returned as it is.
+func alignedDelay(now time.Time, d time.Duration) time.Duration {
+	g := int64(min(d/20, maxTickSlack))
+	if g < int64(time.Millisecond) {
+		return d
+	}
+	due := now.Add(d).UnixNano()
+	return d + time.Duration((g-due%g)%g)
+}
+
 // stop cancels every goroutine's context and every pending timer.
 func (t *tasks) stop() {
 	t.cancel()

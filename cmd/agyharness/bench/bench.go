@@ -61,6 +61,10 @@ type Options struct {
 	// IdleSessions, when > 0, measures heap and goroutines per idle session
 	// by attaching that many extra sessions to idle fakes.
 	IdleSessions int
+	// IdleCPUWindow, with IdleSessions, is how long this process's CPU is
+	// measured with the idle sessions attached and nothing else running
+	// (cpu_us_per_idle_session_s); 0 skips it.
+	IdleCPUWindow time.Duration
 	// PollSessions of the Sessions read poll-only (the last ones), the
 	// others ReadMode: their latency is reported apart (poll_latency_*).
 	PollSessions int
@@ -176,15 +180,19 @@ type Result struct {
 	DriveMinorFaults int64   `json:"drive_minor_faults"`
 	// CPUIncludesFakes: the fakes ran in this process, so the CPU figures
 	// include theirs (upper bounds).
-	CPUIncludesFakes  bool               `json:"cpu_includes_fakes"`
-	CPUUsPerFrame     float64            `json:"cpu_us_per_frame"`
-	CPUUsPerEvent     float64            `json:"cpu_us_per_event"`
-	HeapBytesPerIdle  *float64           `json:"heap_bytes_per_idle_session,omitempty"`
-	GoroutinesPerIdle *float64           `json:"goroutines_per_idle_session,omitempty"`
-	FrameCostNs       map[string]float64 `json:"frame_cost_ns,omitempty"`
-	FrameCostRatio    *float64           `json:"frame_cost_ratio_1000_vs_10,omitempty"`
-	Problems          []string           `json:"problems,omitempty"`
-	problemsDropped   int
+	CPUIncludesFakes bool    `json:"cpu_includes_fakes"`
+	CPUUsPerFrame    float64 `json:"cpu_us_per_frame"`
+	CPUUsPerEvent    float64 `json:"cpu_us_per_event"`
+	// CPUUsPerIdleSessionS is this process's CPU over IdleCPUWindow, per
+	// idle session and second: what an attached session costs while agy
+	// does nothing (its background reads and timers).
+	CPUUsPerIdleSessionS *float64           `json:"cpu_us_per_idle_session_s,omitempty"`
+	HeapBytesPerIdle     *float64           `json:"heap_bytes_per_idle_session,omitempty"`
+	GoroutinesPerIdle    *float64           `json:"goroutines_per_idle_session,omitempty"`
+	FrameCostNs          map[string]float64 `json:"frame_cost_ns,omitempty"`
+	FrameCostRatio       *float64           `json:"frame_cost_ratio_1000_vs_10,omitempty"`
+	Problems             []string           `json:"problems,omitempty"`
+	problemsDropped      int
 }
 
 // Failed says whether the campaign found a fault in the harness: anything
@@ -230,6 +238,9 @@ func (o Options) normalized() (Options, error) {
 	}
 	if o.IdleSessions < 0 {
 		return o, fmt.Errorf("bench: --idle-sessions must not be negative, got %d", o.IdleSessions)
+	}
+	if o.IdleCPUWindow < 0 {
+		return o, fmt.Errorf("bench: --idle-cpu-window must not be negative, got %s", o.IdleCPUWindow)
 	}
 	for _, k := range o.TurnKinds {
 		if !slices.Contains(allTurnKinds, k) {
@@ -655,6 +666,18 @@ func measureIdle(ctx context.Context, o Options, res *Result, ext []fake) error 
 	h := float64(int64(heap1)-int64(heap0)) / float64(n)
 	g := float64(g1-g0-n) / float64(n)
 	res.HeapBytesPerIdle, res.GoroutinesPerIdle = &h, &g
+	if w := o.IdleCPUWindow; w > 0 {
+		// A measurement window, not a wait for a condition: the sessions
+		// are idle and stay so; their background work is what is counted.
+		cpu0, t0 := cpuTime(), time.Now()
+		select {
+		case <-time.After(w):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		per := float64((cpuTime() - cpu0).Microseconds()) / float64(n) / time.Since(t0).Seconds()
+		res.CPUUsPerIdleSessionS = &per
+	}
 	return nil
 }
 

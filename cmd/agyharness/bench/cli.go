@@ -34,7 +34,8 @@ func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
 	fs.StringVar(&faults, "faults", strings.Join(AllFaults, ","), "comma list of faults ("+strings.Join(AllFaults, ", ")+"; \"\" or none for none)")
 	fs.StringVar(&mode, "read-mode", "both", "how sessions read agy: stream, poll or both")
 	fs.DurationVar(&o.ChunkDelay, "chunk-delay", 2*time.Millisecond, "the fakes' pause between streamed changes")
-	fs.IntVar(&o.IdleSessions, "idle-sessions", 0, "also attach this many idle sessions to measure heap and goroutines per idle session")
+	fs.IntVar(&o.IdleSessions, "idle-sessions", 0, "also attach this many idle sessions to measure heap, goroutines and CPU per idle session")
+	fs.DurationVar(&o.IdleCPUWindow, "idle-cpu-window", 10*time.Second, "with --idle-sessions, how long the idle sessions' CPU is measured (0 skips it)")
 	fs.IntVar(&o.PollSessions, "poll-sessions", 0, "this many of the sessions (the last ones) read poll-only; their latency is reported as poll_latency_*")
 	fs.StringVar(&kinds, "turn-kinds", "", "comma list of turn kinds the drivers send ("+strings.Join(allTurnKinds, ", ")+"; default all but essay)")
 	fs.BoolVar(&o.ExternalFakes, "external-fakes", false, "run the fakes in a separate fakeagy process (needs --faults none; skips the ground-truth checks)")
@@ -103,6 +104,9 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 	}
 	if r.HeapBytesPerIdle != nil {
 		fmt.Fprintf(&b, "idle session: %.0f heap bytes, %.1f goroutines\n", *r.HeapBytesPerIdle, *r.GoroutinesPerIdle)
+	}
+	if r.CPUUsPerIdleSessionS != nil {
+		fmt.Fprintf(&b, "idle session: %.1fµs CPU per second\n", *r.CPUUsPerIdleSessionS)
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "PROBLEM %s\n", p)

@@ -97,7 +97,7 @@ func TestExternalFakes(t *testing.T) {
 	}
 	res, err := Run(context.Background(), Options{
 		Sessions: 2, PollSessions: 1, Duration: 600 * time.Millisecond, TurnTimeout: 10 * time.Second,
-		Seed: 9, TurnKinds: []string{"long"}, ExternalFakes: true, IdleSessions: 3,
+		Seed: 9, TurnKinds: []string{"long"}, ExternalFakes: true, IdleSessions: 3, IdleCPUWindow: 300 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	assert.False(t, res.Failed(), "%v", res.Problems)
@@ -111,6 +111,10 @@ func TestExternalFakes(t *testing.T) {
 	require.NotNil(t, res.HeapBytesPerIdle)
 	require.NotNil(t, res.GoroutinesPerIdle)
 	assert.Positive(t, *res.GoroutinesPerIdle)
+	// Three idle sessions may take no CPU tick in 300 ms: only the
+	// measurement's presence and sign are checked here.
+	require.NotNil(t, res.CPUUsPerIdleSessionS, "the idle window was asked for")
+	assert.GreaterOrEqual(t, *res.CPUUsPerIdleSessionS, 0.0)
 }
 
 // TestFloorReadsTheSameFrames runs a floor campaign: no harness, bare
@@ -141,6 +145,7 @@ func TestPerfOptionsAreChecked(t *testing.T) {
 		{"--poll-sessions", "-1"},
 		{"--turn-kinds", "sonnet"},
 		{"--idle-sessions", "-2"},
+		{"--idle-sessions", "1", "--idle-cpu-window", "-1s"},
 		{"--floor", "--faults", "none"}, // no --external-fakes
 		{"--floor", "--external-fakes", "--faults", "none", "--poll-sessions", "1"},
 		{"--floor", "--external-fakes", "--faults", "none", "--idle-sessions", "1"},
