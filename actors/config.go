@@ -19,6 +19,11 @@ const (
 
 // Config configures a Host. The zero value is usable: NewHost fills every
 // zero field with the default written beside it.
+//
+// The periodic reads (PollFast, PollSlow, RotationInterval, SubagentPoll)
+// fall due on a grid shared by every session of the process, so that one
+// wake-up serves many sessions' reads: each fires up to a twentieth of its
+// interval (at most 100ms) late. Intervals under 20ms are kept exactly.
 type Config struct {
 	// Logger receives the host's logs (never secrets). Default: discard.
 	Logger *slog.Logger
