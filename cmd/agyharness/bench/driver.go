@@ -166,7 +166,7 @@ func (d *driver) receive(ev *messages.Event, now time.Time) {
 		d.seqErrors = append(d.seqErrors, fmt.Sprintf("seq %d after %d", ev.Seq, d.last))
 	}
 	d.last = ev.Seq
-	if ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta {
+	if isDelta(ev) {
 		if v, ok := textVersion(ev); ok {
 			d.deltas = append(d.deltas, deltaArrival{v: v, at: now})
 		}
@@ -184,10 +184,19 @@ func (d *driver) receive(ev *messages.Event, now time.Time) {
 		default: // the driver is behind; the prompt stays unanswered, found by the check
 		}
 	}
-	select {
-	case d.wake <- struct{}{}:
-	default:
+	// What the driver waits for (an idle status, a prompt, an item done)
+	// never comes in a delta: waking it for each delta would charge the
+	// harness with a goroutine wake-up per frame that is the bench's own.
+	if !isDelta(ev) {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
 	}
+}
+
+func isDelta(ev *messages.Event) bool {
+	return ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta
 }
 
 func (d *driver) lastSeq() uint64 {
