@@ -282,7 +282,11 @@ func (d *driver) arm(kind string) {
 	}
 }
 
-// waitTurn answers the turn's prompts and waits for idle after seq.
+// waitTurn answers the turn's prompts and waits for idle after seq. It
+// sleeps until something it waits for arrives (receive wakes it for every
+// event that is not a delta, after recording it), never on a timer: a
+// driver waking every few milliseconds to look would charge the harness
+// with wake-ups that are the bench's own.
 func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-chan time.Time) {
 	for {
 		if d.idleAfter(seq) && len(d.reqs) == 0 {
@@ -302,7 +306,6 @@ func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-ch
 				d.interrupts++
 			}
 		case <-d.wake:
-		case <-time.After(100 * time.Millisecond):
 		case <-ctx.Done():
 			d.stuck++
 			d.stuckAfter = append(d.stuckAfter, seq)
@@ -319,7 +322,6 @@ func (d *driver) waitIdle(ctx context.Context, seq uint64, _ bool) {
 	for !d.idleAfter(seq) {
 		select {
 		case <-d.wake:
-		case <-time.After(100 * time.Millisecond):
 		case <-tctx.Done():
 			d.stuck++
 			return
