@@ -56,21 +56,28 @@ func newFloorReader(ctx context.Context, f fake) (*floorReader, error) {
 	return r, nil
 }
 
-// firstRecommended is the enum of the first recommended model by name, else
-// of the first.
+// firstRecommended is the enum of the first recommended model by name,
+// else of the first (a model without an enum is sent by its name, as the
+// turn sender does).
 func firstRecommended(catalog map[string]rpc.ModelInfo) string {
 	names := make([]string, 0, len(catalog))
 	for name := range catalog {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	pick := func(name string) string {
+		if m := catalog[name].Model; m != "" {
+			return m
+		}
+		return name
+	}
 	for _, name := range names {
 		if catalog[name].Recommended {
-			return catalog[name].Model
+			return pick(name)
 		}
 	}
 	if len(names) > 0 {
-		return catalog[names[0]].Model
+		return pick(names[0])
 	}
 	return ""
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
@@ -136,6 +137,15 @@ func TestFloorReadsTheSameFrames(t *testing.T) {
 	assert.Greater(t, res.FrameBytesAvg, 2000.0)
 	assert.Positive(t, res.CPUUsPerFrame)
 	assert.Zero(t, res.LatencySamples, "a floor run measures no latency")
+}
+
+func TestFloorPicksTheRecommendedModel(t *testing.T) {
+	assert.Equal(t, "MODEL_B", firstRecommended(map[string]rpc.ModelInfo{
+		"a": {Model: "MODEL_A"}, "b": {Model: "MODEL_B", Recommended: true}, "c": {Model: "MODEL_C", Recommended: true},
+	}))
+	assert.Equal(t, "MODEL_A", firstRecommended(map[string]rpc.ModelInfo{"b": {Model: "MODEL_B"}, "a": {Model: "MODEL_A"}}), "none recommended: the first by name")
+	assert.Equal(t, "bare", firstRecommended(map[string]rpc.ModelInfo{"bare": {Recommended: true}}), "no enum: the name")
+	assert.Empty(t, firstRecommended(nil))
 }
 
 func TestPerfOptionsAreChecked(t *testing.T) {
