@@ -205,6 +205,29 @@ func (r *Result) Failed() bool {
 		r.GoroutinesAfter > r.GoroutinesBefore
 }
 
+// driven records the driving window that began at start with the
+// process's usage before: its time, CPU, kernel CPU and page faults.
+func (r *Result) driven(start time.Time, before resources) {
+	r.DriveS = time.Since(start).Seconds()
+	end := usage()
+	r.DriveCPUS = (end.cpu - before.cpu).Seconds()
+	r.DriveSysCPUS = (end.sys - before.sys).Seconds()
+	r.DriveMinorFaults = end.minflt - before.minflt
+}
+
+// perFrame fills the figures derived from Frames, Events and the driving
+// window; frameBytes is the frames' payload in all.
+func (r *Result) perFrame(frameBytes int64) {
+	if r.Frames > 0 {
+		r.FrameBytesAvg = float64(frameBytes) / float64(r.Frames)
+		r.CPUUsPerFrame = r.DriveCPUS * 1e6 / float64(r.Frames)
+		r.FramesPerS = float64(r.Frames) / r.DriveS
+	}
+	if r.Events > 0 {
+		r.CPUUsPerEvent = r.DriveCPUS * 1e6 / float64(r.Events)
+	}
+}
+
 // maxProblems bounds Problems so a broken run still prints a readable report.
 const maxProblems = 50
 
@@ -419,11 +442,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		wg.Go(func() { d.drive(ctx, deadline) })
 	}
 	wg.Wait()
-	res.DriveS = time.Since(driveStart).Seconds()
-	driveEnd := usage()
-	res.DriveCPUS = (driveEnd.cpu - driveUsage.cpu).Seconds()
-	res.DriveSysCPUS = (driveEnd.sys - driveUsage.sys).Seconds()
-	res.DriveMinorFaults = driveEnd.minflt - driveUsage.minflt
+	res.driven(driveStart, driveUsage)
 	if o.HeapProfileEnd != "" {
 		runtime.GC()
 		if err := writeHeapProfile(o.HeapProfileEnd); err != nil {
@@ -480,14 +499,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 			streamLat = append(streamLat, fakeLatencies(d, dt)...)
 		}
 	}
-	if res.Frames > 0 {
-		res.FrameBytesAvg = float64(frameBytes) / float64(res.Frames)
-		res.CPUUsPerFrame = res.DriveCPUS * 1e6 / float64(res.Frames)
-		res.FramesPerS = float64(res.Frames) / res.DriveS
-	}
-	if res.Events > 0 {
-		res.CPUUsPerEvent = res.DriveCPUS * 1e6 / float64(res.Events)
-	}
+	res.perFrame(frameBytes)
 	res.InternalLatencyP50Ms, res.InternalLatencyP99Ms, _ = percentiles(lat)
 	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(streamLat)
 	res.LatencySamples = len(streamLat)

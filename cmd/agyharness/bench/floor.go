@@ -164,11 +164,7 @@ func runFloor(ctx context.Context, o Options, res *Result, ext *externalFakes) e
 		wg.Go(func() { errs[i] = r.drive(ctx, deadline, o.TurnTimeout) })
 	}
 	wg.Wait()
-	res.DriveS = time.Since(driveStart).Seconds()
-	driveEnd := usage()
-	res.DriveCPUS = (driveEnd.cpu - driveUsage.cpu).Seconds()
-	res.DriveSysCPUS = (driveEnd.sys - driveUsage.sys).Seconds()
-	res.DriveMinorFaults = driveEnd.minflt - driveUsage.minflt
+	res.driven(driveStart, driveUsage)
 	closeAll()
 	res.DurationS = time.Since(start).Seconds()
 	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()
@@ -207,14 +203,7 @@ func runFloorCampaign(ctx context.Context, o Options, res *Result, ext *external
 		return nil, err
 	}
 	res.Frames = frames
-	if frames > 0 {
-		res.FrameBytesAvg = float64(frameBytes) / float64(frames)
-		res.CPUUsPerFrame = res.DriveCPUS * 1e6 / float64(frames)
-		res.FramesPerS = float64(frames) / res.DriveS
-	}
-	if res.Events > 0 {
-		res.CPUUsPerEvent = res.DriveCPUS * 1e6 / float64(res.Events)
-	}
+	res.perFrame(frameBytes)
 	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
 	return res, nil
 }
