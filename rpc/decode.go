@@ -46,7 +46,10 @@ func unmarshal(data []byte, v any) error {
 // over what follows). It relies on the decoder reading from memory (unmarshal
 // hands it all of data at once): the unread buffer before the step still
 // holds the step after it is decoded.
-var keepRaw = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) error {
+var keepRaw = jsonv2.WithUnmarshalers(keepRawStep)
+
+// keepRawStep is keepRaw's unmarshaler, for joining with others.
+var keepRawStep = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) error {
 	rest, start := dec.UnreadBuffer(), dec.InputOffset()
 	type plain Step
 	var p plain
@@ -65,7 +68,7 @@ var keepRaw = jsonv2.WithUnmarshalers(jsonv2.UnmarshalFromFunc(func(dec *jsontex
 	*s = Step(p)
 	s.Raw = raw[:len(raw):len(raw)]
 	return nil
-}))
+})
 
 // decodeStepsReusing decodes a GetCascadeTrajectorySteps answer as it is
 // read from r: the answer, which holds the whole trajectory, is never held

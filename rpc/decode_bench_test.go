@@ -52,25 +52,33 @@ func benchPlannerStep(index int, status StepStatus, text string) map[string]any 
 	}
 }
 
-// benchFrame is one StreamAgentStateUpdates frame: a live planner step of
-// about 4 KB of markdown at index 41 of 42.
-func benchFrame(tb testing.TB) []byte {
+// benchFrames are the StreamAgentStateUpdates frames of a live planner
+// step at index 41 of 42 as it streams: markdown growing by a chunk of
+// 50 bytes a frame, from 1.8 KB to 5 KB (frames of 4.6 KB on average).
+func benchFrames(tb testing.TB) [][]byte {
 	tb.Helper()
-	frame := map[string]any{"update": map[string]any{
-		"conversationId": benchConv,
-		"trajectoryId":   benchTraj,
-		"status":         RunRunning,
-		"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{
-			"indices":     []int{41},
-			"steps":       []any{benchPlannerStep(41, StatusGenerating, benchMarkdown(3000))},
-			"totalLength": 42,
-		}},
-	}}
-	b, err := json.Marshal(frame)
-	if err != nil {
-		tb.Fatal(err)
+	const versions = 64
+	text := benchMarkdown(1800)
+	chunk := benchMarkdown(versions * 50)
+	frames := make([][]byte, versions)
+	for v := range frames {
+		frame := map[string]any{"update": map[string]any{
+			"conversationId": benchConv,
+			"trajectoryId":   benchTraj,
+			"status":         RunRunning,
+			"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{
+				"indices":     []int{41},
+				"steps":       []any{benchPlannerStep(41, StatusGenerating, text+chunk[:v*50])},
+				"totalLength": 42,
+			}},
+		}}
+		b, err := json.Marshal(frame)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		frames[v] = b
 	}
-	return b
+	return frames
 }
 
 // benchSnapshot is a GetCascadeTrajectorySteps answer of n finished steps
@@ -107,33 +115,46 @@ func benchSnapshot(tb testing.TB, n int, text string) []byte {
 	return b
 }
 
-// BenchmarkDecodeFrame decodes one realistic stream frame (4.3 KiB): v1
-// with encoding/json (the decoder Stream.Next used), v2 as Stream.Next does
-// now (DecodeFrame).
+// BenchmarkDecodeFrame decodes the frames of a streaming planner step
+// (benchFrames) in turn: v1 with encoding/json (the decoder Stream.Next
+// used first), v2 as DecodeFrame does, and stream as Stream.Next does now
+// (v2, the texts through the stream's textCache: each frame unquotes only
+// the chunk it adds; the first frame of each cycle of 64 decodes whole, as
+// a new answer does).
 func BenchmarkDecodeFrame(b *testing.B) {
-	frame := benchFrame(b)
+	frames := benchFrames(b)
+	var size int
+	for _, f := range frames {
+		size += len(f)
+	}
 	decoders := []struct {
 		name   string
-		decode func([]byte) (*StreamFrame, error)
+		decode func() func([]byte) (*StreamFrame, error)
 	}{
-		{"v1", func(payload []byte) (*StreamFrame, error) {
-			f := new(StreamFrame)
-			return f, json.Unmarshal(payload, f)
+		{"v1", func() func([]byte) (*StreamFrame, error) {
+			return func(payload []byte) (*StreamFrame, error) {
+				f := new(StreamFrame)
+				return f, json.Unmarshal(payload, f)
+			}
 		}},
-		{"v2", DecodeFrame},
+		{"v2", func() func([]byte) (*StreamFrame, error) { return DecodeFrame }},
+		{"stream", func() func([]byte) (*StreamFrame, error) { return new(frameDecoder).decode }},
 	}
 	for _, d := range decoders {
 		b.Run(d.name, func(b *testing.B) {
-			b.SetBytes(int64(len(frame)))
+			decode := d.decode()
+			b.SetBytes(int64(size / len(frames)))
 			b.ReportAllocs()
+			i := 0
 			for b.Loop() {
-				f, err := d.decode(frame)
+				f, err := decode(frames[i%len(frames)])
 				if err != nil {
 					b.Fatal(err)
 				}
 				if len(f.Update.MainTrajectoryUpdate.StepsUpdate.Steps) != 1 {
 					b.Fatal("no step decoded")
 				}
+				i++
 			}
 		})
 	}

@@ -11,6 +11,8 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Stream is an open StreamAgentStateUpdates subscription. Next decodes one
@@ -28,6 +30,8 @@ type Stream struct {
 	spare        chan []byte // payload buffers of released frames
 	releaseOnce  sync.Once
 	done         error // sticky result once the stream has ended
+
+	frames frameDecoder
 }
 
 // StreamAgentStateUpdates subscribes to a conversation's state updates. The
@@ -192,7 +196,7 @@ func (s *Stream) Next() (*StreamFrame, error) {
 		}
 		return nil, s.finish(io.EOF)
 	}
-	frame, err := DecodeFrame(payload)
+	frame, err := s.frames.decode(payload)
 	if err != nil {
 		return nil, s.finish(transportError(s.ctx, s.method, err))
 	}
@@ -221,12 +225,38 @@ const (
 // ErrProtocol. The frame keeps references into payload (each step's Raw is
 // a slice of it): payload must not be modified afterwards.
 func DecodeFrame(payload []byte) (*StreamFrame, error) {
+	return decodeFrame(payload, decodeOptions, keepRaw)
+}
+
+func decodeFrame(payload []byte, opts ...jsonv2.Options) (*StreamFrame, error) {
 	frame := new(StreamFrame)
 	if len(bytes.TrimSpace(payload)) == 0 {
 		return frame, nil
 	}
-	if err := unmarshal(payload, frame); err != nil {
+	if err := jsonv2.Unmarshal(payload, frame, opts...); err != nil {
 		return nil, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)
+	}
+	return frame, nil
+}
+
+// A frameDecoder decodes a stream's frames as DecodeFrame does, with the
+// planner's texts through a textCache: a text that extends the one the last
+// frame carried is not decoded again. The cache is emptied on an IDLE
+// frame, so that an idle stream holds no text.
+type frameDecoder struct {
+	texts textCache
+}
+
+func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
+	frame, err := decodeFrame(payload, streamOptions)
+	if err != nil {
+		return nil, err
+	}
+	d.texts.resolve(frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps)
+	if frame.Update.Status == RunIdle {
+		d.texts.reset()
+	} else {
+		d.texts.commit()
 	}
 	return frame, nil
 }

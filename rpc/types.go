@@ -301,6 +301,11 @@ type PlannerResponse struct {
 	MessageID        string     `json:"messageId,omitempty"`
 	StopReason       string     `json:"stopReason,omitempty"`
 	ToolCalls        []ToolCall `json:"toolCalls,omitempty"`
+
+	// While a stream decodes a frame: the texts (by textCache slot) that
+	// are JSON strings still to decode, views of the frame's payload. Nil
+	// in every PlannerResponse handed out.
+	raw *[plannerTexts][]byte
 }
 
 // RunCommand is a RUN_COMMAND step's body.
