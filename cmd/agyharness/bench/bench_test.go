@@ -103,3 +103,24 @@ func TestCampaignFromEnv(t *testing.T) {
 	t.Logf("stderr:\n%s\nstdout:\n%s", errb.String(), out.String())
 	require.Equal(t, 0, code)
 }
+
+// stepIndex reads the index out of an item id of the conversation, and
+// nothing out of another conversation's id or a malformed one.
+func TestStepIndex(t *testing.T) {
+	for _, c := range []struct {
+		id   string
+		want int
+		ok   bool
+	}{
+		{"conv/12/message", 12, true},
+		{"conv/3", 3, true},
+		{"conv12/message", 0, false},
+		{"other/12/message", 0, false},
+		{"conv/x/message", 0, false},
+		{"conv", 0, false},
+	} {
+		got, ok := stepIndex(c.id, "conv")
+		assert.Equal(t, c.ok, ok, c.id)
+		assert.Equal(t, c.want, got, c.id)
+	}
+}

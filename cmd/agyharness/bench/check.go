@@ -73,11 +73,11 @@ func (d *driver) itemsMatch() bool {
 
 // stepIndex reads the step index out of an item id (conversation/index/kind).
 func stepIndex(id, conv string) (int, bool) {
-	rest, ok := strings.CutPrefix(id, conv+"/")
-	if !ok {
+	rest, ok := strings.CutPrefix(id, conv) // not conv+"/": no string made per event
+	if !ok || !strings.HasPrefix(rest, "/") {
 		return 0, false
 	}
-	n, _, _ := strings.Cut(rest, "/")
+	n, _, _ := strings.Cut(rest[1:], "/")
 	i, err := strconv.Atoi(n)
 	return i, err == nil
 }
