@@ -13,8 +13,11 @@
 // requests are still encoded with encoding/json. A caller that reads the
 // same trajectory again and again hands its last read to
 // GetCascadeTrajectoryStepsReusing, which decodes only the steps that
-// changed. A stream reader done with a frame releases it
-// (StreamFrame.Release), and a later frame is read into its buffer.
+// changed. A stream decodes only what a streaming planner text adds to the
+// text the last frame carried (text.go); the texts it hands out are views
+// of buffers nothing writes to again. A stream reader done with a frame
+// releases it (StreamFrame.Release), and a later frame is read into its
+// buffer.
 //
 // Under the HTTP/2 transport (golang.org/x/net/http2), the connection
 // batches the transport's WINDOW_UPDATE frames, which it would otherwise
