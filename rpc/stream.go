@@ -218,9 +218,10 @@ const (
 )
 
 // DecodeFrame decodes the payload of one data envelope of
-// StreamAgentStateUpdates exactly as Stream.Next does (json v2, as leniently
+// StreamAgentStateUpdates to what Stream.Next gives (json v2, as leniently
 // as encoding/json; see decode.go), for benchmarks and tools that replay
-// recorded frames. An empty payload is a frame with every field at its
+// recorded frames. It decodes every frame whole: a stream, which sees the
+// frames in order, decodes only what each planner text adds (text.go). An empty payload is a frame with every field at its
 // default; a payload that is not a frame fails with an error wrapping
 // ErrProtocol. The frame keeps references into payload (each step's Raw is
 // a slice of it): payload must not be modified afterwards.
