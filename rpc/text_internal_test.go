@@ -238,3 +238,23 @@ func FuzzTextCacheDecodesAsDecodeFrame(f *testing.F) {
 		}
 	})
 }
+
+// A step whose plannerResponse member comes twice, or is null, decodes as
+// DecodeFrame decodes it (the later member merged into the earlier one, as
+// encoding/json does).
+func TestStreamPlannerResponseRepeated(t *testing.T) {
+	long := quoted(strings.Repeat("w", 700))
+	for _, step := range []string{
+		`"plannerResponse":{"modifiedResponse":` + long + `},"plannerResponse":{"thinking":"t"}`,
+		`"plannerResponse":{"modifiedResponse":` + long + `},"plannerResponse":{"modifiedResponse":null,"response":` + long + `}`,
+		`"plannerResponse":{"modifiedResponse":` + long + `},"plannerResponse":null`,
+		`"plannerResponse":null,"plannerResponse":{"thinking":` + long + `}`,
+	} {
+		payload := []byte(`{"update":{"status":"CASCADE_RUN_STATUS_RUNNING","mainTrajectoryUpdate":{"stepsUpdate":{"indices":[1],"steps":[{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE",` + step + `}]}}}}`)
+		want := must(DecodeFrame(payload))
+		var d frameDecoder
+		got := must(d.decode(payload))
+		w, g := want.Update.MainTrajectoryUpdate.StepsUpdate.Steps[0], got.Update.MainTrajectoryUpdate.StepsUpdate.Steps[0]
+		require.Equal(t, w.PlannerResponse, g.PlannerResponse, step)
+	}
+}
