@@ -21,7 +21,8 @@
 //
 // Under the HTTP/2 transport (golang.org/x/net/http2), the connection
 // batches the transport's WINDOW_UPDATE frames, which it would otherwise
-// write after every 4 KiB read (flowconn.go).
+// write after every 4 KiB read, and writes a request's HEADERS together
+// with its body, which the transport would write apart (flowconn.go).
 //
 // Failures are translated here, once, into *Error values with a Connect
 // Code; callers classify them with errors.Is against the sentinels

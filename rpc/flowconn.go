@@ -32,14 +32,31 @@ const windowBatch = 512 << 10
 // windowBatch. Credit is cumulative and may come late, so the server sees the
 // same total, sooner or later, and is never short of window: it always has
 // at least its window minus windowBatch.
+//
+// It also writes a request in one piece. The transport flushes a request's
+// HEADERS on their own, then writes its body: two TLS records and two write
+// syscalls for every call, which is most of what an idle session costs
+// (docs/PERFORMANCE.md, change 23). When what the transport wrote ends with
+// the HEADERS of a request whose body is to come, windowConn holds them and
+// writes them in front of the next bytes, the body's; if no bytes come
+// within heldHeadersDelay, a timer writes them alone.
 type windowConn struct {
 	*tls.Conn
 	closeNet func() error // the socket under the TLS connection
+	timer    *time.Timer  // writes held HEADERS that waited heldHeadersDelay
 
-	mu  sync.Mutex
-	f   windowFilter
-	out []byte
+	mu   sync.Mutex
+	f    windowFilter
+	out  []byte // the bytes to write; while held, a request's HEADERS
+	held bool
+	err  error // of writing held bytes on the timer, for the next Write
 }
+
+// heldHeadersDelay is how long windowConn holds a request's HEADERS for its
+// body: the transport writes the body right after them, on the same
+// goroutine, so the delay only bounds what a body that never comes (or a
+// writer descheduled in between) costs.
+const heldHeadersDelay = time.Millisecond
 
 // windowFilter is windowConn's bookkeeping: the transport's bytes in, the
 // bytes to write out.
@@ -53,26 +70,45 @@ type windowFilter struct {
 	held    map[uint32]uint32 // credit held back, by stream (0: the connection)
 	headBuf [http2FrameHeaderLen]byte
 	incrBuf [4]byte
+
+	lastType  byte // type and flags of the last frame passed through
+	lastFlags byte
 }
 
 const (
 	http2FrameHeaderLen = 9
 	http2WindowUpdate   = byte(http2.FrameWindowUpdate)
+	http2Headers        = byte(http2.FrameHeaders)
 )
 
 func newWindowConn(c *tls.Conn) *windowConn {
 	w := &windowConn{Conn: c, closeNet: c.NetConn().Close}
 	w.f.init()
+	w.timer = time.AfterFunc(time.Hour, w.writeHeld)
+	w.timer.Stop()
 	return w
 }
 
 // Write passes p through to the connection without its WINDOW_UPDATE frames,
-// writing held updates back where allowed (see windowConn). It reports
-// len(p) when the bytes it had to write were written.
+// writing held updates back where allowed, and holding a request's HEADERS
+// for its body (see windowConn). It reports len(p) when the bytes it had to
+// write were written or are held.
 func (w *windowConn) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.f.filter(w.out[:0], p)
+	if w.err != nil {
+		return 0, w.err
+	}
+	out := w.f.filter(w.out, p) // after the held HEADERS, if any
+	if w.f.bodyNext() {
+		w.out, w.held = out, true
+		w.timer.Reset(heldHeadersDelay)
+		return len(p), nil
+	}
+	if w.held {
+		w.timer.Stop()
+		w.held = false
+	}
 	w.out = out[:0]
 	if len(out) == 0 {
 		return len(p), nil
@@ -81,6 +117,21 @@ func (w *windowConn) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// writeHeld writes HEADERS held for a body that did not come in time.
+func (w *windowConn) writeHeld() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.held || w.err != nil {
+		return
+	}
+	w.held = false
+	out := w.out
+	w.out = out[:0]
+	if _, err := w.Conn.Write(out); err != nil {
+		w.err = err
+	}
 }
 
 func (w *windowFilter) init() {
@@ -135,11 +186,21 @@ func (w *windowFilter) filter(out, p []byte) []byte {
 			out = w.release(out, 0)
 			out = append(out, h...)
 			w.rest = length
+			w.lastType, w.lastFlags = h[3], h[4]
 		}
 	}
 	// Credit that reached windowBatch goes out now. (Inside a frame passed
 	// through, nothing is held: it all went out in front of the frame.)
 	return w.release(out, windowBatch)
+}
+
+// bodyNext says whether what was filtered so far ends with the whole
+// HEADERS of a request whose body is to come (END_HEADERS without
+// END_STREAM; held WINDOW_UPDATEs after it do not count).
+func (w *windowFilter) bodyNext() bool {
+	return w.preface == 0 && w.rest == 0 && !w.update && len(w.head) == 0 &&
+		w.lastType == http2Headers &&
+		http2.Flags(w.lastFlags)&(http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream) == http2.FlagHeadersEndHeaders
 }
 
 // hold adds n to the credit held for stream (0: the connection).
@@ -176,6 +237,7 @@ func (w *windowFilter) release(out []byte, min uint32) []byte {
 // more than 250ms (a peer that does not read blocks the close_notify
 // alert), as the transport does itself for a bare *tls.Conn.
 func (w *windowConn) Close() error {
+	w.timer.Stop() // held HEADERS, if any, belong to a request closed with the connection
 	t := time.AfterFunc(250*time.Millisecond, func() { _ = w.closeNet() })
 	defer t.Stop()
 	return w.Conn.Close()
