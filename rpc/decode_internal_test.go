@@ -274,12 +274,6 @@ func parseIntDecodingFirst(b []byte) (int64, error) {
 	return v, nil
 }
 
-// within reports whether b's bytes lie inside buf.
-func within(b, buf []byte) bool {
-	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(buf))
-}
-
 // Frames and answers are read into buffers of their own, so a decoded
 // step's Raw is a slice of that buffer, not a copy (one 4 KiB copy less per
 // frame), capped so that appending to it cannot write over the next bytes.

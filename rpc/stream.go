@@ -253,7 +253,10 @@ func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.texts.resolve(frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps)
+	if err := d.texts.resolve(frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps, payload); err != nil {
+		d.texts.reset()
+		return nil, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)
+	}
 	if frame.Update.Status == RunIdle {
 		d.texts.reset()
 	} else {

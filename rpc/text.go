@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"bytes"
+	"errors"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -272,8 +273,10 @@ type rawText struct {
 
 // resolve decodes the planner texts a frame's steps left undecoded, through
 // c, in the order of the steps (the last value of a field in the frame is
-// the one remembered).
-func (c *textCache) resolve(steps []Step) {
+// the one remembered). payload is the frame's: every text left undecoded
+// must lie in it (as keepRaw, this relies on the decoder reading from
+// memory).
+func (c *textCache) resolve(steps []Step, payload []byte) error {
 	for i := range steps {
 		p := steps[i].PlannerResponse
 		if p == nil || p.raw == nil {
@@ -281,10 +284,21 @@ func (c *textCache) resolve(steps []Step) {
 		}
 		fields := [plannerTexts]*string{&p.Thinking, &p.ModifiedResponse, &p.Response}
 		for slot, raw := range p.raw {
-			if raw != nil {
-				*fields[slot] = c.decode(slot, raw)
+			if raw == nil {
+				continue
 			}
+			if !within(raw, payload) {
+				return errors.New("rpc: a planner text was not decoded from memory") // cannot happen with jsonv2.Unmarshal
+			}
+			*fields[slot] = c.decode(slot, raw)
 		}
 		p.raw = nil
 	}
+	return nil
+}
+
+// within says whether b lies in buf.
+func within(b, buf []byte) bool {
+	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(buf))
 }
