@@ -110,9 +110,9 @@ func (c *textCache) commit() {
 func (c *textCache) reset() { *c = textCache{} }
 
 // appendUnquoted appends the decoding of suffix, JSON string content that
-// continues a value, to text. It says false where a
-// whole decode must decide: a byte that is not valid UTF-8, a \u escape of a
-// surrogate that is not a whole pair, anything that is not valid JSON.
+// continues a value, to text. It says false where a whole decode must
+// decide: a byte that is not valid UTF-8, a \u escape of a surrogate that is
+// not a whole pair, anything that is not valid JSON.
 func appendUnquoted(text, suffix []byte) ([]byte, bool) {
 	for len(suffix) > 0 {
 		i := 0
