@@ -76,18 +76,35 @@ var keepRawStep = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) 
 // prev[i] is taken as it is (sharing its Raw and its pointers) instead of
 // being decoded again; every other element is decoded, with a Raw of its
 // own. Everything else about the answer is read as unmarshal reads a
-// StepsResponse.
+// StepsResponse. A stepsFilter finds the equal elements without the decoder
+// scanning them; where it cannot be sure (a name it does not compare, a
+// repeated steps member), the decoder compares what it read.
 func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
+	var f *stepsFilter
+	if len(prev) > 0 {
+		f = newStepsFilter(r, prev)
+		defer f.release()
+		r = f
+	}
+	first := true // in the first array of steps the decoder met
+	last := int64(-1)
 	reuse := jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) error {
 		// The element's index is the number of values its array holds so far.
 		kind, i := dec.StackIndex(dec.StackDepth())
+		if i <= last {
+			first = false // a repeated steps member
+		}
+		last = i
 		raw, err := dec.ReadValue()
 		if err != nil {
 			return err
 		}
-		if kind == '[' && i < int64(len(prev)) && len(prev[i].Raw) > 0 && bytes.Equal(raw, prev[i].Raw) {
-			*s = prev[i]
-			return nil
+		if kind == '[' && i < int64(len(prev)) {
+			if first && f.wasReused(i) && string(raw) == placeholder ||
+				len(prev[i].Raw) > 0 && bytes.Equal(raw, prev[i].Raw) {
+				*s = prev[i]
+				return nil
+			}
 		}
 		// raw is a view of the decoder's buffer: decode copies it.
 		return placeError(dec, raw, s.decode(raw))
@@ -102,8 +119,10 @@ func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 	if err == nil {
 		// Nothing may follow the answer (as unmarshal requires).
 		if _, terr := dec.ReadToken(); terr != io.EOF {
-			err = fmt.Errorf("rpc: data after the answer at byte %d", dec.InputOffset())
+			err = fmt.Errorf("rpc: data after the answer at byte %d", f.inputOffset(dec.InputOffset()))
 		}
+	} else {
+		f.placeError(err)
 	}
 	if err != nil {
 		return nil, err
