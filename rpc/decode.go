@@ -51,9 +51,11 @@ var keepRaw = jsonv2.WithUnmarshalers(keepRawStep)
 // keepRawStep is keepRaw's unmarshaler, for joining with others.
 var keepRawStep = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) error {
 	rest, start := dec.UnreadBuffer(), dec.InputOffset()
+	// Decoded in place, from a zero step (as a new one would be): a step
+	// of its own would be one more allocation of a Step's size per step.
 	type plain Step
-	var p plain
-	if err := jsonv2.UnmarshalDecode(dec, &p); err != nil {
+	*s = Step{}
+	if err := jsonv2.UnmarshalDecode(dec, (*plain)(s)); err != nil {
 		return err
 	}
 	n := dec.InputOffset() - start
@@ -65,7 +67,6 @@ var keepRawStep = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) 
 	for len(raw) > 0 && (raw[0] == ',' || raw[0] == ':' || raw[0] == ' ' || raw[0] == '\t' || raw[0] == '\n' || raw[0] == '\r') {
 		raw = raw[1:]
 	}
-	*s = Step(p)
 	s.Raw = raw[:len(raw):len(raw)]
 	return nil
 })

@@ -27,6 +27,10 @@ var decodeEdgeSeeds = []string{
 	`{"type":"A","type":"B","metadata":{"source":"x"},"metadata":{"executionId":"y"}}`,
 	`{"metadata":{"source":"x"},"metadata":null,"type":"A","type":null}`,
 	`{"plannerResponse":{"thinking":"a"},"plannerResponse":{"response":"b"}}`,
+	// A repeated steps array decodes into the first one's elements: each
+	// step is replaced whole, as v1's UnmarshalJSON does, not merged.
+	`{"update":{"mainTrajectoryUpdate":{"stepsUpdate":{"steps":[{"type":"A","status":"S"}],"steps":[{"type":"B"}]}}}}`,
+	`{"steps":[{"type":"A","status":"S"}],"steps":[{"type":"B"}]}`,
 	`{"plannerResponse":{"toolCalls":[{"id":"1","name":"n"}]},"plannerResponse":{"toolCalls":[{"name":"m"}]}}`,
 	"{\"type\":\"\xff\xfe\",\"plannerResponse\":{\"thinking\":\"caf\xc3\"}}",
 	`{"plannerResponse":{"thinking":"\ud800 \udc00 \ud83d\ude00 \u0000"}}`,

@@ -197,11 +197,10 @@ func (s *Step) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 // decode sets s from the raw step b with json v2, Raw a copy of b.
 func (s *Step) decode(b []byte) error {
 	type plain Step
-	var p plain
-	if err := jsonv2.Unmarshal(b, &p, decodeOptions); err != nil {
+	*s = Step{} // decoded in place, as keepRawStep does
+	if err := jsonv2.Unmarshal(b, (*plain)(s), decodeOptions); err != nil {
 		return err
 	}
-	*s = Step(p)
 	s.Raw = append(json.RawMessage(nil), b...)
 	return nil
 }
