@@ -13,7 +13,8 @@
 // requests are still encoded with encoding/json. A caller that reads the
 // same trajectory again and again hands its last read to
 // GetCascadeTrajectoryStepsReusing, which decodes only the steps that
-// changed. A stream decodes only what a streaming planner text adds to the
+// changed, and finds the others by comparing bytes, without the decoder
+// scanning them (reuse.go). A stream decodes only what a streaming planner text adds to the
 // text the last frame carried (text.go); the texts it hands out are views
 // of buffers nothing writes to again. A stream reader done with a frame
 // releases it (StreamFrame.Release), and a later frame is read into its
