@@ -162,7 +162,7 @@ func (f *stepsFilter) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// scan takes what it can of buf[i:] into out: replaced elements as 0, the
+// scan takes what it can of buf[i:] into out: replaced elements as {}, the
 // rest as it is.
 func (f *stepsFilter) scan() {
 	for f.i < len(f.buf) {
