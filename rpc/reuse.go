@@ -79,12 +79,16 @@ type shift struct {
 	at, removed int64
 }
 
-// filterBuffer is how much of the answer the filter reads at a time.
+// filterBuffer is the most of the answer the filter reads at a time.
 const filterBuffer = 32 << 10
 
 // filterBuffers holds the filters' buffers between reads: a session reads
-// its trajectory after every turn, and a buffer is dear next to a short one.
-var filterBuffers = sync.Pool{New: func() any { return new(filterScratch) }}
+// its trajectory after every turn, and a buffer is dear next to a short
+// answer. A buffer is made the size of the last read (as the answer is
+// likely to be), up to filterBuffer, when the pool has none as large: most
+// sessions' trajectories are short, and a pool keeps what it holds only
+// until the next collection or two.
+var filterBuffers sync.Pool
 
 type filterScratch struct {
 	buf, out []byte
@@ -92,9 +96,19 @@ type filterScratch struct {
 }
 
 func newStepsFilter(r io.Reader, prev []Step) *stepsFilter {
-	s := filterBuffers.Get().(*filterScratch)
-	if s.buf == nil {
-		s.buf = make([]byte, filterBuffer)
+	n := 512 // the answer's size, if it is the last read's, up to filterBuffer
+	for i := range prev {
+		if n += len(prev[i].Raw) + 1; n >= filterBuffer {
+			n = filterBuffer
+			break
+		}
+	}
+	s, _ := filterBuffers.Get().(*filterScratch)
+	if s == nil {
+		s = new(filterScratch)
+	}
+	if cap(s.buf) < n {
+		s.buf = make([]byte, n)
 	}
 	return &stepsFilter{r: r, prev: prev, reused: make([]bool, len(prev)), match: -1,
 		buf: s.buf[:0], out: s.out[:0], shifts: s.shifts[:0]}

@@ -145,3 +145,20 @@ func TestStepsFilterPlacesErrorsInTheAnswer(t *testing.T) {
 		require.EqualError(t, got, want.Error(), answer)
 	}
 }
+
+// TestStepsFilterBufferFitsTheLastRead: with no buffer to reuse, a filter
+// reads into one the size of the last read, up to filterBuffer, so that the
+// read after a short trajectory's turn does not make 32 KiB.
+func TestStepsFilterBufferFitsTheLastRead(t *testing.T) {
+	short := must(decodeStepsReusing(strings.NewReader(`{"steps":[`+reuseStep(0, "a")+`,`+reuseStep(1, "b")+`]}`), nil))
+	long := must(decodeStepsReusing(strings.NewReader(`{"steps":[`+reuseStep(0, strings.Repeat("a", 40<<10))+`]}`), nil))
+	for filterBuffers.Get() != nil { // empty the pool
+	}
+	f := newStepsFilter(strings.NewReader(""), short)
+	require.Less(t, cap(f.buf), 1024, "two short steps")
+	require.GreaterOrEqual(t, cap(f.buf), len(short[0].Raw)+len(short[1].Raw))
+	f.release()
+	g := newStepsFilter(strings.NewReader(""), long)
+	require.Equal(t, filterBuffer, cap(g.buf), "a long trajectory: the pooled short buffer is not enough")
+	g.release()
+}
