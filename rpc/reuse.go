@@ -120,7 +120,13 @@ func (f *stepsFilter) release() {
 	if f == nil {
 		return
 	}
-	filterBuffers.Put(&filterScratch{buf: f.buf[:0], out: f.out[:0], shifts: f.shifts[:0]})
+	out := f.out[:0]
+	if cap(out) > 2*filterBuffer {
+		// It held a long step that differed near its end (what matched
+		// is passed on at once): not worth keeping.
+		out = nil
+	}
+	filterBuffers.Put(&filterScratch{buf: f.buf[:0], out: out, shifts: f.shifts[:0]})
 	f.buf, f.out, f.shifts, f.i, f.o = nil, nil, nil, 0, 0
 }
 
