@@ -53,19 +53,19 @@ type stepsFilter struct {
 	outRead int64   // bytes handed to the decoder so far
 
 	// Where the scan is in the answer's structure.
-	passing   bool // nothing more can be replaced: pass the rest on unread
-	depth     int  // of nesting, outside strings
-	inString  bool //
-	escaped   bool // the last byte in a string was an unescaped '\'
-	isName    bool // the string being scanned is a member name of the top object
-	name      []byte
-	nameSteps bool // the last member name of the top object was steps
-	valueNext bool // a ':' after steps came: its value is next
-	expectKey bool // at the top object's level, a member name is next
-	steps     bool // in the steps array (its elements are at depth 2)
-	elemNext  bool // in the steps array, an element (or its end) is next
-	elem      int  // index of the current element of the steps array
-	match     int  // bytes of prev[elem].Raw matched; -1 when not matching
+	passing   bool   // nothing more can be replaced: pass the rest on unread
+	depth     int    // of nesting, outside strings
+	inString  bool   // in a string (a name or a value)
+	escaped   bool   // the last byte in a string was an unescaped '\'
+	isName    bool   // the string being scanned is a member name of the top object
+	name      []byte // the member name being scanned, up to maxNameBytes and one piece more
+	nameSteps bool   // the last member name of the top object was steps
+	valueNext bool   // a ':' after steps came: its value is next
+	expectKey bool   // at the top object's level, a member name is next
+	steps     bool   // in the steps array (its elements are at depth 2)
+	elemNext  bool   // in the steps array, an element (or its end) is next
+	elem      int    // index of the current element of the steps array
+	match     int    // bytes of prev[elem].Raw matched; -1 when not matching
 }
 
 // placeholder is what the decoder reads for an element equal to the last
