@@ -17,7 +17,7 @@ import (
 
 // Stream is an open StreamAgentStateUpdates subscription. Next decodes one
 // envelope at a time from the response body; nothing is buffered ahead.
-// Next is for one goroutine; Close may be called from any goroutine, at any
+// Next and NextRaw are for one goroutine; Close may be called from any goroutine, at any
 // time, any number of times, and makes a blocked Next return.
 type Stream struct {
 	client       *Client
@@ -28,6 +28,7 @@ type Stream struct {
 	body         io.ReadCloser
 	reader       *EnvelopeReader
 	spare        chan []byte // payload buffers of released frames
+	raw          []byte      // NextRaw's buffer: its last payload, handed back
 	releaseOnce  sync.Once
 	done         error // sticky result once the stream has ended
 
@@ -169,13 +170,47 @@ func (s *Stream) SubscriberID() string { return s.subscriberID }
 // Close or ctx cancellation). Once it has returned an error it returns the
 // same error again.
 func (s *Stream) Next() (*StreamFrame, error) {
-	if s.done != nil {
-		return nil, s.done
-	}
 	var buf []byte
 	select {
 	case buf = <-s.spare:
 	default:
+	}
+	payload, err := s.nextPayload(buf)
+	if err != nil {
+		return nil, err
+	}
+	frame, err := s.frames.decode(payload)
+	if err != nil {
+		return nil, s.finish(transportError(s.ctx, s.method, err))
+	}
+	if cap(payload) <= maxSpareFrameBuffer {
+		frame.buf, frame.home = payload[:0], s.spare
+	}
+	return frame, nil
+}
+
+// NextRaw returns the payload of the next data envelope as agy sent it,
+// not decoded: for tools that keep agy's frames as they came, and for
+// measuring the transport without the decode (bench --floor-raw). The bytes
+// are valid until the next call of NextRaw or Next. It ends as Next does:
+// io.EOF after a clean end-stream, the same errors otherwise. A stream may
+// mix NextRaw and Next: a frame taken raw is simply not decoded.
+func (s *Stream) NextRaw() ([]byte, error) {
+	payload, err := s.nextPayload(s.raw)
+	if err != nil {
+		return nil, err
+	}
+	if cap(payload) <= maxSpareFrameBuffer {
+		s.raw = payload[:0]
+	}
+	return payload, nil
+}
+
+// nextPayload reads the next envelope into buf (or a new buffer if it is
+// too small) and returns a data envelope's payload, or the stream's end.
+func (s *Stream) nextPayload(buf []byte) ([]byte, error) {
+	if s.done != nil {
+		return nil, s.done
 	}
 	flags, payload, err := s.reader.NextInto(buf)
 	if err == io.EOF {
@@ -196,14 +231,7 @@ func (s *Stream) Next() (*StreamFrame, error) {
 		}
 		return nil, s.finish(io.EOF)
 	}
-	frame, err := s.frames.decode(payload)
-	if err != nil {
-		return nil, s.finish(transportError(s.ctx, s.method, err))
-	}
-	if cap(payload) <= maxSpareFrameBuffer {
-		frame.buf, frame.home = payload[:0], s.spare
-	}
-	return frame, nil
+	return payload, nil
 }
 
 // A stream keeps up to spareFrameBuffers buffers of released frames (each at

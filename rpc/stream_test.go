@@ -138,6 +138,7 @@ func TestStreamFraming(t *testing.T) {
 		name    string
 		chunks  [][]byte
 		frames  int
+		badJSON bool // NextRaw hands the frame over; the stream then ends without an end-stream
 		wantErr func(t *testing.T, err error)
 	}{
 		{name: "split across reads", chunks: split(append(append([]byte{}, frame...), end...)), frames: 1},
@@ -186,36 +187,86 @@ func TestStreamFraming(t *testing.T) {
 			assert.ErrorIs(t, err, rpc.ErrProtocol)
 			assert.ErrorIs(t, err, io.ErrUnexpectedEOF)
 		}},
-		{name: "bad frame JSON", chunks: [][]byte{envelope(0, `{"update":`)}, wantErr: func(t *testing.T, err error) {
+		{name: "bad frame JSON", chunks: [][]byte{envelope(0, `{"update":`)}, badJSON: true, wantErr: func(t *testing.T, err error) {
 			assert.ErrorIs(t, err, rpc.ErrProtocol)
 		}},
 		{name: "bad end-stream JSON", chunks: [][]byte{envelope(rpc.FlagEndStream, `nope`)}, wantErr: func(t *testing.T, err error) {
 			assert.ErrorIs(t, err, rpc.ErrProtocol)
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := streamServer(t, tt.chunks...)
-			s, err := srv.client(t, rpc.Config{MaxMessageSize: 1024}).StreamAgentStateUpdates(ctxT(t), conv, "")
-			require.NoError(t, err)
-			defer s.Close()
-			for i := 0; i < tt.frames; i++ {
-				f, err := s.Next()
-				require.NoError(t, err, "frame %d", i)
-				require.NotNil(t, f)
-			}
-			_, err = s.Next()
-			if tt.wantErr == nil {
-				assert.Equal(t, io.EOF, err)
-				return
-			}
-			require.Error(t, err)
-			assert.NotEqual(t, io.EOF, err)
-			tt.wantErr(t, err)
-			_, again := s.Next()
-			assert.Equal(t, err, again, "errors are sticky")
-		})
+	reads := map[string]func(*rpc.Stream) error{
+		"Next":    func(s *rpc.Stream) error { _, err := s.Next(); return err },
+		"NextRaw": func(s *rpc.Stream) error { _, err := s.NextRaw(); return err },
 	}
+	for _, tt := range tests {
+		for mode, next := range reads {
+			t.Run(tt.name+"/"+mode, func(t *testing.T) {
+				srv := streamServer(t, tt.chunks...)
+				s, err := srv.client(t, rpc.Config{MaxMessageSize: 1024}).StreamAgentStateUpdates(ctxT(t), conv, "")
+				require.NoError(t, err)
+				defer s.Close()
+				frames := tt.frames
+				if tt.badJSON && mode == "NextRaw" {
+					frames++
+				}
+				for i := 0; i < frames; i++ {
+					require.NoError(t, next(s), "frame %d", i)
+				}
+				err = next(s)
+				if tt.wantErr == nil {
+					assert.Equal(t, io.EOF, err)
+					return
+				}
+				require.Error(t, err)
+				assert.NotEqual(t, io.EOF, err)
+				tt.wantErr(t, err)
+				assert.Equal(t, err, next(s), "errors are sticky")
+			})
+		}
+	}
+}
+
+// TestStreamNextRaw reads frames as agy sent them, with a frame decoded in
+// between, and checks which buffer each raw frame is read into.
+func TestStreamNextRaw(t *testing.T) {
+	payloads := []string{
+		frameJSON(0, "a"),
+		frameJSON(1, strings.Repeat("b", 3000)), // larger than the first: a buffer of 4 KiB
+		frameJSON(2, "e"),                       // fits it
+		"",
+		frameJSON(3, strings.Repeat("c", 40<<10)), // over 32 KiB: its buffer is not kept
+		frameJSON(4, "d"),                         // read with Next
+		`{"update":{"status":"CASCADE_RUN_STATUS_IDLE"}}`,
+	}
+	var body []byte
+	for _, p := range payloads {
+		body = append(body, envelope(0, p)...)
+	}
+	body = append(body, envelope(rpc.FlagEndStream, `{}`)...)
+	s, err := streamServer(t, body).client(t, rpc.Config{}).StreamAgentStateUpdates(ctxT(t), conv, "")
+	require.NoError(t, err)
+	defer s.Close()
+
+	starts := make([]*byte, len(payloads)) // the first byte of each raw frame's buffer
+	for i, p := range payloads {
+		if i == 5 {
+			f, err := s.Next()
+			require.NoError(t, err)
+			assert.Equal(t, "d", f.Update.MainTrajectoryUpdate.StepsUpdate.Steps[0].PlannerResponse.ModifiedResponse)
+			f.Release()
+			continue
+		}
+		raw, err := s.NextRaw()
+		require.NoError(t, err, "frame %d", i)
+		assert.Equal(t, p, string(raw), "frame %d as sent", i)
+		starts[i] = &raw[:1][0]
+	}
+	assert.NotSame(t, starts[0], starts[1], "a frame larger than the buffer gets a new one")
+	assert.Same(t, starts[1], starts[2], "a frame that fits is read into the last one's buffer")
+	assert.NotSame(t, starts[2], starts[4], "a frame over 32 KiB gets a buffer of its own")
+	assert.Same(t, starts[2], starts[6], "and the buffer kept before it is used again after it")
+	_, err = s.NextRaw()
+	assert.Equal(t, io.EOF, err)
 }
 
 // stallServer sends one frame and then holds the stream open until the
