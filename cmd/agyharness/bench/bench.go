@@ -105,6 +105,11 @@ type Options struct {
 	// under a campaign's in the same scenario. Needs no poll-only or idle
 	// sessions and no turn kinds other than essay; nothing is checked.
 	Floor bool
+	// FloorRaw, with Floor, does not decode the frames: each is taken off
+	// its stream as bytes (rpc.Stream.NextRaw), and only the run status is
+	// looked for in them, so the figure is the transport's alone (TLS,
+	// HTTP/2, the envelopes, the system calls and the wake-ups).
+	FloorRaw bool
 	// Logger receives the host's and the campaign's logs; nil discards.
 	Logger *slog.Logger
 }
@@ -141,6 +146,7 @@ type Result struct {
 	// Floor: no harness ran (Options.Floor); Events counts the frames the
 	// bare readers took off their streams.
 	Floor              bool `json:"floor,omitempty"`
+	FloorRaw           bool `json:"floor_raw,omitempty"` // the frames were not decoded (Options.FloorRaw)
 	GroundTruthChecked bool `json:"ground_truth_checked"`
 	PollSessions       int  `json:"poll_sessions"`
 	// Latency from the fake to the consumer, on text deltas (see
@@ -273,6 +279,9 @@ func (o Options) normalized() (Options, error) {
 	if o.ExternalFakes && len(o.Faults) > 0 {
 		return o, fmt.Errorf("bench: --external-fakes needs --faults none (faults are injected into in-process fakes)")
 	}
+	if o.FloorRaw && !o.Floor {
+		return o, errors.New("bench: --floor-raw needs --floor")
+	}
 	if o.Floor {
 		if !o.ExternalFakes {
 			return o, errors.New("bench: --floor needs --external-fakes (the floor is this process's CPU alone)")
@@ -338,7 +347,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	res := &Result{Seed: o.Seed, Sessions: o.Sessions, ReadMode: string(o.ReadMode),
 		FaultsInjected: map[string]int{}, Restarts: map[string]int{},
-		ExternalFakes: o.ExternalFakes, GroundTruthChecked: !o.ExternalFakes, Floor: o.Floor,
+		ExternalFakes: o.ExternalFakes, GroundTruthChecked: !o.ExternalFakes, Floor: o.Floor, FloorRaw: o.FloorRaw,
 		CPUIncludesFakes: !o.ExternalFakes, PollSessions: o.PollSessions}
 	if res.ReadMode == "" {
 		res.ReadMode = string(actors.ReadBoth)

@@ -47,6 +47,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a pprof CPU profile of the campaign to this file")
 	fs.BoolVar(&o.FrameCost, "frame-cost", true, "measure one frame's cost at 10, 100 and 1,000 prior steps (a few seconds)")
 	fs.BoolVar(&o.Floor, "floor", false, "run no harness: read and decode the fakes' streams with the rpc package alone, to measure the floor under the harness's CPU per frame (needs --external-fakes)")
+	fs.BoolVar(&o.FloorRaw, "floor-raw", false, "with --floor: take the frames off the streams undecoded, to measure the transport alone")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

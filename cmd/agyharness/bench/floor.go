@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,7 +23,8 @@ import (
 // Nothing is mapped, logged, published or checked. Its CPU per frame, in the
 // same scenario as a campaign, is what reading the same frames costs this
 // machine with nothing else done: the floor under the harness's figure
-// (docs/PERFORMANCE.md).
+// (docs/PERFORMANCE.md). With --floor-raw the frames are not decoded either:
+// what is left is the transport's cost alone.
 
 // floorReader drives one fake in a floor run.
 type floorReader struct {
@@ -30,6 +32,7 @@ type floorReader struct {
 	conv   string
 	model  string
 	stream *rpc.Stream
+	raw    bool          // take frames undecoded (Options.FloorRaw)
 	idle   chan struct{} // one token per turn the stream saw end
 	frames atomic.Int64
 	turns  int
@@ -37,12 +40,12 @@ type floorReader struct {
 }
 
 // newFloorReader binds a client to f and opens its stream.
-func newFloorReader(ctx context.Context, f fake) (*floorReader, error) {
+func newFloorReader(ctx context.Context, f fake, raw bool) (*floorReader, error) {
 	c, err := rpc.NewClient(rpc.Config{Port: f.port})
 	if err != nil {
 		return nil, fmt.Errorf("bench: floor: %w", err)
 	}
-	r := &floorReader{client: c, conv: f.conv, idle: make(chan struct{}, 1)}
+	r := &floorReader{client: c, conv: f.conv, raw: raw, idle: make(chan struct{}, 1)}
 	models, err := c.GetAvailableModels(ctx)
 	if err != nil {
 		c.Close()
@@ -87,7 +90,7 @@ func firstRecommended(catalog map[string]rpc.ModelInfo) string {
 func (r *floorReader) read() {
 	running := false
 	for {
-		f, err := r.stream.Next()
+		status, err := r.next()
 		if err != nil {
 			var rerr *rpc.Error
 			if !errors.Is(err, io.EOF) && !(errors.As(err, &rerr) && rerr.Code == rpc.CodeCanceled) {
@@ -96,7 +99,7 @@ func (r *floorReader) read() {
 			return
 		}
 		r.frames.Add(1)
-		switch f.Update.Status {
+		switch status {
 		case rpc.RunRunning:
 			running = true
 		case rpc.RunIdle:
@@ -108,8 +111,46 @@ func (r *floorReader) read() {
 				}
 			}
 		}
-		f.Release()
 	}
+}
+
+// next takes the next frame off the stream and returns its run status:
+// decoded, or in a raw reader looked for in the frame's bytes.
+func (r *floorReader) next() (rpc.RunStatus, error) {
+	if r.raw {
+		payload, err := r.stream.NextRaw()
+		if err != nil {
+			return "", err
+		}
+		return rawRunStatus(payload), nil
+	}
+	f, err := r.stream.Next()
+	if err != nil {
+		return "", err
+	}
+	status := f.Update.Status
+	f.Release()
+	return status, nil
+}
+
+// Run statuses as they appear in a frame's JSON. In the fakes' essay turns
+// nothing else in a frame holds these names, and they are written
+// unescaped, so a search finds the status without decoding; a frame with
+// neither says nothing of the run.
+var (
+	rawIdle    = []byte(`"` + rpc.RunIdle + `"`)
+	rawRunning = []byte(`"` + rpc.RunRunning + `"`)
+)
+
+// rawRunStatus is the run status a frame's bytes carry, or "".
+func rawRunStatus(payload []byte) rpc.RunStatus {
+	switch {
+	case bytes.Contains(payload, rawIdle):
+		return rpc.RunIdle
+	case bytes.Contains(payload, rawRunning):
+		return rpc.RunRunning
+	}
+	return ""
 }
 
 // drive sends essay turns one after another until deadline, each once the
@@ -147,7 +188,7 @@ func runFloor(ctx context.Context, o Options, res *Result, ext *externalFakes) e
 		}
 	}
 	for _, f := range ext.fakes[:o.Sessions] {
-		r, err := newFloorReader(ctx, f)
+		r, err := newFloorReader(ctx, f, o.FloorRaw)
 		if err != nil {
 			closeAll()
 			return err

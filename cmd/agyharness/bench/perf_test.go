@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -119,24 +121,44 @@ func TestExternalFakes(t *testing.T) {
 }
 
 // TestFloorReadsTheSameFrames runs a floor campaign: no harness, bare
-// readers that take every frame the fakes write and end every turn.
+// readers that take every frame the fakes write and end every turn, with
+// the frames decoded and, with --floor-raw, not.
 func TestFloorReadsTheSameFrames(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds fakeagy")
 	}
-	res, err := Run(context.Background(), Options{
-		Sessions: 2, Duration: 600 * time.Millisecond, TurnTimeout: 10 * time.Second,
-		Seed: 3, ExternalFakes: true, Floor: true,
-	})
-	require.NoError(t, err)
-	assert.False(t, res.Failed(), "%v", res.Problems)
-	assert.True(t, res.Floor)
-	assert.GreaterOrEqual(t, res.Turns, 2, "every reader ended at least one turn")
-	assert.Greater(t, res.Frames, int64(100*res.Turns), "an essay is 100 chunks")
-	assert.Equal(t, res.Frames, int64(res.Events), "the readers took every frame written")
-	assert.Greater(t, res.FrameBytesAvg, 2000.0)
-	assert.Positive(t, res.CPUUsPerFrame)
-	assert.Zero(t, res.LatencySamples, "a floor run measures no latency")
+	for _, raw := range []bool{false, true} {
+		t.Run(fmt.Sprintf("raw=%v", raw), func(t *testing.T) {
+			res, err := Run(context.Background(), Options{
+				Sessions: 2, Duration: 600 * time.Millisecond, TurnTimeout: 10 * time.Second,
+				Seed: 3, ExternalFakes: true, Floor: true, FloorRaw: raw,
+			})
+			require.NoError(t, err)
+			assert.False(t, res.Failed(), "%v", res.Problems)
+			assert.True(t, res.Floor)
+			assert.Equal(t, raw, res.FloorRaw)
+			assert.GreaterOrEqual(t, res.Turns, 2, "every reader ended at least one turn")
+			assert.Greater(t, res.Frames, int64(100*res.Turns), "an essay is 100 chunks")
+			assert.Equal(t, res.Frames, int64(res.Events), "the readers took every frame written")
+			assert.Greater(t, res.FrameBytesAvg, 2000.0)
+			assert.Positive(t, res.CPUUsPerFrame)
+			assert.Zero(t, res.LatencySamples, "a floor run measures no latency")
+		})
+	}
+}
+
+// TestRawRunStatus finds a frame's run status in its bytes as the decoder
+// would read it, on frames the fake writes.
+func TestRawRunStatus(t *testing.T) {
+	for _, st := range []rpc.RunStatus{rpc.RunRunning, rpc.RunIdle, ""} {
+		payload, err := json.Marshal(map[string]any{"update": map[string]any{"conversationId": "c", "status": st,
+			"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{"steps": []any{map[string]any{"status": "CORTEX_STEP_STATUS_DONE"}}}}}})
+		require.NoError(t, err)
+		f, err := rpc.DecodeFrame(payload)
+		require.NoError(t, err)
+		require.Equal(t, st, f.Update.Status)
+		assert.Equal(t, st, rawRunStatus(payload), "%s", payload)
+	}
 }
 
 func TestFloorPicksTheRecommendedModel(t *testing.T) {
@@ -156,7 +178,8 @@ func TestPerfOptionsAreChecked(t *testing.T) {
 		{"--turn-kinds", "sonnet"},
 		{"--idle-sessions", "-2"},
 		{"--idle-sessions", "1", "--idle-cpu-window", "-1s"},
-		{"--floor", "--faults", "none"}, // no --external-fakes
+		{"--floor", "--faults", "none"},                         // no --external-fakes
+		{"--floor-raw", "--external-fakes", "--faults", "none"}, // no --floor
 		{"--floor", "--external-fakes", "--faults", "none", "--poll-sessions", "1"},
 		{"--floor", "--external-fakes", "--faults", "none", "--idle-sessions", "1"},
 		{"--floor", "--external-fakes", "--faults", "none", "--turn-kinds", "long"},
