@@ -27,13 +27,16 @@ fuzz:
 
 # The Go benchmarks, a short fault campaign, the performance run of
 # docs/PERFORMANCE.md (fakes in a separate process, 1,000 idle sessions),
-# then its floor: the same streams read and decoded with no harness.
+# then its floors: the same streams read and decoded with no harness, and
+# read only (the transport alone).
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/agyharness bench --sessions 50 --duration 20s --seed 1 --json
 	$(GO) run ./cmd/agyharness bench --sessions 220 --poll-sessions 20 --duration 20s --seed 1 --faults none \
 	  --turn-kinds essay --chunk-delay 200ms --default-intervals --external-fakes --idle-sessions 1000 --json
 	$(GO) run ./cmd/agyharness bench --floor --sessions 200 --duration 20s --seed 1 --faults none \
+	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
+	$(GO) run ./cmd/agyharness bench --floor --floor-raw --sessions 200 --duration 20s --seed 1 --faults none \
 	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
 
 # The long campaign, for people before a release (about 11 minutes).

@@ -14,5 +14,7 @@
 // `fakeagy --servers N` process), heap and goroutines per idle session
 // (--idle-sessions), and one frame's cost as the trajectory grows. A floor
 // run (--floor) reads the same streams with the rpc package alone, no
-// harness, so the two CPU figures side by side say what the harness adds.
+// harness, so the two CPU figures side by side say what the harness adds;
+// with --floor-raw the frames are not decoded either, which leaves the
+// transport's cost alone.
 package bench
