@@ -17,8 +17,9 @@ import (
 
 // Stream is an open StreamAgentStateUpdates subscription. Next decodes one
 // envelope at a time from the response body; nothing is buffered ahead.
-// Next and NextRaw are for one goroutine; Close may be called from any goroutine, at any
-// time, any number of times, and makes a blocked Next return.
+// Next and NextRaw are for one goroutine; Close may be called from any
+// goroutine, at any time, any number of times, and makes a blocked Next or
+// NextRaw return.
 type Stream struct {
 	client       *Client
 	method       string
@@ -170,6 +171,9 @@ func (s *Stream) SubscriberID() string { return s.subscriberID }
 // Close or ctx cancellation). Once it has returned an error it returns the
 // same error again.
 func (s *Stream) Next() (*StreamFrame, error) {
+	if s.done != nil {
+		return nil, s.done // before a spare buffer is taken and dropped
+	}
 	var buf []byte
 	select {
 	case buf = <-s.spare:
