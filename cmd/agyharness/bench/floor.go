@@ -172,6 +172,32 @@ func (r *floorReader) drive(ctx context.Context, deadline time.Time, turnTimeout
 	return nil
 }
 
+// settle returns once the readers have taken no frame for quiet, or after
+// limit. A fake, like agy, may flush a turn's last step a chunk delay after
+// the frame that says IDLE: that frame is written, so the readers must take
+// it before their streams are closed, or the run would count a frame no
+// reader read.
+func settle(readers []*floorReader, quiet, limit time.Duration) {
+	total := func() (n int64) {
+		for _, r := range readers {
+			n += r.frames.Load()
+		}
+		return n
+	}
+	tick := time.NewTicker(quiet / 10)
+	defer tick.Stop()
+	start := time.Now()
+	last, lastAt := total(), start
+	for now := range tick.C {
+		if n := total(); n != last {
+			last, lastAt = n, now
+		}
+		if now.Sub(lastAt) >= quiet || now.Sub(start) >= limit {
+			return
+		}
+	}
+}
+
 // runFloor runs a floor campaign on ext's first o.Sessions fakes and fills
 // res's turn, frame and CPU figures.
 func runFloor(ctx context.Context, o Options, res *Result, ext *externalFakes) error {
@@ -206,6 +232,7 @@ func runFloor(ctx context.Context, o Options, res *Result, ext *externalFakes) e
 	}
 	wg.Wait()
 	res.driven(driveStart, driveUsage)
+	settle(readers, o.ChunkDelay+250*time.Millisecond, 5*time.Second)
 	closeAll()
 	res.DurationS = time.Since(start).Seconds()
 	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()

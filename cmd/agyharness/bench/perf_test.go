@@ -147,6 +147,47 @@ func TestFloorReadsTheSameFrames(t *testing.T) {
 	}
 }
 
+// TestSettleWaitsForLateFrames: settle returns only once the readers have
+// gone quiet, so frames a fake writes after a turn's IDLE are taken; and it
+// returns at its limit when they never go quiet.
+func TestSettleWaitsForLateFrames(t *testing.T) {
+	readers := []*floorReader{{}, {}}
+	late := make(chan struct{})
+	go func() {
+		defer close(late)
+		for i := range 20 {
+			readers[i%2].frames.Add(1)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	settle(readers, 500*time.Millisecond, time.Minute)
+	select {
+	case <-late:
+	default:
+		t.Fatal("settle returned while frames were still coming")
+	}
+	assert.Equal(t, int64(10), readers[0].frames.Load())
+	assert.Equal(t, int64(10), readers[1].frames.Load())
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				readers[0].frames.Add(1)
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	settle(readers, time.Second, 100*time.Millisecond) // never quiet: returns at the limit
+	close(stop)
+	<-done
+}
+
 // TestRawRunStatus finds a frame's run status in its bytes as the decoder
 // would read it, on frames the fake writes.
 func TestRawRunStatus(t *testing.T) {
