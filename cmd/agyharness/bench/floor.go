@@ -172,12 +172,12 @@ func (r *floorReader) drive(ctx context.Context, deadline time.Time, turnTimeout
 	return nil
 }
 
-// settle returns once the readers have taken no frame for quiet, or after
-// limit. A fake, like agy, may flush a turn's last step a chunk delay after
+// settle returns once the readers have taken no frame for quiet, after
+// limit, or when ctx ends. A fake, like agy, may flush a turn's last step a chunk delay after
 // the frame that says IDLE: that frame is written, so the readers must take
 // it before their streams are closed, or the run would count a frame no
 // reader read.
-func settle(readers []*floorReader, quiet, limit time.Duration) {
+func settle(ctx context.Context, readers []*floorReader, quiet, limit time.Duration) {
 	total := func() (n int64) {
 		for _, r := range readers {
 			n += r.frames.Load()
@@ -188,7 +188,13 @@ func settle(readers []*floorReader, quiet, limit time.Duration) {
 	defer tick.Stop()
 	start := time.Now()
 	last, lastAt := total(), start
-	for now := range tick.C {
+	for {
+		var now time.Time
+		select {
+		case now = <-tick.C:
+		case <-ctx.Done():
+			return
+		}
 		if n := total(); n != last {
 			last, lastAt = n, now
 		}
@@ -232,7 +238,7 @@ func runFloor(ctx context.Context, o Options, res *Result, ext *externalFakes) e
 	}
 	wg.Wait()
 	res.driven(driveStart, driveUsage)
-	settle(readers, o.ChunkDelay+250*time.Millisecond, 5*time.Second)
+	settle(ctx, readers, o.ChunkDelay+250*time.Millisecond, 5*time.Second)
 	closeAll()
 	res.DurationS = time.Since(start).Seconds()
 	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()

@@ -149,7 +149,8 @@ func TestFloorReadsTheSameFrames(t *testing.T) {
 
 // TestSettleWaitsForLateFrames: settle returns only once the readers have
 // gone quiet, so frames a fake writes after a turn's IDLE are taken; and it
-// returns at its limit when they never go quiet.
+// returns at its limit, or as soon as its context ends, when they never go
+// quiet.
 func TestSettleWaitsForLateFrames(t *testing.T) {
 	readers := []*floorReader{{}, {}}
 	late := make(chan struct{})
@@ -160,7 +161,7 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
-	settle(readers, 500*time.Millisecond, time.Minute)
+	settle(context.Background(), readers, 500*time.Millisecond, time.Minute)
 	select {
 	case <-late:
 	default:
@@ -183,7 +184,10 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 			}
 		}
 	}()
-	settle(readers, time.Second, 100*time.Millisecond) // never quiet: returns at the limit
+	settle(context.Background(), readers, time.Second, 100*time.Millisecond) // never quiet: returns at the limit
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	settle(ctx, readers, time.Second, time.Minute) // never quiet, ctx ended: returns at once
 	close(stop)
 	<-done
 }
