@@ -173,10 +173,10 @@ func (r *floorReader) drive(ctx context.Context, deadline time.Time, turnTimeout
 }
 
 // settle returns once the readers have taken no frame for quiet, after
-// limit, or when ctx ends. A fake, like agy, may flush a turn's last step a chunk delay after
-// the frame that says IDLE: that frame is written, so the readers must take
-// it before their streams are closed, or the run would count a frame no
-// reader read.
+// limit, or when ctx ends. A fake, like agy, may flush a turn's last step a
+// chunk delay after the frame that says IDLE: that frame is written, so the
+// readers must take it before their streams are closed, or the run would
+// count a frame no reader read.
 func settle(ctx context.Context, readers []*floorReader, quiet, limit time.Duration) {
 	total := func() (n int64) {
 		for _, r := range readers {
