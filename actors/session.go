@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agyharness/agyharness/mapper"
@@ -36,9 +37,10 @@ type session struct {
 	t    *tasks
 	self *actor.PID
 
-	client   *rpc.Client
-	streamUp bool
-	endErr   error
+	client     *rpc.Client
+	streamUp   bool
+	turnActive bool // the poller was told a turn runs
+	endErr     error
 
 	discovery, stream, poller, rotation, turns *actor.PID
 	interactions                               map[string]*actor.PID // elicitation id -> Interaction
@@ -134,9 +136,9 @@ func (s *session) Receive(ctx actor.Context) {
 	case *messages.SnapshotRead:
 		if m.Gen == s.core.gen {
 			if s.core.spec.Recorder != nil {
-				s.record("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.RunStatus), m.Received)
+				s.record("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.Offset, m.RunStatus), m.Received)
 			}
-			obs := mapper.FromSnapshot(m.Steps, m.RunStatus, m.Received)
+			obs := mapper.FromWindow(m.Steps, m.Offset, m.RunStatus, m.Received)
 			s.apply(ctx, m.ConversationID, obs)
 		}
 	case *messages.ConversationRotated:
@@ -171,7 +173,9 @@ func (s *session) Receive(ctx actor.Context) {
 			s.hold(ctx, m, m.Deadline)
 			return
 		}
-		ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
+		s.interrupt(ctx, m, ctx.Sender())
+	case *interruptDone:
+		s.onInterruptDone(ctx, m)
 	case *messages.ResolveElicitation:
 		ctx.Respond(&messages.ResolveAccepted{Err: s.onResolve(ctx, m.Resolve)})
 	case *messages.Subscribe:
@@ -273,6 +277,8 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	s.turns = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
 		return newTurnSender(client, conv, cfg, gen, wg)
 	}), "turns")
+	s.turnActive = false // the new poller knows of no turn
+	s.tellTurnActive(ctx)
 }
 
 func (s *session) stopReaders(ctx actor.Context) {
@@ -428,9 +434,14 @@ func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) 
 	}
 }
 
-// react starts and stops Interaction actors as prompts open and close.
+// react starts and stops Interaction actors as prompts open and close, and
+// tells the poller when a turn of the bound conversation starts and ends.
 func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.Event) {
 	switch ev.Type {
+	case messages.EventStatus:
+		if rec == s.core.root {
+			s.tellTurnActive(ctx)
+		}
 	case messages.EventElicitationRequest:
 		if p, ok := rec.Prompt(ev.ElicitationID); ok {
 			s.ensureInteraction(ctx, p)
@@ -440,6 +451,16 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 			s.stopChild(ctx, pid)
 			delete(s.interactions, ev.ElicitationID)
 		}
+	}
+}
+
+// tellTurnActive tells the poller whether a turn runs, when that changed.
+func (s *session) tellTurnActive(ctx actor.Context) {
+	st := s.core.root.State()
+	active := st == messages.StateRunning || st == messages.StateWaiting
+	if active != s.turnActive && s.poller != nil {
+		s.turnActive = active
+		ctx.Send(s.poller, &messages.TurnActive{Gen: s.core.gen, Active: active})
 	}
 }
 
@@ -529,7 +550,7 @@ func (s *session) release(ctx actor.Context) {
 			}
 			s.sendTurn(ctx, m, h.sender)
 		case *messages.Interrupt:
-			ctx.RequestWithCustomSender(s.turns, m, h.sender)
+			s.interrupt(ctx, m, h.sender)
 		}
 	}
 }
@@ -547,6 +568,46 @@ func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 	s.core.root.ExpectTurn(m.Text)
 	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
 	ctx.RequestWithCustomSender(s.turns, m, sender)
+}
+
+// interrupt hands an interrupt to the turn sender with the conversations
+// where agy may wait on prompts (the bound one and its subagents), each from
+// its first step that can still change: the turn sender declines them
+// first. The open prompts are the harness's to close now: agy shows them
+// declined by us.
+func (s *session) interrupt(ctx actor.Context, m *messages.Interrupt, sender *actor.PID) {
+	m.Conversations = []messages.ConversationFrom{{ConversationID: s.conv(), From: s.core.root.FirstLive()}}
+	for conv, r := range s.core.children {
+		if !s.core.childrenDone[conv] {
+			m.Conversations = append(m.Conversations, messages.ConversationFrom{ConversationID: conv, From: r.FirstLive()})
+		}
+	}
+	for _, r := range s.reconcilers() {
+		for _, p := range r.OpenPrompts() {
+			r.AnswerInFlight(p.ElicitationID, messages.ActionCancel)
+		}
+	}
+	ctx.RequestWithCustomSender(s.turns, m, sender)
+}
+
+// onInterruptDone clears the marks of prompts the interrupt did not close.
+func (s *session) onInterruptDone(_ actor.Context, m *interruptDone) {
+	for _, r := range s.reconcilers() {
+		for _, p := range r.OpenPrompts() {
+			if !slices.ContainsFunc(m.declined, func(d declinedPrompt) bool { return d.prompt.Key == p.Key }) {
+				r.AnswerInFlight(p.ElicitationID, "")
+			}
+		}
+	}
+}
+
+// reconcilers are the root's and every subagent child's.
+func (s *session) reconcilers() []*mapper.Reconciler {
+	out := []*mapper.Reconciler{s.core.root}
+	for _, r := range s.core.children {
+		out = append(out, r)
+	}
+	return out
 }
 
 func (s *session) findPrompt(id string) (*mapper.Prompt, bool) {
