@@ -72,6 +72,11 @@ type Config struct {
 	// InterruptDeadline bounds an interrupt: the cancel methods are tried
 	// in order until agy reports IDLE. Default 10s.
 	InterruptDeadline time.Duration
+	// TypedTurnTimeout is how long a turn typed into agy's terminal
+	// (Spec.Terminal) may take to show in agy's conversation as a user
+	// turn; past it the session reports an error (the turn is never typed
+	// again: it could come twice). Default 30s.
+	TypedTurnTimeout time.Duration
 	// PromptRetryWait is how long an answer waits for agy to re-open a
 	// prompt that timed out before the answer reached it. Default 2m.
 	PromptRetryWait time.Duration
@@ -110,6 +115,7 @@ func (c Config) withDefaults() Config {
 	def(&c.RestartWindow, time.Minute)
 	def(&c.InterruptDeadline, 10*time.Second)
 	def(&c.PromptRetryWait, 2*time.Minute)
+	def(&c.TypedTurnTimeout, 30*time.Second)
 	if c.RestartBudget <= 0 {
 		c.RestartBudget = 10
 	}

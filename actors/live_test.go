@@ -3,6 +3,9 @@ package actors_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,4 +109,180 @@ func TestLongConversationIsReadInWindows(t *testing.T) {
 			assert.Less(t, read, int64(history), "reads after the first start at the steps that can still change")
 		})
 	}
+}
+
+// fakeTerminal is agy's terminal for tests: typed turns go to the fake's
+// TypeTurn (a person typing in agy's terminal), keys are recorded.
+type fakeTerminal struct {
+	srv     *agytest.Server
+	swallow bool // types nothing: as agy's terminal with a dialog left open
+	mu      sync.Mutex
+	typed   []string
+	keys    [][]string
+}
+
+func (f *fakeTerminal) Type(_ context.Context, text string) error {
+	f.mu.Lock()
+	f.typed = append(f.typed, text)
+	f.mu.Unlock()
+	if f.swallow {
+		return nil
+	}
+	return f.srv.TypeTurn(text)
+}
+
+func (f *fakeTerminal) Press(_ context.Context, keys ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys = append(f.keys, keys)
+	return nil
+}
+
+func (f *fakeTerminal) pressed() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys)
+}
+
+func (f *fakeTerminal) typedTurns() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.typed)
+}
+
+// attachCold attaches to srv without waiting for an idle status (a fresh agy
+// has no conversation, so there is none).
+func attachCold(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actors.Spec) (*actors.Session, *collector) {
+	t.Helper()
+	host := actors.NewHost(cfg)
+	var ev *collector
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, host.Shutdown(ctx))
+		if ev != nil {
+			<-ev.done
+		}
+	})
+	spec.Port = srv.Port()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := host.Attach(ctx, spec)
+	require.NoError(t, err)
+	ev = collect(s.Events())
+	return s, ev
+}
+
+// A fresh agy has no conversation until the first turn is typed into its
+// terminal: attach says so and binds the one agy mints.
+func TestAttachToAFreshAgyWaitsForItsFirstConversation(t *testing.T) {
+	sc := scenario(agytest.Say("Hello, ready.", 2))
+	srv := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{})
+	waiting := ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateNoConversation })
+	assert.Empty(t, waiting.ConversationID)
+	assert.Empty(t, s.ConversationID())
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.ErrorIs(t, s.SendTurn(ctx, "hello", ""), actors.ErrNoConversation, "no terminal to type the first turn into")
+
+	require.NoError(t, srv.TypeTurn("hi from the terminal"))
+	user := ev.waitFor(t, messages.EventUserMessage, nil)
+	assert.Equal(t, messages.OriginTerminal, user.Origin)
+	assert.Equal(t, srv.ConversationID(), user.ConversationID)
+	ev.waitIdleAfter(t, user.Seq)
+	assert.Equal(t, srv.ConversationID(), s.ConversationID())
+	assert.Empty(t, ofType(ev.all(), messages.EventConversationRotated), "a first conversation is not a rotation")
+	itemsOnce(t, srv, s.ConversationID(), ev.all())
+}
+
+func TestWaitForTheFirstConversationIsBounded(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{WaitConversation: 200 * time.Millisecond})
+	ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return strings.Contains(e.Message, "no conversation") })
+	select {
+	case <-s.Done():
+	case <-time.After(waitLong):
+		t.Fatal("the session did not end")
+	}
+	require.Error(t, s.Err())
+}
+
+// An agy the harness started lists the conversations of earlier runs: the
+// session binds the one agy mints for the turn typed into its terminal,
+// never an earlier one. Later turns go over RPC; answers close agy's own
+// dialog with agy's keys.
+func TestFirstTurnTypedIntoAFreshAgyBindsTheConversationItMints(t *testing.T) {
+	sc := &agytest.Scenario{Turns: []agytest.TurnScript{
+		{Match: "deploy", Actions: []agytest.Action{
+			agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "ok\n", NeedsApproval: true}),
+			agytest.Ask(agytest.QuestionSpec{Question: "Tag it?", Options: []string{"yes", "no"}}),
+			agytest.Say("Deployed.", 1)}},
+		{Actions: []agytest.Action{agytest.Say("Hello, ready.", 2)}},
+	}}
+	srv := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond, EarlierRuns: 2})
+	earlier := srv.Conversations()
+	term := &fakeTerminal{srv: srv}
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{NewConversation: true, Terminal: term})
+	ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateNoConversation })
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	user := ev.waitFor(t, messages.EventUserMessage, nil)
+	assert.Equal(t, messages.OriginHarness, user.Origin, "the harness typed it")
+	assert.NotContains(t, earlier, user.ConversationID, "never a conversation of an earlier run")
+	ev.waitIdleAfter(t, user.Seq)
+	assert.Equal(t, []string{"hello"}, term.typedTurns())
+
+	// The next turn goes over RPC; its prompts are answered and closed in
+	// agy's terminal with agy's keys.
+	require.NoError(t, s.SendTurn(ctx, "deploy it", ""))
+	perm := ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Kind == messages.KindPermission })
+	require.NoError(t, s.Resolve(ctx, messages.Resolve{ElicitationID: perm.ElicitationID, Action: messages.ActionAccept}))
+	q := ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Kind == messages.KindQuestion })
+	require.NoError(t, s.Resolve(ctx, messages.Resolve{ElicitationID: q.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{SelectedOptionIDs: []string{"2"}}}}))
+	ev.waitIdleAfter(t, q.Seq)
+	assert.Equal(t, []string{"hello"}, term.typedTurns(), "turns after the first went over RPC")
+	require.Eventually(t, func() bool { return len(term.pressed()) == 2 }, waitLong, time.Millisecond)
+	assert.Equal(t, [][]string{{"1", "Enter"}, {"2", "Enter"}}, term.pressed())
+	itemsOnce(t, srv, s.ConversationID(), ev.all())
+}
+
+// With TurnsTUI every turn is typed; an interrupt while a question is open
+// declines it and closes agy's dialog with Escape.
+func TestTurnsTypedIntoTheTerminalAndAnInterruptClosesTheDialog(t *testing.T) {
+	sc := scenario(agytest.Ask(agytest.QuestionSpec{Question: "Which one?", Options: []string{"a", "b"}}), agytest.Say("Done.", 1))
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	term := &fakeTerminal{srv: srv}
+	r := newRigOn(t, srv, actors.Spec{Terminal: term, Turns: actors.TurnsTUI})
+	seq := r.turn("pick one")
+	q := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+	user := r.ev.waitFor(t, messages.EventUserMessage, func(e *messages.Event) bool { return e.Seq > seq })
+	assert.Equal(t, messages.OriginHarness, user.Origin)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(e *messages.Event) bool { return e.ElicitationID == q.ElicitationID })
+	assert.Equal(t, messages.ActionCancel, res.Action)
+	require.Eventually(t, func() bool { return len(term.pressed()) == 1 }, waitLong, time.Millisecond)
+	assert.Equal(t, [][]string{{"Escape"}}, term.pressed())
+	assert.Equal(t, []string{"pick one"}, term.typedTurns())
+}
+
+// A typed turn that never shows in agy's conversation is an error event,
+// and is never typed a second time.
+func TestTypedTurnThatNeverShowsIsAnError(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	term := &fakeTerminal{srv: srv, swallow: true}
+	cfg := testConfig()
+	cfg.TypedTurnTimeout = 200 * time.Millisecond
+	s, ev := attachCold(t, cfg, srv, actors.Spec{NewConversation: true, Terminal: term})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	e := ev.waitFor(t, messages.EventError, nil)
+	assert.Contains(t, e.Message, "did not show in agy's conversation")
+	assert.Equal(t, []string{"hello"}, term.typedTurns(), "typed once")
 }

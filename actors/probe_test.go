@@ -310,7 +310,9 @@ func startRotationWatcher(t *testing.T, interval time.Duration, streaming func()
 	cfg := testCfg()
 	cfg.RotationInterval = interval
 	from := srv.ConversationID()
-	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg, streaming) })
+	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newRotationWatcher(client, from, cfg, 9, wg, streaming, time.Time{})
+	})
 }
 
 func TestRotationWatcherReportsClearOnce(t *testing.T) {
