@@ -47,8 +47,8 @@ type session struct {
 	openCalls []string          // tool calls without output, oldest first
 	calls     map[string]bool   // tool calls announced to the client
 
-	mu      sync.Mutex
-	turn    *turn
+	mu   sync.Mutex
+	turn *turn
 	// stopped: the client's turn was stopped (session/cancel, or a question
 	// it could not show). agy may still say something between our decline
 	// of its prompt and the cancel: that is not shown, up to the next turn.
