@@ -31,6 +31,7 @@ import (
 // normal state to wait out, not a crash.
 type discovery struct {
 	spec  Spec
+	pin   []byte // the certificate of spec.Port bound before (nil: none yet)
 	onErr func(method string, err error) // the session's RPC error counter
 	conv  string
 	cfg   Config
@@ -56,8 +57,8 @@ type probeRound struct {
 // probeAgain is sent by discovery to itself when the backoff has elapsed.
 type probeAgain struct{}
 
-func newDiscovery(spec Spec, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, onErr func(string, error)) actor.Actor {
-	return &discovery{spec: spec, conv: conv, cfg: cfg, gen: gen, wg: wg, onErr: onErr}
+func newDiscovery(spec Spec, conv string, pin []byte, cfg Config, gen messages.Gen, wg *sync.WaitGroup, onErr func(string, error)) actor.Actor {
+	return &discovery{spec: spec, conv: conv, pin: pin, cfg: cfg, gen: gen, wg: wg, onErr: onErr}
 }
 
 // Receive runs rounds of probing until a port is found.
@@ -97,9 +98,9 @@ func (d *discovery) Receive(ctx actor.Context) {
 }
 
 func (d *discovery) round(ctx actor.Context) {
-	self, spec, conv, onErr, timeout := ctx.Self(), d.spec, d.conv, d.onErr, d.probeTimeout
+	self, spec, conv, pin, onErr, timeout := ctx.Self(), d.spec, d.conv, d.pin, d.onErr, d.probeTimeout
 	d.t.run(func(c context.Context) {
-		found, err := discoverOnce(c, spec, conv, onErr, timeout)
+		found, err := discoverOnce(c, spec, conv, pin, onErr, timeout)
 		d.t.send(self, &probeRound{found: found, err: err})
 	})
 }
@@ -110,47 +111,137 @@ const probeParallel = 8
 
 // discoverOnce probes every candidate port once, several at a time, and
 // returns the first that hosts conv (or, conv empty, the port's most
-// recently active root conversation). The client it returns reports its
-// failures to onErr. Its probe goroutines end before it returns.
-func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string, error), probeTimeout time.Duration) (*messages.PortFound, error) {
+// recently active root conversation, or none yet). The client it returns
+// reports its failures to onErr. Its probe goroutines end before it
+// returns.
+//
+// What is trusted, before any request carries the CSRF token or a turn:
+//   - spec.Port: the port the user named. Once bound, only the certificate
+//     the session first bound there (pin) is: another process that takes
+//     the port after agy left fails the TLS handshake.
+//   - spec.PID: a port whose listening socket belongs to agy's process tree
+//     (the kernel's socket table), the port agy logged (spec.LogFile) and
+//     the one in agy's environment (ANTIGRAVITY_LS_ADDRESS) included.
+//   - spec.LogFile alone: the port agy last logged (the log is the user's).
+//   - a PID whose listeners cannot be tied to it (a restricted /proc): every
+//     loopback listener that answers as a language server hosting the
+//     conversation, probed without the token.
+func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr func(string, error), probeTimeout time.Duration) (*messages.PortFound, error) {
 	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
 		return nil, fmt.Errorf("%w: host %q is not loopback", errBadConfig, spec.Host)
 	}
-	cfg := rpc.Config{Host: spec.Host, CSRFToken: spec.CSRFToken, ProbeTimeout: probeTimeout}
+	token := spec.CSRFToken
+	if token == "" && spec.PID > 0 {
+		token = rpc.CSRFTokenFromCmdline(spec.PID) // agy's own --csrf_token
+	}
+	cfg := rpc.Config{Host: spec.Host, CSRFToken: token, ProbeTimeout: probeTimeout}
+	newOnly := spec.NewConversation
+	if spec.Port > 0 {
+		c := cfg
+		c.Pin = pin
+		return probeAll(ctx, c, []int{spec.Port}, conv, newOnly, onErr)
+	}
+	var owned []int // agy's process tree's loopback listeners
+	if spec.PID > 0 {
+		var err error
+		if owned, err = candidatePorts(spec); err != nil {
+			return nil, err
+		}
+	}
 	var errs []error
-	// The port agy last logged is tried alone first: cheap, and right
-	// unless the log is stale.
-	hint := 0
-	if spec.Port <= 0 && spec.LogFile != "" {
+	// The port agy last logged, and the one in its environment, are tried
+	// alone first: cheap, and right unless stale.
+	var hints []int
+	if spec.LogFile != "" {
 		p, ok, err := rpc.PortFromLogFile(spec.LogFile)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("log file: %w", err))
 		case ok:
-			hint = p
-			if found, err := probeAll(ctx, cfg, []int{p}, conv, spec.NewConversation, onErr); err == nil {
-				return found, nil
-			} else {
-				errs = append(errs, err)
-			}
-		}
-		if spec.PID <= 0 {
-			return nil, errors.Join(append(errs, errors.New("no port in agy's log file works"))...)
+			hints = append(hints, p)
 		}
 	}
-	ports, err := candidatePorts(spec)
-	if err != nil {
-		return nil, errors.Join(append(errs, err)...)
+	if spec.PID > 0 {
+		if _, p, ok := rpc.AddressFromProcess(spec.PID); ok && !slices.Contains(hints, p) {
+			hints = append(hints, p)
+		}
 	}
-	ports = slices.DeleteFunc(ports, func(p int) bool { return p == hint })
+	for _, p := range hints {
+		if spec.PID > 0 && len(owned) > 0 && !slices.Contains(owned, p) {
+			errs = append(errs, fmt.Errorf("port %d (agy's log or environment) is not a listener of process %d or its descendants: not probed", p, spec.PID))
+			continue
+		}
+		if spec.PID > 0 && len(owned) == 0 {
+			continue // tried with the fallback below
+		}
+		found, err := probeAll(ctx, cfg, []int{p}, conv, newOnly, onErr)
+		if err == nil {
+			return found, nil
+		}
+		errs = append(errs, err)
+	}
+	if spec.PID <= 0 {
+		return nil, errors.Join(append(errs, errors.New("no port in agy's log file works"))...)
+	}
+	if len(owned) == 0 {
+		found, err := probeUnowned(ctx, cfg, hints, spec.PID, conv, newOnly, onErr)
+		if err != nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
+		return found, nil
+	}
+	ports := slices.DeleteFunc(owned, func(p int) bool { return slices.Contains(hints, p) })
 	if len(ports) == 0 {
-		return nil, errors.Join(append(errs, fmt.Errorf("no loopback listener found for pid %d", spec.PID))...)
+		return nil, errors.Join(errs...)
 	}
-	found, err := probeAll(ctx, cfg, ports, conv, spec.NewConversation, onErr)
+	found, err := probeAll(ctx, cfg, ports, conv, newOnly, onErr)
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...)
 	}
 	return found, nil
+}
+
+// maxUnownedProbes bounds the loopback listeners probed when agy's own
+// cannot be tied to its process.
+const maxUnownedProbes = 32
+
+// probeUnowned is discovery's last resort for a live process whose
+// listeners cannot be tied to it (a restricted /proc in a container, or a
+// language server whose socket agy's process does not hold): the machine's
+// loopback listeners (hints first), each a language server only if it
+// answers Heartbeat, and agy's only if it hosts conv. Without conv, exactly
+// one language server must answer. The CSRF token is never sent to a port
+// not known to be agy's: with a token the fallback is refused.
+func probeUnowned(ctx context.Context, cfg rpc.Config, hints []int, pid int, conv string, newOnly bool, onErr func(string, error)) (*messages.PortFound, error) {
+	if !rpc.ProcessAlive(pid) {
+		return nil, fmt.Errorf("process %d is gone", pid)
+	}
+	if cfg.CSRFToken != "" {
+		return nil, fmt.Errorf("no loopback listener is tied to process %d (a restricted /proc?), and its CSRF token goes only to a port known to be agy's: attach with --port", pid)
+	}
+	ports := append(slices.Clone(hints), rpc.LoopbackListeners(maxUnownedProbes)...)
+	slices.Sort(ports)
+	ports = slices.Compact(ports)
+	if conv != "" {
+		found, err := probeAll(ctx, cfg, ports, conv, newOnly, onErr)
+		if err != nil {
+			return nil, fmt.Errorf("no loopback listener is tied to process %d, and none hosts conversation %s: %w", pid, conv, err)
+		}
+		return found, nil
+	}
+	var servers []int
+	for _, p := range ports {
+		if ok, _ := rpc.Probe(ctx, rpc.Config{Host: cfg.Host, Port: p, ProbeTimeout: cfg.ProbeTimeout}, ""); ok {
+			servers = append(servers, p)
+		}
+	}
+	switch len(servers) {
+	case 0:
+		return nil, fmt.Errorf("no loopback listener is tied to process %d, and none answers as a language server", pid)
+	case 1:
+		return probeAll(ctx, cfg, servers, conv, newOnly, onErr)
+	}
+	return nil, fmt.Errorf("no loopback listener is tied to process %d, and %d language servers answer (ports %v): name the conversation or the port", pid, len(servers), servers)
 }
 
 // probeAll probes ports, probeParallel at a time, and returns the first that

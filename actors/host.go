@@ -169,11 +169,13 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	case <-core.bound:
 		return s, nil
 	case <-core.done:
+		s.events.Close() // nobody will read the events of a session never returned
 		h.forget(spec.SessionID)
 		return nil, fmt.Errorf("actors: attach: %w", core.Err())
 	case <-ctx.Done():
 		last := core.lastError()
 		_ = s.Detach(context.Background())
+		s.events.Close()
 		h.forget(spec.SessionID)
 		if last != nil {
 			return nil, fmt.Errorf("actors: attach: %w (last discovery error: %v)", ctx.Err(), last)

@@ -92,7 +92,7 @@ func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "", cfg, 7, wg, nil)
+		return newDiscovery(Spec{Port: srv.Port()}, "", nil, cfg, 7, wg, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
 	defer found.Client.Close()
@@ -106,7 +106,7 @@ func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "not-a-conversation-here", cfg, 1, wg, nil)
+		return newDiscovery(Spec{Port: srv.Port()}, "not-a-conversation-here", nil, cfg, 1, wg, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
 	require.Error(t, stalled.Err)
@@ -117,7 +117,7 @@ func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: 1}, "", cfg, 1, wg, nil)
+		return newDiscovery(Spec{Port: 1}, "", nil, cfg, 1, wg, nil)
 	})
 	first := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, first.Err, rpc.ErrPortGone)
@@ -177,7 +177,7 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(log, []byte(line(1)+line(srv.Port())), 0o600))
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), cfg, 1, wg, nil)
+		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), nil, cfg, 1, wg, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
 	defer found.Client.Close()
@@ -186,7 +186,7 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	// A stale log falls back to the PID scan.
 	require.NoError(t, os.WriteFile(log, []byte(line(1)), 0o600))
 	r2 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log, PID: os.Getpid()}, srv.ConversationID(), cfg, 2, wg, nil)
+		return newDiscovery(Spec{LogFile: log, PID: os.Getpid()}, srv.ConversationID(), nil, cfg, 2, wg, nil)
 	})
 	found2 := expect[*messages.PortFound](r2, nil)
 	defer found2.Client.Close()
@@ -195,7 +195,7 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	// Only a log, and it is stale: a clear error each round.
 	cfg.GiveUpAfter = 50 * time.Millisecond
 	r3 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), cfg, 3, wg, nil)
+		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), nil, cfg, 3, wg, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r3, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
 	require.ErrorContains(t, stalled.Err, "log file")
@@ -355,7 +355,7 @@ func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, srv.ConversationID(), cfg, 1, wg, nil)
+		return newDiscovery(Spec{Port: srv.Port()}, srv.ConversationID(), nil, cfg, 1, wg, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, stalled.Err, context.DeadlineExceeded)

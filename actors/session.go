@@ -51,6 +51,7 @@ type session struct {
 
 	lostSince    time.Time
 	lostReported bool
+	certReported bool // told the driver that the named port presents another certificate
 
 	// held are turns and interrupts that arrived while no port was bound;
 	// they go out once one is (or are dropped past their deadline).
@@ -63,12 +64,21 @@ type session struct {
 	// turns in its conversation; each is checked TypedTurnTimeout after.
 	typed     []typedTurn
 	typedNext int
-	// answers are the resolves on their way to agy, by elicitation id: the
-	// keys that close agy's dialog depend on them.
-	answers map[string]messages.Resolve
+	// answers are the answers on their way to agy, by elicitation id: the
+	// keys that close agy's dialog depend on them (agy may show the prompt
+	// answered, and the reconciler close it, before delivery is confirmed).
+	answers map[string]answerOnItsWay
 	// noConvSince is when the session found agy without a conversation
 	// (zero once it has one).
 	noConvSince time.Time
+}
+
+// answerOnItsWay is an answer being delivered, with its prompt as it was
+// answered.
+type answerOnItsWay struct {
+	prompt  mapper.Prompt
+	resolve messages.Resolve
+	root    bool // a prompt of the bound conversation (not a subagent's)
 }
 
 // typedTurn is a turn typed into agy's terminal, expected back as a user
@@ -116,7 +126,7 @@ func newSession(core *sessionCore) actor.Actor {
 		interactions: make(map[string]*actor.PID),
 		subagents:    make(map[string]*actor.PID),
 		kinds:        make(map[string]string),
-		answers:      make(map[string]messages.Resolve),
+		answers:      make(map[string]answerOnItsWay),
 	}
 }
 
@@ -258,8 +268,9 @@ func (s *session) bindConversation(conv string) {
 
 func (s *session) startDiscovery(ctx actor.Context) {
 	s.core.gen++
+	pin := s.core.pin
 	props := actor.PropsFromProducer(func() actor.Actor {
-		return newDiscovery(s.core.spec, s.conv(), s.cfg, s.core.gen, s.core.wg, s.core.countRPCError)
+		return newDiscovery(s.core.spec, s.conv(), pin, s.cfg, s.core.gen, s.core.wg, s.core.countRPCError)
 	})
 	s.discovery = s.spawn(ctx, props, "discovery")
 }
@@ -287,6 +298,10 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	s.discovery = nil
 	s.closeClient()
 	s.client = m.Client
+	if s.core.spec.Port > 0 && s.core.pin == nil {
+		// The port the user named: from now on only this certificate is agy's.
+		s.core.pin = m.Client.Pinned()
+	}
 	s.bindConversation(m.ConversationID)
 	if s.core.everBound {
 		s.core.mu.Lock()
@@ -387,6 +402,11 @@ func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoverySta
 		return
 	}
 	s.core.setLastError(m.Err)
+	if errors.Is(m.Err, rpc.ErrCertificateChanged) && !s.certReported {
+		s.certReported = true
+		s.publishError(ctx, fmt.Sprintf("port %d now presents another certificate than the agy this session bound: "+
+			"another process holds it; nothing (no token, no turn) is sent to it", s.core.spec.Port), false)
+	}
 	if s.lostSince.IsZero() {
 		s.lostSince = time.Now()
 	}
@@ -538,6 +558,9 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 			s.ensureInteraction(ctx, p)
 		}
 	case messages.EventElicitationResolved:
+		if ev.By == messages.ByHarness {
+			s.answered(ctx, ev.ElicitationID) // agy shows our answer before its delivery is confirmed
+		}
 		if pid, ok := s.interactions[ev.ElicitationID]; ok {
 			s.stopChild(ctx, pid)
 			delete(s.interactions, ev.ElicitationID)
@@ -718,6 +741,17 @@ func trimForError(s string) string {
 	return s
 }
 
+// answered closes agy's dialog of a prompt our answer reached, once:
+// whichever comes first of the delivery's confirmation and agy showing it.
+func (s *session) answered(ctx actor.Context, elicitationID string) {
+	if a, ok := s.answers[elicitationID]; ok {
+		delete(s.answers, elicitationID)
+		if a.root {
+			s.closeDialog(ctx, &a.prompt, a.resolve)
+		}
+	}
+}
+
 // closeDialog presses the keys that close agy's own dialog for a prompt of
 // the bound conversation answered over RPC (Spec.CloseKeys, else agy's).
 // agy keeps its dialog open after an RPC answer, and a turn typed next
@@ -820,8 +854,9 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	if !ok {
 		return ErrNotBound
 	}
-	s.reconcilerOf(r.ElicitationID).AnswerInFlight(r.ElicitationID, r.Action)
-	s.answers[r.ElicitationID] = r
+	rec := s.reconcilerOf(r.ElicitationID)
+	rec.AnswerInFlight(r.ElicitationID, r.Action)
+	s.answers[r.ElicitationID] = answerOnItsWay{prompt: *p, resolve: r, root: rec == s.core.root}
 	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, time.Now())
 	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.core.gen, Resolve: r})
 	return nil
@@ -842,12 +877,8 @@ func (s *session) reconcilerOf(elicitationID string) *mapper.Reconciler {
 func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
 	t := time.Now()
 	s.record("resolved", s.conv(), answerRecord{ElicitationID: m.ElicitationID, Action: m.Action, StepIndex: &m.StepIndex}, t)
-	rec := s.reconcilerOf(m.ElicitationID)
-	if p, open := rec.Prompt(m.ElicitationID); open && rec == s.core.root {
-		s.closeDialog(ctx, p, s.answers[m.ElicitationID])
-	}
-	delete(s.answers, m.ElicitationID)
-	if ev, ok := rec.MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
+	s.answered(ctx, m.ElicitationID)
+	if ev, ok := s.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
 		s.publish(&ev)
 	}
 	if pid, ok := s.interactions[m.ElicitationID]; ok {

@@ -245,6 +245,7 @@ type sessionCore struct {
 	orphans      map[string]bool               // children of a root left by a rotation
 	gen          messages.Gen
 	everBound    bool
+	pin          []byte // the certificate first bound on Spec.Port
 
 	mu             sync.Mutex
 	pid            *actor.PID

@@ -91,6 +91,7 @@ func (a *subagent) read(ctx actor.Context) {
 	a.busy = true
 	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
 	a.t.run(func(c context.Context) {
+		a.window.forGen(gen)
 		snap, err := readSnapshot(c, client, a.conv, true, &a.window)
 		if err == nil {
 			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: time.Now()})

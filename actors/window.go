@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 )
 
@@ -18,7 +19,8 @@ import (
 //
 // It is owned by one reader, and its reads run one at a time.
 type trajectoryWindow struct {
-	offset int        // trajectory index the last read started at
+	gen    messages.Gen // the generation the reads were made for
+	offset int          // trajectory index the last read started at
 	last   []rpc.Step // the last read's steps (from offset), for the next read to reuse
 	limit  int        // the longest answer seen cut short by agy (0: none yet)
 }
@@ -26,6 +28,15 @@ type trajectoryWindow struct {
 // maxWindows bounds the answers of one read: a trajectory of a million
 // steps at agy's reported cap.
 const maxWindows = 2000
+
+// forGen readies the window for a read made for gen: reads made for an
+// earlier generation were dropped by the session, so what they read is not
+// known there, and the next read starts over.
+func (w *trajectoryWindow) forGen(gen messages.Gen) {
+	if w.gen != gen {
+		*w = trajectoryWindow{gen: gen, limit: w.limit}
+	}
+}
 
 // from is where the next read starts: the first step of the last read that
 // is not terminal (it can still change), else its last step (read again,

@@ -30,6 +30,12 @@ type Config struct {
 	// CSRFToken, when set, is sent on every call as x-codeium-csrf-token.
 	// It never appears in errors or logs.
 	CSRFToken string
+	// Pin is the certificate (DER) the server must present: the one a
+	// session first bound on this port, when it binds the port again. A
+	// server with another certificate fails the TLS handshake with
+	// ErrCertificateChanged, before any request (and so the CSRF token or a
+	// turn) is sent. Nil pins the first certificate seen.
+	Pin []byte
 	// MaxMessageSize bounds one stream envelope and one unary response
 	// body: DefaultMaxMessageSize (16 MiB) when zero.
 	MaxMessageSize int
@@ -98,6 +104,7 @@ func NewClient(cfg Config) (*Client, error) {
 	c := &Client{
 		cfg:     cfg,
 		baseURL: "https://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)) + "/" + Service + "/",
+		pin:     bytes.Clone(cfg.Pin),
 	}
 	tlsConfig := &tls.Config{
 		// Safe only because the host is loopback; the certificate is pinned
@@ -143,7 +150,16 @@ func (c *Client) Port() int { return c.cfg.Port }
 // interrupted (cancel their contexts); the client stays usable.
 func (c *Client) Close() { c.transport.CloseIdleConnections() }
 
-// verifyConnection pins the first leaf certificate seen on the port.
+// Pinned returns the certificate (DER) the client has pinned: Config.Pin,
+// else the first one the server presented (nil before any connection).
+func (c *Client) Pinned() []byte {
+	c.pinMu.Lock()
+	defer c.pinMu.Unlock()
+	return bytes.Clone(c.pin)
+}
+
+// verifyConnection pins the first leaf certificate seen on the port (or
+// checks Config.Pin).
 func (c *Client) verifyConnection(cs tls.ConnectionState) error {
 	if len(cs.PeerCertificates) == 0 {
 		return fmt.Errorf("%w: server presented no certificate", ErrProtocol)

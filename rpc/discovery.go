@@ -112,8 +112,41 @@ func socketInodes(pid int, into map[uint64]bool) {
 // tcpListen is the kernel's TCP_LISTEN state as /proc/net/tcp prints it.
 const tcpListen = "0A"
 
+// LoopbackListeners lists the TCP ports listening on a loopback address on
+// this machine, whoever owns them, sorted, at most max of them: the last
+// resort of discovery where agy's listeners cannot be tied to its process
+// (a restricted /proc, or a language server whose socket agy's process does
+// not hold). Linux only; nil elsewhere.
+func LoopbackListeners(max int) []int {
+	var ports []int
+	for _, name := range []string{"tcp", "tcp6"} {
+		f, err := os.Open(filepath.Join(procRoot, "net", name))
+		if err != nil {
+			continue
+		}
+		ports = append(ports, parseProcNetTCP(f, nil)...)
+		f.Close()
+	}
+	slices.Sort(ports)
+	ports = slices.Compact(ports)
+	if len(ports) > max {
+		ports = ports[:max]
+	}
+	return ports
+}
+
+// ProcessAlive reports whether pid names a process (Linux: /proc/<pid>
+// exists; elsewhere: assumed).
+func ProcessAlive(pid int) bool {
+	if _, err := os.Stat(filepath.Join(procRoot, "self")); err != nil {
+		return true
+	}
+	_, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid)))
+	return err == nil
+}
+
 // parseProcNetTCP returns the ports of rows in r (a /proc/net/tcp or tcp6
-// table) that are listening on loopback with an inode in inodes.
+// table) that are listening on loopback with an inode in inodes (nil: any).
 func parseProcNetTCP(r io.Reader, inodes map[uint64]bool) []int {
 	var ports []int
 	sc := bufio.NewScanner(r)
@@ -125,7 +158,7 @@ func parseProcNetTCP(r io.Reader, inodes map[uint64]bool) []int {
 			continue
 		}
 		ino, err := strconv.ParseUint(f[9], 10, 64)
-		if err != nil || !inodes[ino] {
+		if err != nil || (inodes != nil && !inodes[ino]) {
 			continue
 		}
 		ip, port, ok := parseProcAddr(f[1])
@@ -302,14 +335,40 @@ func ParseAddress(s string) (host string, port int, err error) {
 }
 
 // CSRFTokenFromCmdline returns the value of --csrf_token (as "--csrf_token X"
-// or "--csrf_token=X", one or two dashes) on pid's command line, or "" when
-// there is none or the command line cannot be read (Linux only).
+// or "--csrf_token=X", one or two dashes) on the command line of pid or of
+// one of its descendants (agy under a terminal pane's shell), or "" when
+// there is none or the command lines cannot be read (Linux only).
 func CSRFTokenFromCmdline(pid int) string {
-	data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
-	if err != nil {
-		return ""
+	for _, p := range processTree(pid) {
+		data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(p), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if tok := csrfTokenFromArgs(strings.Split(string(bytes.TrimRight(data, "\x00")), "\x00")); tok != "" {
+			return tok
+		}
 	}
-	return csrfTokenFromArgs(strings.Split(string(bytes.TrimRight(data, "\x00")), "\x00"))
+	return ""
+}
+
+// AddressFromProcess reads ANTIGRAVITY_LS_ADDRESS from the environment of
+// pid or of one of its descendants (ParseAddress), where agy's language
+// server may announce itself. ok is false when none has it (Linux only).
+func AddressFromProcess(pid int) (host string, port int, ok bool) {
+	for _, p := range processTree(pid) {
+		data, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(p), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(data), "\x00") {
+			if v, found := strings.CutPrefix(kv, EnvAddress+"="); found {
+				if host, port, err := ParseAddress(v); err == nil {
+					return host, port, true
+				}
+			}
+		}
+	}
+	return "", 0, false
 }
 
 func csrfTokenFromArgs(args []string) string {
