@@ -31,7 +31,7 @@ import (
 // normal state to wait out, not a crash.
 type discovery struct {
 	spec  Spec
-	pin   []byte // the certificate of spec.Port bound before (nil: none yet)
+	pin   []byte                         // the certificate of spec.Port bound before (nil: none yet)
 	onErr func(method string, err error) // the session's RPC error counter
 	conv  string
 	cfg   Config

@@ -21,8 +21,8 @@ import (
 type trajectoryWindow struct {
 	gen    messages.Gen // the generation the reads were made for
 	offset int          // trajectory index the last read started at
-	last   []rpc.Step // the last read's steps (from offset), for the next read to reuse
-	limit  int        // the longest answer seen cut short by agy (0: none yet)
+	last   []rpc.Step   // the last read's steps (from offset), for the next read to reuse
+	limit  int          // the longest answer seen cut short by agy (0: none yet)
 }
 
 // maxWindows bounds the answers of one read: a trajectory of a million
