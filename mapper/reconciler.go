@@ -78,6 +78,8 @@ type slot struct {
 	// tool steps
 	callID               string
 	callDone, outputDone bool
+	kind                 string  // the call's tool kind, repeated on its output
+	out                  emitted // the live output emitted so far
 
 	prompt *promptState // the prompt this step asked, if any
 }
@@ -218,10 +220,10 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		// Not conversation items.
 	default:
 		if isTool(s) {
-			r.tool(index, s, st)
+			r.tool(index, s, st, first)
 			return
 		}
-		if !r.unknown[s.Type] {
+		if rowOf(s.Type).role == roleUnknown && !r.unknown[s.Type] {
 			r.unknown[s.Type] = true
 			e := r.event(messages.EventUnknownStep, r.cfg.ConversationID+"/unknown/"+string(s.Type))
 			e.StepType = string(s.Type)
