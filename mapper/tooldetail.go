@@ -125,14 +125,14 @@ func runCommandResult(v stepView, d *resultDetail) {
 }
 
 type commandStatusBody struct {
-	CommandID string     `json:"commandId"`
-	Status    string     `json:"status"`
-	Combined  string     `json:"combined"`
-	Stdout    string     `json:"stdout"`
-	Stderr    string     `json:"stderr"`
-	ExitCode  rpc.Int    `json:"exitCode"`
-	Error     *struct{}  `json:"error"`
-	Wait      rpc.Int    `json:"waitDurationSeconds"`
+	CommandID string    `json:"commandId"`
+	Status    string    `json:"status"`
+	Combined  string    `json:"combined"`
+	Stdout    string    `json:"stdout"`
+	Stderr    string    `json:"stderr"`
+	ExitCode  rpc.Int   `json:"exitCode"`
+	Error     *struct{} `json:"error"`
+	Wait      rpc.Int   `json:"waitDurationSeconds"`
 }
 
 func commandStatusCall(v stepView, d *callDetail) {
@@ -169,12 +169,12 @@ func commandStatusResult(v stepView, d *resultDetail) {
 }
 
 type sendCommandInputBody struct {
-	CommandID string             `json:"commandId"`
-	Input     string             `json:"input"`
-	Terminate bool               `json:"terminate"`
+	CommandID string              `json:"commandId"`
+	Input     string              `json:"input"`
+	Terminate bool                `json:"terminate"`
 	Output    *rpc.CombinedOutput `json:"output"`
-	Running   bool               `json:"running"`
-	ExitCode  rpc.Int            `json:"exitCode"`
+	Running   bool                `json:"running"`
+	ExitCode  rpc.Int             `json:"exitCode"`
 }
 
 func sendCommandInputCall(v stepView, d *callDetail) {
@@ -1016,8 +1016,8 @@ func queryCall(prefix string) func(stepView, *callDetail) {
 			Query string `json:"query"`
 		}
 		if !v.decode(&b) {
-		return
-	}
+			return
+		}
 		d.title = prefix + strconv.Quote(b.Query)
 	}
 }
@@ -1409,7 +1409,14 @@ func notifyUserResult(v stepView, d *resultDetail) {
 }
 
 func askQuestionCall(v stepView, d *callDetail) {
-	if qs := questionsOf(v.s); len(qs) > 0 {
+	var qs []rpc.Question
+	if aq := v.s.AskQuestion; aq != nil {
+		qs = aq.Questions
+	}
+	if ri := v.s.RequestedInteraction; len(qs) == 0 && ri != nil && ri.AskQuestion != nil {
+		qs = ri.AskQuestion.Questions
+	}
+	if len(qs) > 0 {
 		d.title = "Question: " + qs[0].Question
 	}
 }

@@ -89,10 +89,35 @@ func callDetailOf(row stepRow, v stepView) callDetail {
 	if d.title == "" {
 		d.title = d.name
 	}
-	if s.Type == rpc.StepRunCommand || d.arguments == "" || (s.Metadata.ToolCall != nil && s.Metadata.ToolCall.ArgumentsJSON != "") {
+	switch {
+	case s.Type == rpc.StepRunCommand || (s.Metadata.ToolCall != nil && s.Metadata.ToolCall.ArgumentsJSON != ""):
+		d.arguments = toolArguments(s)
+	case d.arguments == "" && row.args != nil:
+		d.arguments = members(v.body, row.args)
+	case d.arguments == "":
 		d.arguments = toolArguments(s)
 	}
 	return d
+}
+
+// members is the JSON object of body's members named in names ("{}" when
+// there are none).
+func members(body json.RawMessage, names []string) string {
+	var all map[string]json.RawMessage
+	if json.Unmarshal(body, &all) != nil {
+		return "{}"
+	}
+	picked := make(map[string]json.RawMessage, len(names))
+	for _, n := range names {
+		if m, ok := all[n]; ok {
+			picked[n] = m
+		}
+	}
+	b, err := json.Marshal(picked)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
 }
 
 // callID is toolCall.id, or (for copies without it) one derived from the
