@@ -342,6 +342,7 @@ func (c *sessionCore) eventOf(e *logEntry) *messages.Event {
 func deltaOnly(ev *messages.Event) bool {
 	return ev.State == "" && ev.Text == "" && ev.Origin == "" && ev.Role == "" && ev.Snapshot == "" &&
 		ev.CallID == "" && ev.Name == "" && ev.Arguments == "" && ev.Output == "" && ev.ExitCode == nil &&
+		ev.Title == "" && ev.Locations == nil && ev.Diffs == nil && ev.Hits == nil && ev.HitCount == nil && ev.URL == "" &&
 		ev.ElicitationID == "" && ev.Kind == "" && ev.Questions == nil && ev.Command == nil && ev.Resource == nil &&
 		ev.Action == "" && ev.By == "" && ev.DeliveredStepIndex == nil &&
 		ev.Model == "" && ev.InputTokens == nil && ev.OutputTokens == nil && ev.ThinkingTokens == nil &&

@@ -260,7 +260,7 @@ func orderContext(evs []*messages.Event, steps []rpc.Step, conv string, lo, hi i
 		switch {
 		case ev.Type == messages.EventStatus:
 			fmt.Fprintf(&b, "\n      %d status %s", ev.Seq, ev.State)
-		case ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta:
+		case ev.Type.Delta():
 			if names(ev) {
 				fmt.Fprintf(&b, "\n      %d %s id=%s", ev.Seq, ev.Type, ev.ID)
 			}
