@@ -67,3 +67,27 @@ func TestUnknownStepWithoutToolActionIsReportedOnce(t *testing.T) {
 	require.Equal(t, []string{"unknown_step"}, types(evs))
 	assert.Equal(t, "CORTEX_STEP_TYPE_FUTURE_NOTE", evs[0].StepType)
 }
+
+// TestBackgroundCommandHasNoExitCode: a command agy sent to the background
+// (it has a commandId and no exitCode yet) ends its step without an exit
+// code; the command_status step that follows it carries one.
+func TestBackgroundCommandHasNoExitCode(t *testing.T) {
+	bg := stepOf(t, rpc.StepRunCommand, rpc.StatusDone, "", `"runCommand":{"commandLine":"make","commandId":"c1","combinedOutput":{"full":"building\n"}}`)
+	ended := stepOf(t, rpc.StepRunCommand, rpc.StatusDone, "", `"runCommand":{"commandLine":"make","commandId":"c1","exitCode":0,"combinedOutput":{"full":"built\n"}}`)
+	evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{bg, ended}, "", at(0)))
+	require.Equal(t, []string{"function_call", "function_call_output", "function_call", "function_call_output"}, types(evs))
+	assert.Nil(t, evs[1].ExitCode)
+	require.NotNil(t, evs[3].ExitCode)
+	assert.Equal(t, 0, *evs[3].ExitCode)
+}
+
+// TestDeniedToolSaysSo: a tool step whose permission was denied ends DONE
+// without running: its output says so, whatever its body.
+func TestDeniedToolSaysSo(t *testing.T) {
+	s := stepOf(t, rpc.StepCodeAction, rpc.StatusDone, "", `"codeAction":{"actionSpec":{"command":{"replacementChunks":[{"targetContent":"a","replacementContent":"b"}],"file":{"absoluteUri":"file:///w/x.go"}}}},`+
+		`"requestedInteraction":{"permission":{"resource":{"action":"write","target":"/w/x.go"}}},"completedInteractions":[{"response":{"permission":{}}}]`)
+	evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{s}, "", at(0)))
+	require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
+	assert.Equal(t, "the tool call was not allowed", evs[1].Output)
+	assert.Empty(t, evs[1].Diffs)
+}

@@ -117,6 +117,15 @@ func runCommandResult(v stepView, d *resultDetail) {
 		return
 	}
 	d.say(runCommandLive(v))
+	var b struct {
+		CommandID string          `json:"commandId"`
+		ExitCode  json.RawMessage `json:"exitCode"`
+	}
+	if v.decode(&b) && b.CommandID != "" && b.ExitCode == nil {
+		// Sent to the background before it ended (agy writes exitCode, an
+		// optional field, once a command has one): command_status follows it.
+		return
+	}
 	code := 0
 	if rc := s.RunCommand; rc != nil {
 		code = int(rc.ExitCode)

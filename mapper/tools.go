@@ -225,6 +225,11 @@ func toolOutput(row stepRow, v stepView) resultDetail {
 		d.say("the tool step ended " + strings.ToLower(strings.TrimPrefix(string(s.Status), "CORTEX_STEP_STATUS_")))
 		return d
 	}
+	if s.RequestedInteraction != nil && s.RequestedInteraction.Permission != nil && s.Type != rpc.StepRunCommand &&
+		answeredAction(s, messages.KindPermission) == messages.ActionDecline {
+		d.say("the tool call was not allowed")
+		return d
+	}
 	if row.result != nil {
 		row.result(v, &d)
 	}

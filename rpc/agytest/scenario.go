@@ -30,12 +30,13 @@ type TurnScript struct {
 }
 
 // Action is one thing the agent does. Exactly one of Think, Say, RunCommand,
-// Ask, Tool, Subagent and Fail is set.
+// Ask, Tool, Edit, Search, Fetch, MCP, Subagent and Fail is set.
 //
 // Think text becomes the thinking of the next planner step. Say streams a
 // planner response (Repeat copies of the text, in Chunks chunks). RunCommand,
-// Ask, Tool and Subagent each produce a planner step carrying the tool call,
-// then the tool's own step. Fail ends the turn with an ERROR planner step.
+// Ask, Tool, Edit, Search, Fetch, MCP and Subagent each produce a planner step
+// carrying the tool call, then the tool's own step (scenario_tools.go). Fail
+// ends the turn with an ERROR planner step.
 type Action struct {
 	Think      string          `json:"think,omitempty"`
 	Say        string          `json:"say,omitempty"`
@@ -44,17 +45,28 @@ type Action struct {
 	RunCommand *CommandAction  `json:"run_command,omitempty"`
 	Ask        *AskAction      `json:"ask,omitempty"`
 	Tool       *ToolAction     `json:"tool,omitempty"`
+	Edit       *EditAction     `json:"edit,omitempty"`
+	Search     *SearchAction   `json:"search,omitempty"`
+	Fetch      *FetchAction    `json:"fetch,omitempty"`
+	MCP        *MCPAction      `json:"mcp,omitempty"`
 	Subagent   *SubagentAction `json:"subagent,omitempty"`
 	Fail       string          `json:"fail,omitempty"`
 }
 
-// CommandAction is a run_command tool call.
+// CommandAction is a run_command tool call. Chunks > 0 streams Output in
+// that many pieces while the command runs (combinedOutput grows, as agy's
+// does). Background: agy stops waiting after the first line of output (the
+// RUN_COMMAND step ends with it) and checks on the command with
+// command_status (a COMMAND_STATUS step whose combined output grows to all of
+// Output, with the exit code).
 type CommandAction struct {
 	Line          string `json:"line"`
 	Cwd           string `json:"cwd,omitempty"`
 	Output        string `json:"output,omitempty"`
 	ExitCode      int    `json:"exit_code,omitempty"`
 	NeedsApproval bool   `json:"needs_approval,omitempty"`
+	Chunks        int    `json:"chunks,omitempty"`
+	Background    bool   `json:"background,omitempty"`
 }
 
 // AskAction is an ask_question tool call: one or more questions.
@@ -170,13 +182,17 @@ func validateActions(actions []Action, depth int) error {
 
 func (a Action) validate(depth int) error {
 	set := 0
-	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil, a.Subagent != nil, a.Fail != ""} {
+	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil,
+		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Subagent != nil, a.Fail != ""} {
 		if on {
 			set++
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, subagent, fail must be set (found %d)", set)
+		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, subagent, fail must be set (found %d)", set)
+	}
+	if err := a.validateTools(); err != nil {
+		return err
 	}
 	if (a.Chunks != 0 || a.Repeat != 0) && a.Say == "" {
 		return errors.New("chunks and repeat apply to say only")
