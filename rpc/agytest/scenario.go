@@ -263,8 +263,9 @@ func (sc *Scenario) pick(text string, n int) (TurnScript, bool) {
 }
 
 // DefaultScenario exercises every kind of step agy produces in a turn:
-// reasoning and streamed text, a command that needs approval, a question, a
-// file read, usage on every planner step. Turns mentioning "subagent",
+// reasoning and streamed text, a command that needs approval (its output
+// streamed), a question, a file read, a search, an edit, usage on every
+// planner step. Turns mentioning "subagent",
 // "fail" or "read" get scripts of their own. testdata/scenarios/default.json
 // holds the same scenario.
 func DefaultScenario() *Scenario {
@@ -302,14 +303,21 @@ func DefaultScenario() *Scenario {
 				Actions: []Action{
 					Think("The user wants to know what is in the workspace. I should look before answering, and ask which part matters most."),
 					Say("Let me look at the workspace first.", 6),
-					Run(CommandAction{Line: "ls -la", Cwd: "/workspace", Output: "total 8\ndrwxr-xr-x 2 agy agy 4096 .\n-rw-r--r-- 1 agy agy  120 main.go\n", NeedsApproval: true}),
+					Run(CommandAction{Line: "ls -la", Cwd: "/workspace", Output: "total 8\ndrwxr-xr-x 2 agy agy 4096 .\n-rw-r--r-- 1 agy agy  120 main.go\n", NeedsApproval: true, Chunks: 3}),
 					Ask(QuestionSpec{
 						Question: "Which part should I focus on?",
 						Options:  []string{"The Go code", "The build setup", "The tests"},
 					}),
 					Tool(ToolAction{Name: "view_file", Target: "/workspace/main.go", Result: "package main\n\nfunc main() {}\n"}),
-					Think("main.go is a stub; I can summarise now."),
-					Say("The workspace holds a single Go file, `main.go`, with an empty `main`. There is no build setup and there are no tests yet, so a good next step is a `go.mod` and a first test.", 24),
+					Search(SearchAction{Tool: "grep_search", Query: "func main", Path: "/workspace", Hits: []SearchHit{
+						{Path: "/workspace/main.go", Line: 3, Text: "func main() {}"},
+					}}),
+					Think("main.go is a stub; a greeting makes it do something."),
+					Edit(EditAction{Path: "/workspace/main.go", Chunks: []EditChunk{
+						{Old: "package main\n", New: "package main\n\nimport \"fmt\"\n", Line: 1},
+						{Old: "func main() {}\n", New: "func main() {\n\tfmt.Println(\"hello\")\n}\n", Line: 3},
+					}}),
+					Say("The workspace holds a single Go file, `main.go`, whose `main` was empty; it now prints a greeting. There is no build setup and there are no tests yet, so a good next step is a `go.mod` and a first test.", 24),
 				},
 			},
 		},

@@ -38,7 +38,8 @@ func expected(steps []rpc.Step) map[messages.EventType]int {
 				(st.PlannerResponse.Response != "" || st.PlannerResponse.ModifiedResponse != "") {
 				want[messages.EventMessage]++
 			}
-		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent:
+		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent,
+			rpc.StepCodeAction, rpc.StepGrepSearch, rpc.StepFind, rpc.StepSearchWeb, rpc.StepReadURLContent, rpc.StepMCPTool, rpc.StepCommandStatus:
 			if st.Status.Terminal() {
 				want[messages.EventFunctionCall]++
 				want[messages.EventFunctionCallOutput]++
