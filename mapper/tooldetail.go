@@ -36,17 +36,31 @@ type resultDetail struct {
 func (d *resultDetail) say(s string) { d.output, d.set = s, true }
 
 // stepView is a step and its type-named body (codeAction for CODE_ACTION),
-// as agy sent them.
+// as agy sent it, looked up the first time a detail asks for it.
 type stepView struct {
-	s    *rpc.Step
-	body json.RawMessage
+	s   *rpc.Step
+	raw *stepBodyCache
 }
 
-func viewOf(s *rpc.Step) stepView { return stepView{s: s, body: stepBody(s)} }
+type stepBodyCache struct {
+	body   json.RawMessage
+	looked bool
+}
+
+func viewOf(s *rpc.Step) stepView { return stepView{s: s, raw: &stepBodyCache{}} }
+
+// body is the step's type-named body (nil when it has none).
+func (v stepView) body() json.RawMessage {
+	if !v.raw.looked {
+		v.raw.body, v.raw.looked = stepBody(v.s), true
+	}
+	return v.raw.body
+}
 
 // decode reads the body into v; false when there is none or it does not fit.
 func (v stepView) decode(into any) bool {
-	return len(v.body) > 0 && json.Unmarshal(v.body, into) == nil
+	b := v.body()
+	return len(b) > 0 && json.Unmarshal(b, into) == nil
 }
 
 // toolArgs reads metadata.toolCall.argumentsJson (polled copies only).
@@ -290,7 +304,7 @@ func viewFileCall(v stepView, d *callDetail) {
 	d.locations = locate(path, line)
 }
 
-func viewFileResult(v stepView, d *resultDetail) { d.say(viewFileSummary(v.body)) }
+func viewFileResult(v stepView, d *resultDetail) { d.say(viewFileSummary(v.body())) }
 
 func listDirectoryCall(v stepView, d *callDetail) {
 	var b struct {
@@ -309,7 +323,7 @@ func listDirectoryCall(v stepView, d *callDetail) {
 	}
 }
 
-func listDirectoryResult(v stepView, d *resultDetail) { d.say(listDirectorySummary(v.body)) }
+func listDirectoryResult(v stepView, d *resultDetail) { d.say(listDirectorySummary(v.body())) }
 
 type outlineBody struct {
 	AbsolutePathURI string   `json:"absolutePathUri"`

@@ -19,7 +19,7 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 		r.noteChildren(index, s)
 	}
 	row := rowOf(s.Type)
-	v := viewOf(s)
+	v := viewOf(s) // its body is looked up when a detail needs it
 	terminal := s.Status.Terminal()
 	if first && !terminal {
 		st.streamed = true
@@ -93,7 +93,7 @@ func callDetailOf(row stepRow, v stepView) callDetail {
 	case s.Type == rpc.StepRunCommand || (s.Metadata.ToolCall != nil && s.Metadata.ToolCall.ArgumentsJSON != ""):
 		d.arguments = toolArguments(s)
 	case d.arguments == "" && row.args != nil:
-		d.arguments = members(v.body, row.args)
+		d.arguments = members(v.body(), row.args)
 	case d.arguments == "":
 		d.arguments = toolArguments(s)
 	}
