@@ -2,7 +2,9 @@ package actors
 
 import (
 	"fmt"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -50,4 +52,21 @@ func TestSubscriptionCoalescesToolOutputDeltas(t *testing.T) {
 	require.Equal(t, 1, outputs)
 	require.Less(t, n, 10, "deltas were merged")
 	require.Greater(t, sub.Coalesced(), uint64(0))
+}
+
+// TestLogKeepsAToolOutputDeltaCompact: a command's output delta is kept in a
+// delta's fields, its call id with it, and comes back as published.
+func TestLogKeepsAToolOutputDeltaCompact(t *testing.T) {
+	var wg sync.WaitGroup
+	core := newSessionCore(Spec{SessionID: "log"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
+	ev := &messages.Event{Type: messages.EventFunctionCallOutputDelta, ID: "c/4/output@10", SessionID: "log", ConversationID: "c",
+		Seq: 3, Time: time.Unix(1700000000, 5), ItemID: "c/4/output", CallID: "traj:4", Delta: "ok  w/db\n"}
+	core.logEvent(ev)
+	require.Nil(t, core.log[0].whole, "kept in a delta's fields")
+	require.Equal(t, ev, core.logged()[0])
+
+	text := &messages.Event{Type: messages.EventOutputTextDelta, ID: "c/3/text@0", SessionID: "log", ConversationID: "c",
+		Seq: 4, ItemID: "c/3/message", CallID: "x", Delta: "hi"}
+	core.logEvent(text)
+	require.Same(t, text, core.log[1].whole, "a text delta with a call id is unusual: kept whole")
 }

@@ -97,7 +97,29 @@ func callDetailOf(row stepRow, v stepView) callDetail {
 	case d.arguments == "":
 		d.arguments = toolArguments(s)
 	}
+	if len(d.locations) == 0 && s.Type != rpc.StepRunCommand {
+		d.locations = argumentPath(d.arguments)
+	}
 	return d
+}
+
+// pathArguments are the argument names agy's tools give a file or
+// directory in.
+var pathArguments = []string{"AbsolutePath", "TargetFile", "DirectoryPath", "SearchPath", "SearchDirectory", "path", "file_path", "filePath"}
+
+// argumentPath is the file a tool without detail names in its arguments,
+// as its location (none when it names none, or not as an absolute path).
+func argumentPath(arguments string) []messages.Location {
+	var args map[string]any
+	if json.Unmarshal([]byte(arguments), &args) != nil {
+		return nil
+	}
+	for _, name := range pathArguments {
+		if p, ok := args[name].(string); ok && strings.HasPrefix(p, "/") {
+			return []messages.Location{{Path: p}}
+		}
+	}
+	return nil
 }
 
 // members is the JSON object of body's members named in names ("{}" when
