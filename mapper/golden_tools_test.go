@@ -177,10 +177,11 @@ func commandStreamed() scenario {
 		st := commandStep(status, "go test ./...")
 		st.RequestedInteraction = nil
 		st.Metadata.ToolSummary, st.Metadata.ToolAction = "Run the tests", "Running the tests"
+		body := `"runCommand":{"commandLine":"go test ./...","proposedCommandLine":"go test ./...","cwd":"/work","commandId":"cmd-7"`
 		if out != "" {
-			st = withOutput(st, out, 0)
+			body += `,"combinedOutput":{"full":` + quote(out) + `}`
 		}
-		return st
+		return withBody(st, body+`}`)
 	}
 	c := s.push(cmd(rpc.StatusRunning, ""))
 	s.now(rpc.RunRunning)
@@ -221,7 +222,15 @@ func commandStreamed() scenario {
 		for _, out := range final {
 			assert.Equal(t, out.Output, outputs[out.CallID], "the deltas add up to the output")
 		}
+		assert.Nil(t, final[0].ExitCode, "sent to the background before it ended")
 		assert.Equal(t, 1, *final[1].ExitCode, "command_status carries the command's exit code")
+		var titles []string
+		for _, e := range evs {
+			if e.Type == messages.EventFunctionCall {
+				titles = append(titles, e.Title)
+			}
+		}
+		assert.Equal(t, []string{"go test ./...", "Output of go test ./..."}, titles)
 	}}
 }
 

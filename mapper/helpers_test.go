@@ -169,19 +169,14 @@ func wire(s rpc.Step) rpc.Step {
 		panic(err)
 	}
 	if len(s.Raw) > 0 {
-		var typed, raw map[string]json.RawMessage
+		var typed, raw any
 		if err := json.Unmarshal(b, &typed); err != nil {
 			panic(err)
 		}
 		if err := json.Unmarshal(s.Raw, &raw); err != nil {
 			panic(err)
 		}
-		for k, v := range raw {
-			if _, ok := typed[k]; !ok {
-				typed[k] = v
-			}
-		}
-		if b, err = json.Marshal(typed); err != nil {
+		if b, err = json.Marshal(keepMissing(typed, raw)); err != nil {
 			panic(err)
 		}
 	}
@@ -274,6 +269,24 @@ func findEvent(t *testing.T, evs []messages.Event, typ messages.EventType) messa
 	}
 	require.Failf(t, "event not found", "no %s in %v", typ, types(evs))
 	return messages.Event{}
+}
+
+// keepMissing adds to the object typed the members of raw it lacks, at any
+// depth; where both have a member, typed's wins.
+func keepMissing(typed, raw any) any {
+	t, ok1 := typed.(map[string]any)
+	r, ok2 := raw.(map[string]any)
+	if !ok1 || !ok2 {
+		return typed
+	}
+	for k, v := range r {
+		if tv, ok := t[k]; ok {
+			t[k] = keepMissing(tv, v)
+		} else {
+			t[k] = v
+		}
+	}
+	return t
 }
 
 // withBody adds members the typed fields of rpc.Step do not have (a step

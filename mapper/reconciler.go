@@ -45,6 +45,7 @@ type Reconciler struct {
 	promptIDs map[string]*promptState
 
 	unknown   map[rpc.StepType]bool
+	commands  map[string]string // commandId -> command line, of the commands that ran
 	children  []Child
 	childAt   map[string]int
 	statusIDs map[string]int
@@ -110,6 +111,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		slots:     make(map[int]*slot),
 		promptIDs: make(map[string]*promptState),
 		unknown:   make(map[rpc.StepType]bool),
+		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
 		statusIDs: make(map[string]int),
 	}

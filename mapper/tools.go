@@ -28,6 +28,11 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 		st.callDone = true
 		st.callID = callID(s, index, r.cfg.ConversationID)
 		d := callDetailOf(row, v)
+		if s.Type == rpc.StepCommandStatus {
+			if line := r.commands[commandID(v)]; line != "" {
+				d.title = "Output of " + line
+			}
+		}
 		st.kind = d.kind
 		e := r.event(messages.EventFunctionCall, r.itemID(index, "call"))
 		e.CallID = st.callID
@@ -48,6 +53,11 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 		}
 	}
 	if terminal {
+		if s.Type == rpc.StepRunCommand {
+			if id := commandID(v); id != "" {
+				r.commands[id] = runCommandLine(s.RunCommand) // for the command_status steps that check on it
+			}
+		}
 		st.outputDone = true
 		st.out = emitted{} // no longer needed as a delta base
 		e := r.event(messages.EventFunctionCallOutput, r.itemID(index, "output"))
@@ -58,6 +68,15 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 		e.Locations, e.Diffs, e.Hits, e.HitCount, e.URL = d.locations, d.diffs, d.hits, d.hitCount, d.url
 		r.emit(e)
 	}
+}
+
+// commandID is the commandId of a RUN_COMMAND or COMMAND_STATUS body.
+func commandID(v stepView) string {
+	var b struct {
+		CommandID string `json:"commandId"`
+	}
+	v.decode(&b)
+	return b.CommandID
 }
 
 // callDetailOf is a tool call's name, arguments and typed detail: the row's
