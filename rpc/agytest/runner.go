@@ -229,6 +229,8 @@ func (t *turnRun) run() (lagMode, error) {
 			err = t.fetch(*a.Fetch)
 		case a.MCP != nil:
 			err = t.mcp(*a.MCP)
+		case a.Step != nil:
+			err = t.anyStep(*a.Step)
 		case a.Subagent != nil:
 			err = t.subagent(*a.Subagent)
 		case a.Fail != "":

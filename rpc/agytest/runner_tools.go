@@ -384,6 +384,60 @@ func (t *turnRun) mcp(a MCPAction) error {
 	return nil
 }
 
+// anyStep runs a tool step of any type: its body while it runs, the result
+// merged into it at DONE.
+func (t *turnRun) anyStep(a StepAction) error {
+	var body, result map[string]any
+	_ = json.Unmarshal(a.Body, &body)     // validated: an object, or empty
+	_ = json.Unmarshal(a.Result, &result) // likewise
+	if body == nil {
+		body = map[string]any{}
+	}
+	summary := a.Summary
+	if summary == "" {
+		summary = strings.ReplaceAll(a.Tool, "_", " ")
+	}
+	action := summary
+	args := map[string]any{"toolAction": action, "toolSummary": summary}
+	for k, v := range body {
+		if k != "" { // agy's arguments are the body's fields, capitalised
+			args[strings.ToUpper(k[:1])+k[1:]] = v
+		}
+	}
+	call, order := t.toolCall(a.Tool, args)
+	if err := t.plan("", 0, &call); err != nil {
+		return err
+	}
+	key := bodyKey(a.Type)
+	f := t.toolStep(rpc.StepType(a.Type), call, order, summary, action)
+	f.step.Status = rpc.StatusRunning
+	f.setExtra(key, body)
+	idx := t.add(f)
+	if err := t.pause(); err != nil {
+		return err
+	}
+	t.commit(idx, func(f *fakeStep) {
+		f.step.Status = rpc.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+		for k, v := range result {
+			f.setExtra(key+"."+k, v)
+		}
+	})
+	return nil
+}
+
+// bodyKey is the step body's member for a type: CORTEX_STEP_TYPE_VIEW_FILE
+// has viewFile.
+func bodyKey(typ string) string {
+	parts := strings.Split(strings.ToLower(strings.TrimPrefix(typ, "CORTEX_STEP_TYPE_")), "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
 func baseName(path string) string {
 	if i := strings.LastIndex(path, "/"); i >= 0 {
 		return path[i+1:]

@@ -30,11 +30,11 @@ type TurnScript struct {
 }
 
 // Action is one thing the agent does. Exactly one of Think, Say, RunCommand,
-// Ask, Tool, Edit, Search, Fetch, MCP, Subagent and Fail is set.
+// Ask, Tool, Edit, Search, Fetch, MCP, Step, Subagent and Fail is set.
 //
 // Think text becomes the thinking of the next planner step. Say streams a
 // planner response (Repeat copies of the text, in Chunks chunks). RunCommand,
-// Ask, Tool, Edit, Search, Fetch, MCP and Subagent each produce a planner step
+// Ask, Tool, Edit, Search, Fetch, MCP, Step and Subagent each produce a planner step
 // carrying the tool call, then the tool's own step (scenario_tools.go). Fail
 // ends the turn with an ERROR planner step.
 type Action struct {
@@ -49,6 +49,7 @@ type Action struct {
 	Search     *SearchAction   `json:"search,omitempty"`
 	Fetch      *FetchAction    `json:"fetch,omitempty"`
 	MCP        *MCPAction      `json:"mcp,omitempty"`
+	Step       *StepAction     `json:"step,omitempty"`
 	Subagent   *SubagentAction `json:"subagent,omitempty"`
 	Fail       string          `json:"fail,omitempty"`
 }
@@ -183,13 +184,13 @@ func validateActions(actions []Action, depth int) error {
 func (a Action) validate(depth int) error {
 	set := 0
 	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil,
-		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Subagent != nil, a.Fail != ""} {
+		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Step != nil, a.Subagent != nil, a.Fail != ""} {
 		if on {
 			set++
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, subagent, fail must be set (found %d)", set)
+		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, fail must be set (found %d)", set)
 	}
 	if err := a.validateTools(); err != nil {
 		return err

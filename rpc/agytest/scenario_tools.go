@@ -64,6 +64,23 @@ type MCPAction struct {
 	Result    string          `json:"result,omitempty"`
 }
 
+// StepAction is a tool step of any type, for the types the other actions do
+// not make: Type (CORTEX_STEP_TYPE_...) with Body as its type-named body
+// (taskBoundary for TASK_BOUNDARY) while it runs, and Result merged into the
+// body when it is DONE. Tool names the tool (metadata.toolCall.name) and
+// Summary is metadata.toolSummary. Body and Result are JSON objects with
+// the reference schema's field names.
+type StepAction struct {
+	Type    string          `json:"type"`
+	Tool    string          `json:"tool"`
+	Summary string          `json:"summary,omitempty"`
+	Body    json.RawMessage `json:"body,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+}
+
+// Step returns a tool step action.
+func Step(s StepAction) Action { return Action{Step: &s} }
+
 // Edit returns an edit action.
 func Edit(e EditAction) Action { return Action{Edit: &e} }
 
@@ -126,6 +143,17 @@ func (a Action) validateTools() error {
 	case a.Fetch != nil:
 		if !strings.HasPrefix(a.Fetch.URL, "http://") && !strings.HasPrefix(a.Fetch.URL, "https://") {
 			return fmt.Errorf("fetch url %q: want http:// or https://", a.Fetch.URL)
+		}
+	case a.Step != nil:
+		st := a.Step
+		if !strings.HasPrefix(st.Type, "CORTEX_STEP_TYPE_") || st.Tool == "" {
+			return errors.New("step needs a CORTEX_STEP_TYPE_ type and a tool name")
+		}
+		for _, raw := range []json.RawMessage{st.Body, st.Result} {
+			var obj map[string]any
+			if len(raw) > 0 && json.Unmarshal(raw, &obj) != nil {
+				return errors.New("step body and result must be JSON objects")
+			}
 		}
 	case a.MCP != nil:
 		m := a.MCP

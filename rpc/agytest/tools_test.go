@@ -3,10 +3,13 @@ package agytest_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
@@ -27,6 +30,11 @@ func toolsScenario() *agytest.Scenario {
 		agytest.Fetch(agytest.FetchAction{URL: "https://go.dev/ref/mod", Title: "Go Modules Reference", Content: "A module is a collection of packages.\n"}),
 		agytest.MCP(agytest.MCPAction{Server: "github", Tool: "list_issues", Arguments: json.RawMessage(`{"repo":"acme/w"}`), Result: "#12 Crash"}),
 		agytest.Run(agytest.CommandAction{Line: "go test ./...", Output: "ok  w/db\nFAIL w\nFAIL\n", ExitCode: 1, Chunks: 3, Background: true}),
+		agytest.Step(agytest.StepAction{Type: "CORTEX_STEP_TYPE_VIEW_FILE_OUTLINE", Tool: "view_file_outline",
+			Body:   json.RawMessage(`{"absolutePathUri":"file:///w/main.go"}`),
+			Result: json.RawMessage(`{"outlineItems":["func main()"],"numLines":12,"numBytes":140}`)}),
+		agytest.Step(agytest.StepAction{Type: "CORTEX_STEP_TYPE_TASK_BOUNDARY", Tool: "task_boundary", Summary: "Report progress",
+			Body: json.RawMessage(`{"taskName":"Rename","taskStatus":"Renaming count","taskSummary":"count is total now"}`)}),
 		agytest.Say("Done.", 1),
 	)
 }
@@ -111,7 +119,24 @@ func TestToolStepsShapedLikeTheReference(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[rpc.StepType]int{rpc.StepCodeAction: 2, rpc.StepGrepSearch: 1, rpc.StepFind: 1, rpc.StepSearchWeb: 1,
-		rpc.StepReadURLContent: 1, rpc.StepMCPTool: 1, rpc.StepRunCommand: 1, rpc.StepCommandStatus: 1}, seen)
+		rpc.StepReadURLContent: 1, rpc.StepMCPTool: 1, rpc.StepRunCommand: 1, rpc.StepCommandStatus: 1,
+		rpc.StepViewFileOutline: 1, rpc.StepTaskBoundary: 1}, seen)
+
+	// The mapper reads every one of them with its detail.
+	rec := mapper.NewReconciler(mapper.Config{ConversationID: conv})
+	evs := rec.Apply(mapper.FromSnapshot(steps, rpc.RunIdle, time.Now()))
+	kinds := map[string]string{}
+	for _, e := range evs {
+		if e.Type == messages.EventFunctionCall {
+			assert.NotEqual(t, e.Name, e.Title, "%s has a title of its own", e.Name)
+			kinds[e.Name] = e.Kind
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"multi_replace_file_content": "edit", "write_to_file": "edit", "grep_search": "search", "find_by_name": "search",
+		"search_web": "fetch", "read_url_content": "fetch", "mcp_github_list_issues": "other", "run_command": "execute",
+		"command_status": "execute", "view_file_outline": "read", "task_boundary": "think",
+	}, kinds)
 
 	// The command's output grew on the stream while it ran.
 	var outputs []string
@@ -130,15 +155,17 @@ func TestToolStepsShapedLikeTheReference(t *testing.T) {
 
 func TestToolActionValidation(t *testing.T) {
 	bad := map[string]agytest.Action{
-		"edit without path":      agytest.Edit(agytest.EditAction{Chunks: []agytest.EditChunk{{Old: "a", New: "b"}}}),
-		"edit without chunks":    agytest.Edit(agytest.EditAction{Path: "/a"}),
-		"create with chunks":     agytest.Edit(agytest.EditAction{Path: "/a", Create: true, Chunks: []agytest.EditChunk{{Old: "a"}}}),
-		"unknown search tool":    agytest.Search(agytest.SearchAction{Tool: "locate", Query: "x"}),
-		"search without query":   agytest.Search(agytest.SearchAction{Tool: "grep_search"}),
-		"fetch of a file URL":    agytest.Fetch(agytest.FetchAction{URL: "file:///etc/passwd"}),
-		"mcp without tool":       agytest.MCP(agytest.MCPAction{Server: "s"}),
-		"mcp arguments an array": agytest.MCP(agytest.MCPAction{Server: "s", Tool: "t", Arguments: json.RawMessage(`[1]`)}),
-		"background of one line": agytest.Run(agytest.CommandAction{Line: "x", Output: "one\n", Background: true}),
+		"edit without path":       agytest.Edit(agytest.EditAction{Chunks: []agytest.EditChunk{{Old: "a", New: "b"}}}),
+		"edit without chunks":     agytest.Edit(agytest.EditAction{Path: "/a"}),
+		"create with chunks":      agytest.Edit(agytest.EditAction{Path: "/a", Create: true, Chunks: []agytest.EditChunk{{Old: "a"}}}),
+		"unknown search tool":     agytest.Search(agytest.SearchAction{Tool: "locate", Query: "x"}),
+		"search without query":    agytest.Search(agytest.SearchAction{Tool: "grep_search"}),
+		"fetch of a file URL":     agytest.Fetch(agytest.FetchAction{URL: "file:///etc/passwd"}),
+		"mcp without tool":        agytest.MCP(agytest.MCPAction{Server: "s"}),
+		"mcp arguments an array":  agytest.MCP(agytest.MCPAction{Server: "s", Tool: "t", Arguments: json.RawMessage(`[1]`)}),
+		"background of one line":  agytest.Run(agytest.CommandAction{Line: "x", Output: "one\n", Background: true}),
+		"step of no type":         agytest.Step(agytest.StepAction{Type: "VIEW_FILE", Tool: "view_file"}),
+		"step body not an object": agytest.Step(agytest.StepAction{Type: "CORTEX_STEP_TYPE_WAIT", Tool: "wait", Body: json.RawMessage(`"x"`)}),
 	}
 	for name, a := range bad {
 		assert.Error(t, script(a).Validate(), name)
