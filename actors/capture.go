@@ -12,7 +12,7 @@ import (
 //
 //	kind        payload
 //	frame       a frame as agy sent it, {"update":{...}}
-//	snapshot    {"steps":[...],"runStatus":"..."}
+//	snapshot    {"steps":[...],"offset":N,"runStatus":"..."}: steps read from trajectory index N
 //	bind        null: the session bound conversation conv
 //	models      the model catalog, keyed by model enum
 //	turn        {"text"}: the session sent a turn (its USER_INPUT is the harness's)
@@ -40,6 +40,7 @@ func rawSteps(steps []rpc.Step) []json.RawMessage {
 // SnapshotCapture is the payload of a "snapshot" record.
 type SnapshotCapture struct {
 	Steps     []json.RawMessage `json:"steps"`
+	Offset    int               `json:"offset,omitempty"` // the trajectory index the read started at
 	RunStatus rpc.RunStatus     `json:"runStatus,omitempty"`
 }
 
@@ -69,8 +70,8 @@ func captureFrame(f *rpc.StreamFrame) json.RawMessage {
 	return b
 }
 
-func captureSnapshot(steps []rpc.Step, status rpc.RunStatus) json.RawMessage {
-	b, _ := json.Marshal(&SnapshotCapture{Steps: rawSteps(steps), RunStatus: status})
+func captureSnapshot(steps []rpc.Step, offset int, status rpc.RunStatus) json.RawMessage {
+	b, _ := json.Marshal(&SnapshotCapture{Steps: rawSteps(steps), Offset: offset, RunStatus: status})
 	return b
 }
 

@@ -20,7 +20,7 @@ const (
 // Config configures a Host. The zero value is usable: NewHost fills every
 // zero field with the default written beside it.
 //
-// The periodic reads (PollFast, PollSlow, RotationInterval, SubagentPoll)
+// The periodic reads (PollFast, PollSlow, PollActive, RotationInterval, SubagentPoll)
 // fall due on a grid shared by every session of the process, so that one
 // wake-up serves many sessions' reads: each fires up to a twentieth of its
 // interval (at most 100ms) late. Intervals under 20ms are kept exactly.
@@ -34,6 +34,11 @@ type Config struct {
 	// PollSlow is the reconciliation poll interval while the stream is up.
 	// Default 10s.
 	PollSlow time.Duration
+	// PollActive is the poll interval while a turn runs and the stream is
+	// up: agy may send no frame while a prompt is parked, so a prompt only
+	// a read of the steps shows is found within it. Reads start at the
+	// first step that can still change, so they stay small. Default 1s.
+	PollActive time.Duration
 	// RotationInterval is how often GetAllCascadeTrajectories is read to
 	// notice /clear rotations; while the bound conversation streams, every
 	// fifth interval. Default 2s.
@@ -67,6 +72,11 @@ type Config struct {
 	// InterruptDeadline bounds an interrupt: the cancel methods are tried
 	// in order until agy reports IDLE. Default 10s.
 	InterruptDeadline time.Duration
+	// TypedTurnTimeout is how long a turn typed into agy's terminal
+	// (Spec.Terminal) may take to show in agy's conversation as a user
+	// turn; past it the session reports an error (the turn is never typed
+	// again: it could come twice). Default 30s.
+	TypedTurnTimeout time.Duration
 	// PromptRetryWait is how long an answer waits for agy to re-open a
 	// prompt that timed out before the answer reached it. Default 2m.
 	PromptRetryWait time.Duration
@@ -93,6 +103,7 @@ func (c Config) withDefaults() Config {
 	}
 	def(&c.PollFast, 200*time.Millisecond)
 	def(&c.PollSlow, 10*time.Second)
+	def(&c.PollActive, time.Second)
 	def(&c.RotationInterval, 2*time.Second)
 	def(&c.SubagentPoll, 300*time.Millisecond)
 	def(&c.DiscoveryBackoffMin, 100*time.Millisecond)
@@ -104,6 +115,7 @@ func (c Config) withDefaults() Config {
 	def(&c.RestartWindow, time.Minute)
 	def(&c.InterruptDeadline, 10*time.Second)
 	def(&c.PromptRetryWait, 2*time.Minute)
+	def(&c.TypedTurnTimeout, 30*time.Second)
 	if c.RestartBudget <= 0 {
 		c.RestartBudget = 10
 	}

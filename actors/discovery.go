@@ -18,7 +18,8 @@ import (
 // discovery is the actor that finds agy's language server for a session.
 // Its one job: from a PID (or an explicit port) to a verified port — a
 // server that answers Heartbeat and hosts the session's conversation (or,
-// without one, the most recently active root conversation).
+// without one, the most recently active root conversation, or none yet: a
+// fresh agy, whose first conversation the session waits for).
 //
 // It probes in a goroutine it owns and sends *messages.PortFound to its
 // parent when a port checks out. Each round that finds nothing sends
@@ -127,7 +128,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string
 			errs = append(errs, fmt.Errorf("log file: %w", err))
 		case ok:
 			hint = p
-			if found, err := probeAll(ctx, cfg, []int{p}, conv, onErr); err == nil {
+			if found, err := probeAll(ctx, cfg, []int{p}, conv, spec.NewConversation, onErr); err == nil {
 				return found, nil
 			} else {
 				errs = append(errs, err)
@@ -145,7 +146,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string
 	if len(ports) == 0 {
 		return nil, errors.Join(append(errs, fmt.Errorf("no loopback listener found for pid %d", spec.PID))...)
 	}
-	found, err := probeAll(ctx, cfg, ports, conv, onErr)
+	found, err := probeAll(ctx, cfg, ports, conv, spec.NewConversation, onErr)
 	if err != nil {
 		return nil, errors.Join(append(errs, err)...)
 	}
@@ -154,7 +155,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, onErr func(string
 
 // probeAll probes ports, probeParallel at a time, and returns the first that
 // checks out, with a client reporting its failures to onErr.
-func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, onErr func(string, error)) (*messages.PortFound, error) {
+func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, newOnly bool, onErr func(string, error)) (*messages.PortFound, error) {
 	type probed struct {
 		port   int
 		bound  string
@@ -196,7 +197,7 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, onE
 				results <- probed{port: port, err: err}
 				return
 			}
-			bound, err := probePort(pctx, client, conv)
+			bound, err := probePort(pctx, client, conv, newOnly)
 			if err != nil {
 				client.Close()
 				results <- probed{port: port, err: err}
@@ -240,10 +241,16 @@ func candidatePorts(spec Spec) ([]int, error) {
 	return ports, nil
 }
 
-// probePort checks one port: Heartbeat, then the conversation.
-func probePort(ctx context.Context, c *rpc.Client, conv string) (string, error) {
+// probePort checks one port: Heartbeat, then the conversation. Without one
+// asked for, it returns the most recently active root conversation, or ""
+// when agy has none yet (a fresh agy) or only new ones are wanted (newOnly):
+// the session then waits for agy's first.
+func probePort(ctx context.Context, c *rpc.Client, conv string, newOnly bool) (string, error) {
 	if err := c.Heartbeat(ctx); err != nil {
 		return "", err
+	}
+	if newOnly {
+		return "", nil
 	}
 	if conv != "" {
 		ok, err := c.ConversationMatches(ctx, conv)
@@ -259,10 +266,7 @@ func probePort(ctx context.Context, c *rpc.Client, conv string) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	id, ok := mostRecentRoot(all.TrajectorySummaries)
-	if !ok {
-		return "", errors.New("hosts no root conversation")
-	}
+	id, _ := mostRecentRoot(all.TrajectorySummaries)
 	return id, nil
 }
 

@@ -15,8 +15,9 @@ import (
 // real one, attach with actors.Spec{PID: agyPID}.
 func ExampleHost_Attach() {
 	agy, _ := agytest.NewServer(agytest.Options{
-		Scenario:   &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Hello! Ready when you are.", 4)}}}},
-		ChunkDelay: time.Millisecond,
+		Conversation: true,
+		Scenario:     &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Hello! Ready when you are.", 4)}}}},
+		ChunkDelay:   time.Millisecond,
 	})
 	defer agy.Close()
 
@@ -51,6 +52,7 @@ func ExampleHost_Attach() {
 // Answer agy's prompts as they come: here every command is allowed.
 func ExampleSession_Resolve() {
 	agy, _ := agytest.NewServer(agytest.Options{
+		Conversation: true,
 		Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 			agytest.Run(agytest.CommandAction{Line: "go test ./...", Output: "ok\n", NeedsApproval: true}),
 			agytest.Say("All green.", 2),

@@ -33,8 +33,33 @@ type Spec struct {
 	// Host is the loopback host to dial (default 127.0.0.1).
 	Host string
 	// ConversationID binds that conversation; without it the most recently
-	// active root conversation is bound.
+	// active root conversation is bound. When agy has none (a fresh agy has
+	// none until its first turn is typed), the session binds agy's port,
+	// reports status no_conversation, and binds agy's first conversation
+	// when it appears.
 	ConversationID string
+	// NewConversation binds only a conversation agy mints after the session
+	// attached, never one of an earlier run that agy lists (agy lists every
+	// conversation it keeps on disk): for an agy the harness started, whose
+	// first turn it types. Needs no ConversationID.
+	NewConversation bool
+	// WaitConversation bounds how long a session without a conversation
+	// waits for agy's first; past it the session ends with an error event.
+	// 0 waits as long as the session lives.
+	WaitConversation time.Duration
+	// Terminal is agy's own terminal when the harness owns it: a fresh
+	// agy's first turn is typed there (and every turn with TurnsTUI), and a
+	// prompt answered over RPC is closed there with agy's keys. Nil: turns
+	// go over RPC only, and a session without a conversation refuses them
+	// (ErrNoConversation).
+	Terminal Terminal
+	// Turns is how turns reach agy (default TurnsRPC; TurnsTUI needs a
+	// Terminal).
+	Turns TurnMode
+	// CloseKeys, when not nil, replaces the keys pressed in Terminal after a
+	// prompt was answered over RPC (mapper.CloseKeys: agy's own); an empty,
+	// non-nil slice presses none.
+	CloseKeys []string
 	// CSRFToken goes on every call when agy requires one. Never logged.
 	CSRFToken string
 	// SessionID names the session (default: a random id).
@@ -93,6 +118,23 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	case ReadBoth, ReadPoll, ReadStream:
 	default:
 		return nil, fmt.Errorf("actors: attach: unknown read mode %q (want both, stream or poll)", spec.ReadMode)
+	}
+	switch spec.Turns {
+	case "":
+		spec.Turns = TurnsRPC
+	case TurnsRPC:
+	case TurnsTUI:
+		if spec.Terminal == nil {
+			return nil, errors.New("actors: attach: turns typed into agy's terminal need a Terminal")
+		}
+	default:
+		return nil, fmt.Errorf("actors: attach: unknown turn mode %q (want rpc or tui)", spec.Turns)
+	}
+	if spec.NewConversation && spec.ConversationID != "" {
+		return nil, errors.New("actors: attach: NewConversation binds a conversation agy has yet to mint: give no ConversationID")
+	}
+	if spec.WaitConversation < 0 {
+		return nil, fmt.Errorf("actors: attach: negative WaitConversation %s", spec.WaitConversation)
 	}
 	if spec.SessionID == "" {
 		spec.SessionID = newID()

@@ -105,13 +105,15 @@ func (in *interaction) deliver(ctx actor.Context) {
 	})
 }
 
-// deliverOnce is one attempt: re-read, find the freshest WAITING step, answer it.
+// deliverOnce is one attempt: re-read the steps from the prompt's (agy asks
+// a timed-out prompt again at a higher index), find the freshest WAITING
+// step, answer it at its trajectory index.
 func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prompt, answer messages.Resolve) *deliveryOutcome {
-	steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
+	steps, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, p.StepIndex, nil)
 	if err != nil {
 		return &deliveryOutcome{err: err}
 	}
-	idx, step, ok := mapper.FreshestWaiting(steps, p.Key)
+	idx, step, ok := mapper.FreshestWaiting(steps, p.StepIndex, p.Key)
 	if !ok {
 		return &deliveryOutcome{waitRetry: true, err: errors.New("the prompt is not WAITING in agy")}
 	}
@@ -128,11 +130,11 @@ func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prom
 	}
 	// The overloaded 500: a timed-out step, or a payload agy cannot place.
 	// The step's status tells which.
-	again, rerr := c.GetCascadeTrajectorySteps(ctx, conv)
+	again, rerr := c.GetCascadeTrajectoryStepsFrom(ctx, conv, idx, nil)
 	if rerr != nil {
 		return &deliveryOutcome{step: idx, err: rerr}
 	}
-	if idx < len(again) && again[idx].Status == rpc.StatusWaiting {
+	if len(again) > 0 && mapper.Indexer(again, idx)(0) == idx && again[0].Status == rpc.StatusWaiting {
 		return &deliveryOutcome{step: idx, err: fmt.Errorf("agy refused the answer for WAITING step %d: %w", idx, err), shape: true}
 	}
 	return &deliveryOutcome{step: idx, err: err, waitRetry: true}

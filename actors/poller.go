@@ -11,12 +11,15 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 )
 
-// poller is the actor that reads whole snapshots with
-// GetCascadeTrajectorySteps. Its one job: keep the session's view complete
-// when the stream cannot — at Config.PollFast while the stream is down (or in
-// poll mode), at Config.PollSlow while it is up (reconciliation), and once
-// more, with the cascade's run status, when the session says agy reported
-// IDLE (*messages.ReadNow), retrying at the fast interval until such a read
+// poller is the actor that reads the trajectory with
+// GetCascadeTrajectorySteps, from the first step that can still change to
+// the end (window by window when agy caps an answer). Its one job: keep the
+// session's view complete when the stream cannot — at Config.PollFast while
+// the stream is down (or in poll mode), at Config.PollActive while a turn
+// runs (*messages.TurnActive: agy may park a prompt without a frame), at
+// Config.PollSlow otherwise (reconciliation), and once more, with the
+// cascade's run status, when the session says agy reported IDLE
+// (*messages.ReadNow), retrying at the fast interval until such a read
 // succeeds. Each read goes to the session as *messages.SnapshotRead.
 //
 // A transient error just waits for the next tick. A lost port is a failure
@@ -29,14 +32,19 @@ type poller struct {
 	wg     *sync.WaitGroup
 	mode   ReadMode
 	t      *tasks
-	// last is the last read's steps, for the next read to reuse. Only the
-	// read in flight touches it, and reads run one at a time (busy).
-	last []rpc.Step
+	// window is what the last read read, for the next read to start from
+	// and reuse. Only the read in flight touches it, and reads run one at a
+	// time (busy).
+	window trajectoryWindow
 
 	streamUp  bool
+	active    bool // a turn runs (TurnActive)
 	busy      bool
 	readNow   bool // a ReadNow came while a read was running
 	tickArmed bool
+	// tickSeq numbers ticks: arming anew (a shorter interval is due)
+	// leaves the pending tick stale.
+	tickSeq int
 	// Reads with the run status owed after a ReadNow: due counts the
 	// ReadNows, paid the last one a successful read with status began
 	// after. A read already running when a ReadNow arrives does not pay it.
@@ -44,7 +52,7 @@ type poller struct {
 }
 
 // pollTick and pollDone are the poller's own messages.
-type pollTick struct{}
+type pollTick struct{ seq int }
 
 type pollDone struct {
 	settled bool // the read pays what was owed when it began
@@ -62,6 +70,8 @@ func (p *poller) interval() time.Duration {
 	switch {
 	case p.owes() || !p.streamUp || p.mode == ReadPoll:
 		return p.cfg.PollFast
+	case p.active:
+		return min(p.cfg.PollActive, p.cfg.PollSlow)
 	case p.mode == ReadStream:
 		return 0
 	}
@@ -78,8 +88,21 @@ func (p *poller) Receive(ctx actor.Context) {
 	case *actor.Stopping, *actor.Restarting:
 		p.t.stop()
 	case *pollTick:
+		if m.seq != p.tickSeq {
+			return // re-armed since
+		}
 		p.tickArmed = false
 		p.poll(ctx)
+	case *messages.TurnActive:
+		if m.Gen != p.gen || m.Active == p.active {
+			return
+		}
+		p.active = m.Active
+		if p.active && p.tickArmed && !p.busy {
+			// The slow tick pending is too late for a turn: arm anew.
+			p.tickArmed = false
+			p.arm(ctx)
+		}
 	case *messages.ReadNow:
 		if m.Gen != p.gen {
 			return
@@ -124,7 +147,8 @@ func (p *poller) owes() bool { return p.due > p.paid }
 func (p *poller) arm(ctx actor.Context) {
 	if d := p.interval(); !p.tickArmed && d > 0 {
 		p.tickArmed = true
-		p.t.tick(d, ctx.Self(), &pollTick{})
+		p.tickSeq++
+		p.t.tick(d, ctx.Self(), &pollTick{seq: p.tickSeq})
 	}
 }
 
@@ -144,10 +168,9 @@ func (p *poller) poll(ctx actor.Context) {
 	due := p.due
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
-		snap, err := readSnapshot(c, p.client, p.conv, withStatus, p.last)
+		snap, err := readSnapshot(c, p.client, p.conv, withStatus, &p.window)
 		if err == nil {
-			p.last = snap.steps
-			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, RunStatus: snap.status, Received: time.Now()})
+			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: time.Now()})
 		}
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:
@@ -160,26 +183,27 @@ func (p *poller) poll(ctx actor.Context) {
 // snapshot is one read of a conversation's steps, with its run status
 // read around them.
 type snapshot struct {
-	steps []rpc.Step
-	// status is the run status when the two status reads agree entirely
-	// (status, step count, last modification): nothing moved while the
-	// steps were read. "" when not read, or when something moved.
+	steps  []rpc.Step
+	offset int // the trajectory index steps start at
+	// status is the run status when the two status reads agree (status,
+	// step count, last user input): nothing moved while the steps were
+	// read. "" when not read, or when something moved.
 	status rpc.RunStatus
 	// after is the second status read, conclusive or not.
 	after rpc.RunStatus
 }
 
-// readSnapshot reads a conversation's steps and, when withStatus, its
-// trajectory summary before and after them. The status goes with the steps
-// only when the two summaries are the same: equal IDLE statuses alone do
-// not prove the steps were read at rest, since a whole turn can start and
-// end between the two reads, and steps read in its middle (each terminal,
-// the next not yet written) would close the turn early. prev is the
-// caller's last read of conv (nil for none): steps agy sends unchanged are
-// taken from it instead of being decoded again (see
-// rpc.Client.GetCascadeTrajectoryStepsReusing), so the steps returned share
-// values with prev; they are read-only for everyone they are handed to.
-func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, prev []rpc.Step) (snapshot, error) {
+// readSnapshot reads a conversation's steps from the ones that can still
+// change (w) and, when withStatus, its trajectory summary before and after
+// them. The status goes with the steps only when the two summaries agree:
+// equal IDLE statuses alone do not prove the steps were read at rest, since
+// a whole turn can start and end between the two reads, and steps read in
+// its middle (each terminal, the next not yet written) would close the turn
+// early; such a turn moves the step count and the last user input.
+// lastModifiedTime is not compared: idle must not hinge on one field that
+// an agy build could move at rest (nothing promises it does not), and a
+// turn that changes no step count cannot end between two IDLE reads.
+func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, w *trajectoryWindow) (snapshot, error) {
 	summaryOf := func() (rpc.TrajectorySummary, error) {
 		all, err := c.GetAllCascadeTrajectories(ctx)
 		if err != nil {
@@ -188,23 +212,27 @@ func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bo
 		return all.TrajectorySummaries[conv], nil
 	}
 	var before rpc.TrajectorySummary
+	stepCount := -1
 	if withStatus {
 		var err error
 		if before, err = summaryOf(); err != nil {
 			return snapshot{}, err
 		}
+		if before.Status != "" {
+			stepCount = int(before.StepCount)
+		}
 	}
-	steps, err := c.GetCascadeTrajectoryStepsReusing(ctx, conv, prev)
+	steps, offset, err := w.read(ctx, c, conv, stepCount)
 	if err != nil || !withStatus {
-		return snapshot{steps: steps}, err
+		return snapshot{steps: steps, offset: offset}, err
 	}
 	after, err := summaryOf()
 	if err != nil {
 		return snapshot{}, err
 	}
-	snap := snapshot{steps: steps, after: after.Status}
+	snap := snapshot{steps: steps, offset: offset, after: after.Status}
 	if after.Status == before.Status && after.StepCount == before.StepCount &&
-		after.LastModifiedTime == before.LastModifiedTime && after.LastUserInputStepIndex == before.LastUserInputStepIndex {
+		after.LastUserInputStepIndex == before.LastUserInputStepIndex && after.LastUserInputTime == before.LastUserInputTime {
 		snap.status = after.Status
 	}
 	return snap, nil

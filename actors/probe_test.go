@@ -89,7 +89,7 @@ func expect[T any](r *probeRig, pred func(T) bool) T {
 }
 
 func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{})
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
 		return newDiscovery(Spec{Port: srv.Port()}, "", cfg, 7, wg, nil)
@@ -102,7 +102,7 @@ func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
 }
 
 func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{})
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
@@ -126,7 +126,7 @@ func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 }
 
 func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}}})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}}})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer client.Close()
@@ -169,7 +169,7 @@ func testCfg() Config {
 }
 
 func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{})
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	log := filepath.Join(t.TempDir(), "agy.log")
 	line := func(port int) string {
 		return fmt.Sprintf("Language server listening on random port at %d for HTTPS\n", port)
@@ -205,7 +205,7 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 // returns it with the prompt as the mapper sees it.
 func openPrompt(t *testing.T, line string) (*agytest.Server, *rpc.Client, mapper.Prompt) {
 	t.Helper()
-	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 		agytest.Run(agytest.CommandAction{Line: line, Output: "ok\n", NeedsApproval: true}),
 		agytest.Say("Done.", 1),
 	}}}}})
@@ -240,7 +240,7 @@ func TestInteractionDeliversToTheWaitingStep(t *testing.T) {
 }
 
 func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 		agytest.Run(agytest.CommandAction{Line: "deploy", Output: "ok\n", NeedsApproval: true}),
 	}}}}})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
@@ -276,7 +276,7 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 }
 
 func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{})
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer client.Close()
@@ -303,14 +303,16 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 // fake's conversation, reading every interval.
 func startRotationWatcher(t *testing.T, interval time.Duration, streaming func() bool) (*agytest.Server, *probeRig) {
 	t.Helper()
-	srv := agytest.Start(t, agytest.Options{})
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
 	cfg := testCfg()
 	cfg.RotationInterval = interval
 	from := srv.ConversationID()
-	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newRotationWatcher(client, from, cfg, 9, wg, streaming) })
+	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newRotationWatcher(client, from, cfg, 9, wg, streaming, time.Time{})
+	})
 }
 
 func TestRotationWatcherReportsClearOnce(t *testing.T) {
@@ -347,7 +349,7 @@ func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
 }
 
 func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{})
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	// agy answers, but slower than a probe waits: not gone, slow.
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 2, Duration: rpc.DefaultProbeTimeout + 500*time.Millisecond})
 	cfg := testCfg()
@@ -364,7 +366,7 @@ func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 }
 
 func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer client.Close()
@@ -400,7 +402,7 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 // it must carry the same old generation, or the session stops the child with
 // its only complete read ignored (the long soak lost whole children so).
 func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer client.Close()

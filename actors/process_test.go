@@ -23,7 +23,7 @@ func fakeAgyProcess(t *testing.T, args ...string) (*exec.Cmd, <-chan int) {
 	build := exec.Command("go", "build", "-o", bin, "../cmd/fakeagy")
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, string(out))
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append([]string{"--conversation"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -182,7 +182,13 @@ func newRig(t *testing.T, opts agytest.Options, spec actors.Spec) *rig {
 
 func newRigOn(t *testing.T, srv *agytest.Server, spec actors.Spec) *rig {
 	t.Helper()
-	host := actors.NewHost(testConfig())
+	return newRigWith(t, testConfig(), srv, spec)
+}
+
+// newRigWith is newRigOn with a host configured by cfg.
+func newRigWith(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actors.Spec) *rig {
+	t.Helper()
+	host := actors.NewHost(cfg)
 	r := &rig{t: t, srv: srv, host: host}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

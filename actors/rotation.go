@@ -12,7 +12,9 @@ import (
 )
 
 // rotationWatcher is the actor that notices agy starting a new root
-// conversation (/clear in its TUI). Its one job: read GetAllCascadeTrajectories
+// conversation (/clear in its TUI, or agy's first conversation when the
+// session has none: the conversation it minted for the first turn typed).
+// Its one job: read GetAllCascadeTrajectories
 // every Config.RotationInterval (and at once on *messages.ReadNow, which the
 // session sends when a frame names another conversation) and report
 // *messages.ConversationRotated when a root conversation is strictly more
@@ -55,8 +57,11 @@ type rotationRead struct {
 	err error
 }
 
-func newRotationWatcher(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, streaming func() bool) actor.Actor {
-	return &rotationWatcher{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, streaming: streaming}
+// newRotationWatcher watches for a rotation away from conv ("" for agy's
+// first conversation), counting activity after since (the moment conv was
+// bound; zero: when the watcher starts).
+func newRotationWatcher(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, streaming func() bool, since time.Time) actor.Actor {
+	return &rotationWatcher{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, streaming: streaming, started: since}
 }
 
 // Receive reads on ticks and reports a rotation once.
@@ -64,7 +69,9 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		w.t = newTasks(w.wg, ctx.ActorSystem().Root)
-		w.started = time.Now()
+		if w.started.IsZero() {
+			w.started = time.Now()
+		}
 		w.read(ctx)
 	case *actor.Stopping, *actor.Restarting:
 		w.t.stop()

@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agyharness/agyharness/mapper"
@@ -36,11 +37,14 @@ type session struct {
 	t    *tasks
 	self *actor.PID
 
-	client   *rpc.Client
-	streamUp bool
-	endErr   error
+	client     *rpc.Client
+	boundAt    time.Time // when the port was bound, or the conversation rotated
+	streamUp   bool
+	turnActive bool // the poller was told a turn runs
+	endErr     error
 
 	discovery, stream, poller, rotation, turns *actor.PID
+	terminal                                   *actor.PID            // the terminal writer, when the spec has a Terminal
 	interactions                               map[string]*actor.PID // elicitation id -> Interaction
 	subagents                                  map[string]*actor.PID // child conversation -> Subagent
 	kinds                                      map[string]string     // child PID id -> actor kind
@@ -54,7 +58,36 @@ type session struct {
 
 	// scratch is the slice apply has the reconciler append events to.
 	scratch []messages.Event
+
+	// typed are the turns typed into agy's terminal not yet seen as user
+	// turns in its conversation; each is checked TypedTurnTimeout after.
+	typed     []typedTurn
+	typedNext int
+	// answers are the resolves on their way to agy, by elicitation id: the
+	// keys that close agy's dialog depend on them.
+	answers map[string]messages.Resolve
+	// noConvSince is when the session found agy without a conversation
+	// (zero once it has one).
+	noConvSince time.Time
 }
+
+// typedTurn is a turn typed into agy's terminal, expected back as a user
+// turn of its conversation.
+type typedTurn struct {
+	id   int
+	text string
+}
+
+// typedTurnCheck is sent by the session to itself when a typed turn's time
+// to show is up; typedTurnFailed by the terminal writer when typing failed.
+type typedTurnCheck struct{ id int }
+
+type typedTurnFailed struct{ id int }
+
+// conversationWaitOver is sent by the session to itself when
+// Spec.WaitConversation has passed since it found agy without a
+// conversation.
+type conversationWaitOver struct{ since time.Time }
 
 // maxScratchEvents bounds the scratch slice a session keeps: a frame yields
 // a few events, a first read of a long history thousands (584 bytes each),
@@ -83,6 +116,7 @@ func newSession(core *sessionCore) actor.Actor {
 		interactions: make(map[string]*actor.PID),
 		subagents:    make(map[string]*actor.PID),
 		kinds:        make(map[string]string),
+		answers:      make(map[string]messages.Resolve),
 	}
 }
 
@@ -94,6 +128,10 @@ func (s *session) Receive(ctx actor.Context) {
 		s.t = newTasks(s.core.wg, s.core.system.Root)
 		if s.core.root == nil && s.core.spec.ConversationID != "" {
 			s.bindConversation(s.core.spec.ConversationID)
+		}
+		if term := s.core.spec.Terminal; term != nil {
+			cfg, wg := s.cfg, s.core.wg
+			s.terminal = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newTerminalWriter(term, cfg, wg) }))
 		}
 		s.startDiscovery(ctx)
 	case *actor.Restarting:
@@ -134,9 +172,9 @@ func (s *session) Receive(ctx actor.Context) {
 	case *messages.SnapshotRead:
 		if m.Gen == s.core.gen {
 			if s.core.spec.Recorder != nil {
-				s.record("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.RunStatus), m.Received)
+				s.record("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.Offset, m.RunStatus), m.Received)
 			}
-			obs := mapper.FromSnapshot(m.Steps, m.RunStatus, m.Received)
+			obs := mapper.FromWindow(m.Steps, m.Offset, m.RunStatus, m.Received)
 			s.apply(ctx, m.ConversationID, obs)
 		}
 	case *messages.ConversationRotated:
@@ -159,6 +197,18 @@ func (s *session) Receive(ctx actor.Context) {
 		if m.gen == s.core.gen {
 			ctx.(actor.Supervisor).RestartChildren(m.pid)
 		}
+	case *typedTurnCheck:
+		s.checkTyped(ctx, m.id)
+	case *typedTurnFailed:
+		s.dropTyped(m.id)
+	case *conversationWaitOver:
+		if s.conv() == "" && s.noConvSince.Equal(m.since) {
+			msg := fmt.Sprintf("agy has no conversation after %s: no first turn was typed into agy's terminal", s.core.spec.WaitConversation)
+			s.publishError(ctx, msg, false)
+			s.publishStatus(messages.StateError)
+			s.endErr = errors.New(msg)
+			ctx.Stop(ctx.Self())
+		}
 
 	case *messages.SendTurn:
 		s.onSendTurn(ctx, m)
@@ -167,11 +217,16 @@ func (s *session) Receive(ctx actor.Context) {
 		// the next binding releases it.
 		s.held = append(s.held, heldRequest{msg: m.msg, sender: m.reply, deadline: m.msg.Deadline, resend: true})
 	case *messages.Interrupt:
-		if s.turns == nil {
+		switch {
+		case s.client != nil && s.conv() == "":
+			ctx.Respond(&messages.TurnResult{}) // agy has no conversation: nothing runs
+		case s.turns == nil:
 			s.hold(ctx, m, m.Deadline)
-			return
+		default:
+			s.interrupt(ctx, m, ctx.Sender())
 		}
-		ctx.RequestWithCustomSender(s.turns, m, ctx.Sender())
+	case *interruptDone:
+		s.onInterruptDone(ctx, m)
 	case *messages.ResolveElicitation:
 		ctx.Respond(&messages.ResolveAccepted{Err: s.onResolve(ctx, m.Resolve)})
 	case *messages.Subscribe:
@@ -190,6 +245,12 @@ func (s *session) bindConversation(conv string) {
 	}
 	s.core.rootConv = conv
 	s.core.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.core.models})
+	for _, tt := range s.typed {
+		s.core.root.ExpectTurn(tt.text) // typed before this conversation was bound
+	}
+	if conv == "" {
+		return
+	}
 	s.record("bind", conv, nil, time.Now())
 }
 
@@ -234,7 +295,11 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	}
 	s.core.everBound = true
 	s.lostSince, s.lostReported = time.Time{}, false
+	s.boundAt = time.Now()
 	s.core.markBound(m.ConversationID, m.Port)
+	if m.ConversationID == "" {
+		s.awaitConversation(ctx)
+	}
 	s.spawnReaders(ctx)
 	s.release(ctx)
 	// Work in flight follows the session to the new port; prompts opened
@@ -256,6 +321,14 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	gen, client, conv, cfg, wg := s.core.gen, s.client, s.conv(), s.cfg, s.core.wg
 	mode := s.core.spec.ReadMode
 	s.streamUp = false
+	since := s.boundAt
+	if conv == "" {
+		// agy has no conversation yet: watch for its first.
+		s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
+			return newRotationWatcher(client, conv, cfg, gen, wg, nil, since)
+		}), "rotation")
+		return
+	}
 	if mode != ReadPoll {
 		s.stream = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
 			return newStreamReader(client, conv, gen, wg)
@@ -268,11 +341,13 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	last.Store(0) // frames of a conversation bound before do not count
 	streaming := func() bool { return time.Since(time.Unix(0, last.Load())) < cfg.RotationInterval }
 	s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newRotationWatcher(client, conv, cfg, gen, wg, streaming)
+		return newRotationWatcher(client, conv, cfg, gen, wg, streaming, since)
 	}), "rotation")
 	s.turns = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
 		return newTurnSender(client, conv, cfg, gen, wg)
 	}), "turns")
+	s.turnActive = false // the new poller knows of no turn
+	s.tellTurnActive(ctx)
 }
 
 func (s *session) stopReaders(ctx actor.Context) {
@@ -329,14 +404,31 @@ func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoverySta
 	}
 }
 
-// rotate follows agy into a new root conversation (/clear).
+// awaitConversation reports that agy has no conversation yet, and arms
+// Spec.WaitConversation.
+func (s *session) awaitConversation(ctx actor.Context) {
+	if !s.noConvSince.IsZero() {
+		return // still waiting, on a new port
+	}
+	s.noConvSince = time.Now()
+	s.publishStatus(messages.StateNoConversation)
+	if d := s.core.spec.WaitConversation; d > 0 {
+		s.t.after(d, ctx.Self(), &conversationWaitOver{since: s.noConvSince})
+	}
+}
+
+// rotate follows agy into a new root conversation (/clear), or into its
+// first (from "": the conversation agy minted for the first turn typed).
 func (s *session) rotate(ctx actor.Context, to string) {
 	from := s.conv()
 	t := time.Now()
-	s.publish(&messages.Event{
-		Type: messages.EventConversationRotated, ID: from + "/rotated/" + to,
-		ConversationID: to, From: from, To: to, Time: t,
-	})
+	if from != "" {
+		s.publish(&messages.Event{
+			Type: messages.EventConversationRotated, ID: from + "/rotated/" + to,
+			ConversationID: to, From: from, To: to, Time: t,
+		})
+	}
+	s.noConvSince = time.Time{}
 	s.stopReaders(ctx)
 	for id, pid := range s.interactions {
 		s.stopChild(ctx, pid)
@@ -350,6 +442,7 @@ func (s *session) rotate(ctx actor.Context, to string) {
 	}
 	s.core.gen++
 	s.bindConversation(to)
+	s.boundAt = t
 	s.core.markBound(to, s.client.Port())
 	s.spawnReaders(ctx)
 	s.release(ctx)
@@ -428,9 +521,18 @@ func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) 
 	}
 }
 
-// react starts and stops Interaction actors as prompts open and close.
+// react starts and stops Interaction actors as prompts open and close, and
+// tells the poller when a turn of the bound conversation starts and ends.
 func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.Event) {
 	switch ev.Type {
+	case messages.EventStatus:
+		if rec == s.core.root {
+			s.tellTurnActive(ctx)
+		}
+	case messages.EventUserMessage:
+		if rec == s.core.root && ev.Origin == messages.OriginHarness {
+			s.sawTyped(ev.Text)
+		}
 	case messages.EventElicitationRequest:
 		if p, ok := rec.Prompt(ev.ElicitationID); ok {
 			s.ensureInteraction(ctx, p)
@@ -440,6 +542,16 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 			s.stopChild(ctx, pid)
 			delete(s.interactions, ev.ElicitationID)
 		}
+	}
+}
+
+// tellTurnActive tells the poller whether a turn runs, when that changed.
+func (s *session) tellTurnActive(ctx actor.Context) {
+	st := s.core.root.State()
+	active := st == messages.StateRunning || st == messages.StateWaiting
+	if active != s.turnActive && s.poller != nil {
+		s.turnActive = active
+		ctx.Send(s.poller, &messages.TurnActive{Gen: s.core.gen, Active: active})
 	}
 }
 
@@ -523,23 +635,105 @@ func (s *session) release(ctx actor.Context) {
 		}
 		switch m := h.msg.(type) {
 		case *messages.SendTurn:
-			if h.resend {
+			if h.resend && s.turns != nil {
 				ctx.RequestWithCustomSender(s.turns, m, h.sender)
 				continue
 			}
-			s.sendTurn(ctx, m, h.sender)
+			s.routeTurn(ctx, m, h.sender)
 		case *messages.Interrupt:
-			ctx.RequestWithCustomSender(s.turns, m, h.sender)
+			if s.turns == nil {
+				ctx.Send(h.sender, &messages.TurnResult{}) // agy has no conversation: nothing runs
+				continue
+			}
+			s.interrupt(ctx, m, h.sender)
 		}
 	}
 }
 
 func (s *session) onSendTurn(ctx actor.Context, m *messages.SendTurn) {
-	if s.turns == nil {
+	s.routeTurn(ctx, m, ctx.Sender())
+}
+
+// routeTurn types a turn into agy's terminal (every turn in TurnsTUI mode,
+// and a fresh agy's first: it has no conversation to send it to), sends it
+// over RPC, holds it while agy's port is being found, or refuses it when
+// agy has no conversation and the session no terminal.
+func (s *session) routeTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
+	switch {
+	case s.terminal != nil && (s.core.spec.Turns == TurnsTUI || s.conv() == ""):
+		s.typeTurn(ctx, m, sender)
+	case s.turns != nil:
+		s.sendTurn(ctx, m, sender)
+	case s.client != nil && s.conv() == "":
+		ctx.Send(sender, &messages.TurnResult{Err: ErrNoConversation})
+	default:
 		s.hold(ctx, m, m.Deadline)
+	}
+}
+
+// typeTurn has the terminal writer type a turn into agy's terminal, and
+// checks Config.TypedTurnTimeout later that agy took it: a user turn with
+// its text in the conversation. It is never typed twice.
+func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
+	s.typedNext++
+	tt := typedTurn{id: s.typedNext, text: m.Text}
+	s.typed = append(s.typed, tt)
+	if s.core.root != nil {
+		s.core.root.ExpectTurn(m.Text) // origin harness (a conversation bound later expects it too)
+	}
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
+	ctx.Send(s.terminal, &typeTurn{id: tt.id, text: m.Text, reply: sender})
+	s.t.after(s.cfg.TypedTurnTimeout, s.self, &typedTurnCheck{id: tt.id})
+}
+
+// sawTyped notes that agy took a typed turn with text.
+func (s *session) sawTyped(text string) {
+	if i := slices.IndexFunc(s.typed, func(tt typedTurn) bool { return tt.text == text }); i >= 0 {
+		s.typed = slices.Delete(s.typed, i, i+1)
+	}
+}
+
+func (s *session) dropTyped(id int) {
+	s.typed = slices.DeleteFunc(s.typed, func(tt typedTurn) bool { return tt.id == id })
+}
+
+// checkTyped reports a typed turn agy did not take in time.
+func (s *session) checkTyped(ctx actor.Context, id int) {
+	i := slices.IndexFunc(s.typed, func(tt typedTurn) bool { return tt.id == id })
+	if i < 0 {
+		return // seen, or its typing failed (the requester was told)
+	}
+	text := s.typed[i].text
+	s.typed = slices.Delete(s.typed, i, i+1)
+	s.publishError(ctx, fmt.Sprintf("the turn typed into agy's terminal did not show in agy's conversation within %s (it was not typed again): %q",
+		s.cfg.TypedTurnTimeout, trimForError(text)), false)
+}
+
+// trimForError shortens a text quoted in an error event.
+func trimForError(s string) string {
+	const max = 80
+	if r := []rune(s); len(r) > max {
+		return string(r[:max]) + "…"
+	}
+	return s
+}
+
+// closeDialog presses the keys that close agy's own dialog for a prompt of
+// the bound conversation answered over RPC (Spec.CloseKeys, else agy's).
+// agy keeps its dialog open after an RPC answer, and a turn typed next
+// would land in it. Subagents' prompts are not known to show in agy's
+// terminal: none is closed.
+func (s *session) closeDialog(ctx actor.Context, p *mapper.Prompt, r messages.Resolve) {
+	if s.terminal == nil || p == nil {
 		return
 	}
-	s.sendTurn(ctx, m, ctx.Sender())
+	keys := s.core.spec.CloseKeys
+	if keys == nil {
+		keys = mapper.CloseKeys(p, r)
+	}
+	if len(keys) > 0 {
+		ctx.Send(s.terminal, &pressKeys{keys: keys, why: "close the dialog of " + p.ElicitationID})
+	}
 }
 
 func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
@@ -547,6 +741,55 @@ func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 	s.core.root.ExpectTurn(m.Text)
 	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
 	ctx.RequestWithCustomSender(s.turns, m, sender)
+}
+
+// interrupt hands an interrupt to the turn sender with the conversations
+// where agy may wait on prompts (the bound one and its subagents), each from
+// its first step that can still change: the turn sender declines them
+// first. The open prompts are the harness's to close now: agy shows them
+// declined by us.
+func (s *session) interrupt(ctx actor.Context, m *messages.Interrupt, sender *actor.PID) {
+	m.Conversations = []messages.ConversationFrom{{ConversationID: s.conv(), From: s.core.root.FirstLive()}}
+	for conv, r := range s.core.children {
+		if !s.core.childrenDone[conv] {
+			m.Conversations = append(m.Conversations, messages.ConversationFrom{ConversationID: conv, From: r.FirstLive()})
+		}
+	}
+	for _, r := range s.reconcilers() {
+		for _, p := range r.OpenPrompts() {
+			r.AnswerInFlight(p.ElicitationID, messages.ActionCancel)
+		}
+	}
+	ctx.RequestWithCustomSender(s.turns, m, sender)
+}
+
+// onInterruptDone closes agy's dialogs of the prompts the interrupt
+// declined, and clears the marks of prompts it did not close.
+func (s *session) onInterruptDone(ctx actor.Context, m *interruptDone) {
+	if m.gen != s.core.gen {
+		return
+	}
+	for _, d := range m.declined {
+		if d.conv == s.conv() {
+			s.closeDialog(ctx, &d.prompt, messages.Resolve{Action: messages.ActionCancel})
+		}
+	}
+	for _, r := range s.reconcilers() {
+		for _, p := range r.OpenPrompts() {
+			if !slices.ContainsFunc(m.declined, func(d declinedPrompt) bool { return d.prompt.Key == p.Key }) {
+				r.AnswerInFlight(p.ElicitationID, "")
+			}
+		}
+	}
+}
+
+// reconcilers are the root's and every subagent child's.
+func (s *session) reconcilers() []*mapper.Reconciler {
+	out := []*mapper.Reconciler{s.core.root}
+	for _, r := range s.core.children {
+		out = append(out, r)
+	}
+	return out
 }
 
 func (s *session) findPrompt(id string) (*mapper.Prompt, bool) {
@@ -578,6 +821,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 		return ErrNotBound
 	}
 	s.reconcilerOf(r.ElicitationID).AnswerInFlight(r.ElicitationID, r.Action)
+	s.answers[r.ElicitationID] = r
 	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, time.Now())
 	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.core.gen, Resolve: r})
 	return nil
@@ -598,7 +842,12 @@ func (s *session) reconcilerOf(elicitationID string) *mapper.Reconciler {
 func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
 	t := time.Now()
 	s.record("resolved", s.conv(), answerRecord{ElicitationID: m.ElicitationID, Action: m.Action, StepIndex: &m.StepIndex}, t)
-	if ev, ok := s.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
+	rec := s.reconcilerOf(m.ElicitationID)
+	if p, open := rec.Prompt(m.ElicitationID); open && rec == s.core.root {
+		s.closeDialog(ctx, p, s.answers[m.ElicitationID])
+	}
+	delete(s.answers, m.ElicitationID)
+	if ev, ok := rec.MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
 		s.publish(&ev)
 	}
 	if pid, ok := s.interactions[m.ElicitationID]; ok {
@@ -608,6 +857,7 @@ func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDeliver
 }
 
 func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
+	delete(s.answers, m.ElicitationID)
 	s.reconcilerOf(m.ElicitationID).AnswerInFlight(m.ElicitationID, "")
 	s.record("delivering", s.conv(), answerRecord{ElicitationID: m.ElicitationID}, time.Now())
 	s.publishError(ctx, fmt.Sprintf("answer to %s not delivered: %v", m.ElicitationID, m.Err), m.Retryable)

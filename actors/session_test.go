@@ -13,6 +13,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -40,7 +41,7 @@ func seqIncreasing(t *testing.T, evs []*messages.Event) {
 func TestTextTurnStreamsDeltasThenOneMessage(t *testing.T) {
 	const think = "The user greets me; a short answer will do."
 	const say = "Hello! This answer arrives in many small chunks, one after another."
-	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Think(think), agytest.Say(say, 12))}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Think(think), agytest.Say(say, 12))}, actors.Spec{})
 	seq := r.turn("hello")
 	r.ev.waitIdleAfter(t, seq)
 	evs := r.ev.all()
@@ -86,7 +87,7 @@ func TestCommandApprovalAcceptedAndDeclined(t *testing.T) {
 			agytest.Say("Not removed.", 2),
 		}},
 	}}
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 
 	seq := r.turn("first")
 	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
@@ -140,7 +141,7 @@ func TestQuestionAnsweredWithOneAndSeveralOptionsAndWriteIn(t *testing.T) {
 			agytest.Say("Noted all.", 1),
 		}},
 	}}
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 
 	seq := r.turn("one")
 	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
@@ -196,7 +197,7 @@ func TestPromptTimesOutBeforeAnswerAndIsDeliveredToRetry(t *testing.T) {
 		agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}),
 		agytest.Say("Tests pass.", 2),
 	)
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout})
 	seq := r.turn("run the tests")
 	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
@@ -230,7 +231,7 @@ func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
 		agytest.Ask(agytest.QuestionSpec{Question: "Proceed?", Options: []string{"Yes", "No"}}),
 		agytest.Say("Proceeding.", 1),
 	)
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 	seq := r.turn("go")
 	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
 	conv := r.s.ConversationID()
@@ -249,7 +250,7 @@ func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
 }
 
 func TestUserTurnTypedInAgyIsATerminalTurn(t *testing.T) {
-	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say("Hi.", 1))}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Hi.", 1))}, actors.Spec{})
 	require.NoError(t, r.srv.TypeTurn("typed by a person"))
 	ev := r.ev.waitFor(t, messages.EventUserMessage, nil)
 	require.Equal(t, messages.OriginTerminal, ev.Origin)
@@ -259,7 +260,7 @@ func TestUserTurnTypedInAgyIsATerminalTurn(t *testing.T) {
 
 func TestStreamDroppedMidAnswerPollerCovers(t *testing.T) {
 	long := strings.Repeat("All work and no play. ", 40)
-	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say(long, 200))}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say(long, 200))}, actors.Spec{})
 	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultDropStream, N: 20})
 	seq := r.turn("write")
 	r.ev.waitIdleAfter(t, seq)
@@ -276,7 +277,7 @@ func TestLanguageServerRestartsOnNewPortMidTurn(t *testing.T) {
 	long := strings.Repeat("Port churn should not lose a word. ", 30)
 	// Found by PID (this test process hosts the fake), as agy is: an explicit
 	// port cannot follow agy to a new one.
-	srvOpts := agytest.Options{Scenario: scenario(agytest.Say(long, 150)), ChunkDelay: 2 * time.Millisecond}
+	srvOpts := agytest.Options{Conversation: true, Scenario: scenario(agytest.Say(long, 150)), ChunkDelay: 2 * time.Millisecond}
 	r := newRigPID(t, srvOpts)
 	old := r.s.Port()
 	seq := r.turn("write")
@@ -294,7 +295,7 @@ func TestLanguageServerRestartsOnNewPortMidTurn(t *testing.T) {
 }
 
 func TestClearRotatesToNewConversation(t *testing.T) {
-	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say("Fresh start.", 2))}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Fresh start.", 2))}, actors.Spec{})
 	seq := r.turn("before")
 	r.ev.waitIdleAfter(t, seq)
 	from := r.s.ConversationID()
@@ -316,7 +317,7 @@ func TestSubagentMirrored(t *testing.T) {
 			agytest.Say("Child done.", 2)),
 		agytest.Say("Both children finished.", 2),
 	)
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 	seq := r.turn("delegate")
 	r.ev.waitIdleAfter(t, seq)
 	root := r.s.ConversationID()
@@ -338,7 +339,7 @@ func TestSubagentMirrored(t *testing.T) {
 
 func TestInterruptDuringGeneration(t *testing.T) {
 	long := strings.Repeat("This answer will be cut short. ", 200)
-	r := newRig(t, agytest.Options{Scenario: scenario(agytest.Say(long, 2000)), ChunkDelay: 3 * time.Millisecond}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say(long, 2000)), ChunkDelay: 3 * time.Millisecond}, actors.Spec{})
 	seq := r.turn("talk")
 	r.ev.waitFor(t, messages.EventOutputTextDelta, func(ev *messages.Event) bool { return ev.Seq > seq })
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
@@ -351,23 +352,40 @@ func TestInterruptDuringGeneration(t *testing.T) {
 	itemsOnce(t, r.srv, r.s.ConversationID(), evs)
 }
 
+// agy's cancel methods answer 200 and change nothing while a prompt is
+// WAITING: an interrupt declines the open prompt first (the harness closes
+// the driver's prompt, as cancelled), then cancels, and ends idle.
 func TestInterruptDuringPrompt(t *testing.T) {
-	sc := scenario(agytest.Run(agytest.CommandAction{Line: "deploy", NeedsApproval: true}), agytest.Say("Deployed.", 1))
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
-	seq := r.turn("deploy it")
-	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	require.NoError(t, r.s.Interrupt(ctx))
-	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
-	require.NotEqual(t, messages.ByHarness, res.By, "the driver's prompt is withdrawn, not answered")
-	r.ev.waitIdleAfter(t, res.Seq)
-	require.Empty(t, ofType(r.ev.all(), messages.EventMessage), "the cancelled turn said nothing")
+	for _, tc := range []struct {
+		name   string
+		action agytest.Action
+	}{
+		{"permission", agytest.Run(agytest.CommandAction{Line: "deploy", NeedsApproval: true})},
+		{"question", agytest.Ask(agytest.QuestionSpec{Question: "Deploy where?", Options: []string{"staging", "prod"}})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenario(tc.action, agytest.Say("Deployed.", 1))
+			r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
+			seq := r.turn("deploy it")
+			req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+			ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+			defer cancel()
+			require.NoError(t, r.s.Interrupt(ctx))
+			res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+			assert.Equal(t, messages.ByHarness, res.By)
+			assert.Equal(t, messages.ActionCancel, res.Action, "the driver's prompt is withdrawn, not answered")
+			r.ev.waitIdleAfter(t, res.Seq)
+			assert.Equal(t, rpc.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
+			for _, st := range r.srv.Steps(r.s.ConversationID()) {
+				assert.True(t, st.Status.Terminal(), "step %d %s", st.Index(), st.Status)
+			}
+		})
+	}
 }
 
 func Test5xxBursts(t *testing.T) {
 	sc := scenario(agytest.Think("Under load."), agytest.Say("Still here, despite the errors.", 10))
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodGetCascadeTrajectorySteps, Count: 5})
 	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodStreamAgentStateUpdates, Count: 2})
 	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodGetAllCascadeTrajectories, Count: 3})
@@ -389,8 +407,8 @@ func TestTwoSessionsOneAgyDiesOtherUntouched(t *testing.T) {
 		require.NoError(t, host.Shutdown(ctx))
 	}()
 	sc := scenario(agytest.Say("Alive.", 2))
-	srvA := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
-	srvB := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
+	srvA := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	srvB := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	a, err := host.Attach(ctx, actors.Spec{Port: srvA.Port()})
@@ -422,7 +440,7 @@ func TestShutdownWithBusySessionsLeavesNoGoroutine(t *testing.T) {
 	defer cancel()
 	var cols []*collector
 	for i := 0; i < 3; i++ {
-		srv := agytest.Start(t, agytest.Options{Scenario: scenario(agytest.Say(long, 500)), ChunkDelay: 2 * time.Millisecond})
+		srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say(long, 500)), ChunkDelay: 2 * time.Millisecond})
 		s, err := host.Attach(ctx, actors.Spec{Port: srv.Port()})
 		require.NoError(t, err)
 		c := collect(s.Events())
@@ -441,7 +459,7 @@ func TestShutdownWithBusySessionsLeavesNoGoroutine(t *testing.T) {
 
 func TestResubscribeGetsOpenPromptsAgain(t *testing.T) {
 	sc := scenario(agytest.Ask(agytest.QuestionSpec{Question: "Pick one", Options: []string{"a", "b"}}), agytest.Say("ok", 1))
-	r := newRig(t, agytest.Options{Scenario: sc}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 	seq := r.turn("ask me")
 	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
 
@@ -505,7 +523,7 @@ func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
 		agytest.Run(agytest.CommandAction{Line: "make", Output: "built\n", NeedsApproval: true}),
 		agytest.Say("Built.", 2),
 	)
-	r := newRigPID(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
+	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
 	seq := r.turn("build it")
 	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
 	_, err := r.srv.Restart()
@@ -522,7 +540,7 @@ func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
 }
 
 func TestShutdownDoesNotWaitForeverOnAConsumerThatNeverReads(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Scenario: scenario(agytest.Say("Nobody listens.", 4)), ChunkDelay: time.Millisecond})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Nobody listens.", 4)), ChunkDelay: time.Millisecond})
 	host := actors.NewHost(testConfig())
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -551,7 +569,7 @@ func TestSubagentsMirroredAcrossFaults(t *testing.T) {
 	)
 	for _, fault := range []string{"truncated-frame", "port-churn", "stream-drop"} {
 		t.Run(fault, func(t *testing.T) {
-			r := newRigPID(t, agytest.Options{Scenario: sc, ChunkDelay: 2 * time.Millisecond})
+			r := newRigPID(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: 2 * time.Millisecond})
 			switch fault {
 			case "truncated-frame":
 				r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultTruncatedFrame})
@@ -592,7 +610,7 @@ func TestIdleAfterStreamDropsAtEveryPoint(t *testing.T) {
 	for _, seed := range []int64{4, 8, 13, 14, 17} {
 		for n := 0; n < 6; n++ {
 			t.Run(fmt.Sprintf("seed=%d/drop-after=%d", seed, n), func(t *testing.T) {
-				r := newRig(t, agytest.Options{Scenario: sc, Seed: seed, ChunkDelay: time.Millisecond}, actors.Spec{})
+				r := newRig(t, agytest.Options{Conversation: true, Scenario: sc, Seed: seed, ChunkDelay: time.Millisecond}, actors.Spec{})
 				r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultDropStreamAfter, N: n})
 				seq := r.turn("go")
 				r.ev.waitIdleAfter(t, seq)
@@ -603,7 +621,7 @@ func TestIdleAfterStreamDropsAtEveryPoint(t *testing.T) {
 }
 
 func TestTurnSentWhileAgyMovesWaitsForTheNewPort(t *testing.T) {
-	r := newRigPID(t, agytest.Options{Scenario: scenario(agytest.Say("Still here.", 2)), ChunkDelay: time.Millisecond})
+	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Still here.", 2)), ChunkDelay: time.Millisecond})
 	seq := r.ev.lastSeq()
 	// agy moves, and answers its first heartbeat slowly: the session is
 	// without a port for a while.
@@ -625,7 +643,7 @@ func TestTurnHeldPastItsDeadlineIsNeverSent(t *testing.T) {
 		defer cancel()
 		require.NoError(t, host.Shutdown(ctx))
 	}()
-	srv, err := agytest.NewServer(agytest.Options{Scenario: scenario(agytest.Say("x", 1))})
+	srv, err := agytest.NewServer(agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("x", 1))})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
@@ -656,7 +674,7 @@ func TestSessionFollowsAgyThroughItsLogFile(t *testing.T) {
 	f, err := os.Create(logPath)
 	require.NoError(t, err)
 	defer f.Close()
-	srv, err := agytest.NewServer(agytest.Options{Scenario: scenario(agytest.Say("Found you.", 2)), ChunkDelay: time.Millisecond, AgyLog: f})
+	srv, err := agytest.NewServer(agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Found you.", 2)), ChunkDelay: time.Millisecond, AgyLog: f})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	r := newRigOn(t, srv, actors.Spec{LogFile: logPath, ConversationID: srv.ConversationID()})
@@ -678,7 +696,7 @@ func TestSubagentsOutliveARotation(t *testing.T) {
 			agytest.Say("Child done, with an answer that takes a while to stream out.", 40)),
 		agytest.Say("Both children finished.", 2),
 	)
-	r := newRig(t, agytest.Options{Scenario: sc, ChunkDelay: 5 * time.Millisecond}, actors.Spec{})
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: 5 * time.Millisecond}, actors.Spec{})
 	old := r.s.ConversationID()
 	seq := r.turn("delegate")
 	// A child has started: rotate while it streams.

@@ -77,12 +77,14 @@ func TestSnapshotIsIdleOnlyIfNothingMovedAroundIt(t *testing.T) {
 	}{
 		{"at rest", []string{idle(2, "2026-11-30T10:00:00Z"), idle(2, "2026-11-30T10:00:00Z")}, rpc.RunIdle},
 		{"a turn ran between the reads", []string{idle(0, ""), idle(3, "2026-11-30T10:00:05Z")}, ""},
-		{"a step changed between the reads", []string{idle(2, "2026-11-30T10:00:00Z"), idle(2, "2026-11-30T10:00:05Z")}, ""},
+		{"lastModifiedTime moved at rest", []string{idle(2, "2026-11-30T10:00:00Z"), idle(2, "2026-11-30T10:00:05Z")}, rpc.RunIdle},
+		{"a turn began between the reads", []string{idle(2, "2026-11-30T10:00:00Z"),
+			`{"status":"CASCADE_RUN_STATUS_IDLE","stepCount":2,"lastUserInputStepIndex":2,"lastModifiedTime":"2026-11-30T10:00:05Z"}`}, ""},
 		{"running", []string{`{"status":"CASCADE_RUN_STATUS_RUNNING","stepCount":2}`}, rpc.RunRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := scriptedAgy(t, conv, tc.summaries, steps, nil)
-			snap, err := readSnapshot(context.Background(), client, conv, true, nil)
+			snap, err := readSnapshot(context.Background(), client, conv, true, &trajectoryWindow{})
 			require.NoError(t, err)
 			require.Len(t, snap.steps, 2)
 			require.Equal(t, tc.want, snap.status)
@@ -98,11 +100,11 @@ func TestSnapshotIsIdleOnlyIfNothingMovedAroundIt(t *testing.T) {
 func TestPollerReadsAgainUntilItCanTell(t *testing.T) {
 	const conv = "c0ffee00-0000-4000-8000-000000000002"
 	steps := `[{"type":"CORTEX_STEP_TYPE_USER_INPUT","status":"CORTEX_STEP_STATUS_DONE","metadata":{"sourceTrajectoryStepInfo":{"stepIndex":0}}}]`
-	idle := func(mod string) string {
-		return fmt.Sprintf(`{"status":"CASCADE_RUN_STATUS_IDLE","stepCount":1,"lastModifiedTime":%q}`, mod)
+	idle := func(count int) string {
+		return fmt.Sprintf(`{"status":"CASCADE_RUN_STATUS_IDLE","stepCount":%d}`, count)
 	}
 	gate := make(chan struct{})
-	client := scriptedAgy(t, conv, []string{idle("2026-11-30T10:00:00Z"), idle("2026-11-30T10:00:01Z")}, steps, gate)
+	client := scriptedAgy(t, conv, []string{idle(1), idle(2)}, steps, gate)
 	cfg := testCfg()
 	cfg.PollFast, cfg.PollSlow = 5*time.Millisecond, time.Hour
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newPoller(client, conv, cfg, 1, wg, ReadBoth) })

@@ -29,9 +29,10 @@ type subagent struct {
 	wg     *sync.WaitGroup
 	t      *tasks
 	busy   bool
-	// last is the last read's steps, for the next read to reuse. Only the
-	// read in flight touches it, and reads run one at a time (busy).
-	last []rpc.Step
+	// window is what the last read read, for the next read to start from
+	// and reuse. Only the read in flight touches it, and reads run one at a
+	// time (busy).
+	window trajectoryWindow
 }
 
 type subagentTick struct{}
@@ -90,11 +91,10 @@ func (a *subagent) read(ctx actor.Context) {
 	a.busy = true
 	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
 	a.t.run(func(c context.Context) {
-		snap, err := readSnapshot(c, client, a.conv, true, a.last)
+		snap, err := readSnapshot(c, client, a.conv, true, &a.window)
 		if err == nil {
-			a.last = snap.steps
-			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, RunStatus: snap.status, Received: time.Now()})
+			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: time.Now()})
 		}
-		a.t.send(self, &subagentRead{gen: gen, status: snap.status, steps: len(snap.steps), err: err})
+		a.t.send(self, &subagentRead{gen: gen, status: snap.status, steps: snap.offset + len(snap.steps), err: err})
 	})
 }

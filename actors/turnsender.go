@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/asynkron/protoactor-go/actor"
@@ -18,10 +19,14 @@ import (
 // model resolved as DESIGN.md says — explicit, else agy's last turn's model,
 // else GetAvailableModels' recommended one; the catalog is cached and read
 // again on the model-required error) and run interrupts
-// (*messages.Interrupt: the cancel methods in order until agy reports the
-// cascade IDLE, within Config.InterruptDeadline). Each reply is a
-// *messages.TurnResult to the original requester. It never uses
-// SendAgentMessage, which records a SYSTEM_MESSAGE instead of a turn.
+// (*messages.Interrupt, within Config.InterruptDeadline: agy's cancel
+// methods change nothing while a prompt is WAITING, so every WAITING prompt
+// of the interrupt's conversations is declined first, then the cancel
+// methods run in order until agy reports the cascade IDLE, declining again
+// before each). Each reply is a *messages.TurnResult to the original
+// requester; the session hears which prompts an interrupt declined
+// (interruptDone). It never uses SendAgentMessage, which records a
+// SYSTEM_MESSAGE instead of a turn.
 //
 // It reads the catalog once at start and reports it to the session
 // (*messages.ModelsLoaded). A lost port is a failure (the session
@@ -94,10 +99,15 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 		}
 		ts.next(ctx)
 	case *messages.Interrupt:
-		reply := ctx.Sender()
+		reply, session := ctx.Sender(), ctx.Parent()
 		root := ctx.ActorSystem().Root
+		convs := m.Conversations
+		if len(convs) == 0 {
+			convs = []messages.ConversationFrom{{ConversationID: ts.conv}}
+		}
 		ts.t.run(func(c context.Context) {
-			err := ts.interrupt(c)
+			declined, err := ts.interrupt(c, convs)
+			root.Send(session, &interruptDone{gen: ts.gen, declined: declined})
 			root.Send(reply, &messages.TurnResult{Err: err})
 		})
 	}
@@ -174,13 +184,38 @@ func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog ma
 	return &messages.TurnResult{Model: model}, read, false
 }
 
-// interrupt tries each cancel method until agy reports the cascade IDLE.
-func (ts *turnSender) interrupt(ctx context.Context) error {
+// interruptDone is sent by the turn sender to its session when an interrupt
+// has run: the prompts it declined, so that their dialogs in agy's terminal
+// can be closed, and the session's other marks cleared.
+type interruptDone struct {
+	gen      messages.Gen
+	declined []declinedPrompt
+}
+
+// declinedPrompt is a prompt an interrupt declined.
+type declinedPrompt struct {
+	conv   string
+	prompt mapper.Prompt
+}
+
+// interrupt declines every WAITING prompt of convs, then tries each cancel
+// method (declining again before each: a declined prompt lets the turn go
+// on, and it may ask again) until agy reports the cascade IDLE.
+func (ts *turnSender) interrupt(ctx context.Context, convs []messages.ConversationFrom) ([]declinedPrompt, error) {
 	ctx, cancel := context.WithTimeout(ctx, ts.cfg.InterruptDeadline)
 	defer cancel()
 	per := ts.cfg.InterruptDeadline / time.Duration(len(rpc.CancelMethods)+1)
 	var errs []error
+	var declined []declinedPrompt
 	for _, method := range rpc.CancelMethods {
+		d, derr := ts.declinePrompts(ctx, convs)
+		declined = append(declined, d...)
+		if derr != nil {
+			errs = append(errs, derr)
+			if errors.Is(derr, rpc.ErrPortGone) {
+				break
+			}
+		}
 		err := ts.client.Cancel(ctx, method, ts.conv)
 		if err != nil && !errors.Is(err, rpc.ErrUnimplemented) {
 			errs = append(errs, fmt.Errorf("%s: %w", method, err))
@@ -190,16 +225,54 @@ func (ts *turnSender) interrupt(ctx context.Context) error {
 			continue
 		}
 		if err == nil && ts.waitIdle(ctx, per) {
-			return nil
+			return declined, nil
 		}
 	}
 	if ts.waitIdle(ctx, per) {
-		return nil
+		return declined, nil
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("interrupt: cascade still running: %w", errors.Join(errs...))
+		return declined, fmt.Errorf("interrupt: cascade still running: %w", errors.Join(errs...))
 	}
-	return errors.New("interrupt: cascade still running after every cancel method")
+	return declined, errors.New("interrupt: cascade still running after every cancel method")
+}
+
+// declinePrompts declines every prompt agy waits on in convs, each read from
+// its trajectory index: a permission with allow false, a question with no
+// responses. A prompt that stopped waiting meanwhile is skipped.
+func (ts *turnSender) declinePrompts(ctx context.Context, convs []messages.ConversationFrom) ([]declinedPrompt, error) {
+	var declined []declinedPrompt
+	var errs []error
+	for _, cf := range convs {
+		steps, err := ts.client.GetCascadeTrajectoryStepsFrom(ctx, cf.ConversationID, cf.From, nil)
+		if err != nil {
+			if !errors.Is(err, rpc.ErrTrajectoryNotFound) {
+				errs = append(errs, fmt.Errorf("reading %s for its prompts: %w", cf.ConversationID, err))
+			}
+			continue
+		}
+		at := mapper.Indexer(steps, cf.From)
+		for i := range steps {
+			idx := at(i)
+			p, ok := mapper.PendingInteraction(&steps[i], idx)
+			if !ok {
+				continue
+			}
+			in, err := mapper.BuildInteraction(p, messages.Resolve{Action: messages.ActionCancel}, p.TrajectoryID, idx)
+			if err == nil {
+				err = ts.client.HandleCascadeUserInteraction(ctx, cf.ConversationID, in)
+			}
+			switch {
+			case err == nil:
+				declined = append(declined, declinedPrompt{conv: cf.ConversationID, prompt: *p})
+			case errors.Is(err, rpc.ErrInputNotRegistered):
+				// It stopped waiting meanwhile (answered, or timed out).
+			default:
+				errs = append(errs, fmt.Errorf("declining the prompt at step %d of %s: %w", idx, cf.ConversationID, err))
+			}
+		}
+	}
+	return declined, errors.Join(errs...)
 }
 
 // waitIdle polls the cascade's run status until IDLE or d elapses.

@@ -57,11 +57,12 @@ func TestConformance(t *testing.T) {
 			assert.Equal(t, int64(21), *u.ResponseTokens)
 			assert.Equal(t, int64(0), *u.CacheReadTokens)
 			assert.Equal(t, int64(17161), *u.TotalInputTokens)
-			assert.Nil(t, u.ContextTokens)
+			assert.Equal(t, int64(17161+65), *u.ContextTokens, "the prompt read and the output written")
 		},
 		"planner_response_tool_call_run_command.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"usage"}, types(evs), "tool calls only: no message")
 			assert.Equal(t, int64(16267), *evs[0].CacheReadTokens)
+			assert.Equal(t, *evs[0].InputTokens+16267+*evs[0].OutputTokens, *evs[0].ContextTokens)
 		},
 		"planner_response_tool_call_ask_question.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"usage"}, types(evs))
@@ -82,7 +83,7 @@ func TestConformance(t *testing.T) {
 			assert.Equal(t, messages.KindPermission, req.Kind)
 			assert.Equal(t, "pwd", req.Command.Line)
 			assert.Equal(t, &messages.Resource{Action: "command", Target: "pwd"}, req.Resource)
-			assert.Equal(t, testConv+"/prompt/0", req.ElicitationID)
+			assert.Equal(t, testConv+"/prompt/6", req.ElicitationID, "keyed by the step's trajectory index")
 		},
 		"run_command_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
@@ -98,7 +99,7 @@ func TestConformance(t *testing.T) {
 		},
 		"stream_run_command_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
-			assert.Equal(t, testTraj2+":0", evs[0].CallID, "streamed copy: call id derived from trajectory and index")
+			assert.Equal(t, testTraj2+":6", evs[0].CallID, "streamed copy: call id derived from trajectory and index")
 			assert.JSONEq(t, `{"command":"git status && git log -n 5 --oneline","cwd":"/Users/bryanli/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
 			assert.True(t, strings.HasPrefix(evs[1].Output, "On branch main"))
 		},

@@ -184,13 +184,15 @@ func PromptKey(step *rpc.Step) string {
 }
 
 // FreshestWaiting finds the highest-index WAITING step whose PromptKey is
-// key, in a snapshot of steps (index = position). Used at delivery time: a
-// prompt may have timed out and been asked again since it was detected.
-func FreshestWaiting(steps []rpc.Step, key string) (index int, step *rpc.Step, ok bool) {
+// key, in a window of steps read from trajectory index offset, and returns
+// its trajectory index (see Indexer). Used at delivery time: a prompt may
+// have timed out and been asked again since it was detected.
+func FreshestWaiting(steps []rpc.Step, offset int, key string) (index int, step *rpc.Step, ok bool) {
+	at := Indexer(steps, offset)
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := &steps[i]
 		if s.Status == rpc.StatusWaiting && s.RequestedInteraction != nil && PromptKey(s) == key {
-			return i, s, true
+			return at(i), s, true
 		}
 	}
 	return -1, nil, false
@@ -201,7 +203,9 @@ func FreshestWaiting(steps []rpc.Step, key string) (index int, step *rpc.Step, o
 // which the caller has re-read as the freshest WAITING step of p.
 //
 // Permission: accept -> allow true; decline and cancel -> allow false.
-// Question (accept only): each question gets one answer, matched by verbatim
+// Question: decline and cancel -> no responses at all ({"responses":[]},
+// which agy takes as a declined question; answers must be absent). Accept:
+// each question gets one answer, matched by verbatim
 // question text, or by order when no answer names its question and the counts
 // match (a single question takes a single unnamed answer); option ids, not
 // texts; a write-in where the question allows it. Anything else is an error
@@ -232,7 +236,11 @@ func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, step
 		return out, nil
 	case messages.KindQuestion:
 		if res.Action != messages.ActionAccept {
-			return none, fmt.Errorf("%w: a question cannot be answered with %q over RPC (answer it, or interrupt the turn)", ErrInvalidResolve, res.Action)
+			if len(res.Answers) > 0 {
+				return none, fmt.Errorf("%w: answers given to %s a question", ErrInvalidResolve, res.Action)
+			}
+			out.AskQuestion = &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{}}
+			return out, nil
 		}
 		rs, err := questionResponses(p.Questions, res.Answers)
 		if err != nil {

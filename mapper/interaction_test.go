@@ -86,12 +86,47 @@ func TestFreshestWaiting(t *testing.T) {
 		commandStep(rpc.StatusWaiting, "pwd"),
 		plannerStep(rpc.StatusGenerating, "", ""),
 	})
-	i, s, ok := FreshestWaiting(steps, PromptKey(&steps[1]))
+	i, s, ok := FreshestWaiting(steps, 0, PromptKey(&steps[1]))
 	require.True(t, ok)
 	assert.Equal(t, 3, i)
 	assert.Equal(t, rpc.StatusWaiting, s.Status)
-	_, _, ok = FreshestWaiting(steps[:3], PromptKey(&steps[1]))
+	_, _, ok = FreshestWaiting(steps[:3], 0, PromptKey(&steps[1]))
 	assert.False(t, ok, "the only pwd prompt timed out")
+
+	// A window read from index 2 names the step by its trajectory index.
+	i, _, ok = FreshestWaiting(steps[2:], 2, PromptKey(&steps[1]))
+	require.True(t, ok)
+	assert.Equal(t, 3, i)
+}
+
+func TestCloseKeys(t *testing.T) {
+	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	qp, _ := PendingInteraction(&q, 5)
+	c := commandStep(rpc.StatusWaiting, "pwd")
+	cp, _ := PendingInteraction(&c, 5)
+	for _, tc := range []struct {
+		name string
+		p    *Prompt
+		r    messages.Resolve
+		want []string
+	}{
+		{"permission allowed", cp, messages.Resolve{Action: messages.ActionAccept}, []string{"1", "Enter"}},
+		{"permission denied", cp, messages.Resolve{Action: messages.ActionDecline}, []string{"4", "Enter"}},
+		{"permission cancelled", cp, messages.Resolve{Action: messages.ActionCancel}, []string{"4", "Enter"}},
+		{"question: the first question's options", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+			{Question: "Which extras?", SelectedOptionIDs: []string{"1", "2"}},
+			{Question: "Which language?", SelectedOptionIDs: []string{"3"}},
+		}}, []string{"3", "Enter"}},
+		{"question by order, several options", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+			{SelectedOptionIDs: []string{"1", "2"}}, {SelectedOptionIDs: []string{"1"}},
+		}}, []string{"1", "2", "Enter"}},
+		{"question declined", qp, messages.Resolve{Action: messages.ActionDecline}, []string{"Escape"}},
+		{"question cancelled", qp, messages.Resolve{Action: messages.ActionCancel}, []string{"Escape"}},
+		{"question with a write-in only", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{{WriteIn: "Zig"}}}, []string{"Escape"}},
+		{"no prompt", nil, messages.Resolve{Action: messages.ActionAccept}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, CloseKeys(tc.p, tc.r)) })
+	}
 }
 
 func TestBuildInteraction(t *testing.T) {
@@ -163,7 +198,12 @@ func TestBuildInteraction(t *testing.T) {
 	), "two answers"))
 	t.Run("unnamed answers in the wrong number", bad(qp, accept(messages.Answer{SelectedOptionIDs: []string{"1"}}), "do not name their question"))
 	t.Run("answers on a permission", bad(cp, accept(messages.Answer{SelectedOptionIDs: []string{"1"}}), "permission prompt"))
-	t.Run("declining a question", bad(sp, messages.Resolve{Action: messages.ActionDecline}, "cannot be answered"))
+	t.Run("declining a question", ok(sp, messages.Resolve{Action: messages.ActionDecline},
+		`{"trajectoryId":"traj-1","stepIndex":7,"askQuestion":{"responses":[]}}`))
+	t.Run("cancelling a question", ok(qp, messages.Resolve{Action: messages.ActionCancel},
+		`{"trajectoryId":"traj-1","stepIndex":7,"askQuestion":{"responses":[]}}`))
+	t.Run("declining a question with answers", bad(sp, messages.Resolve{Action: messages.ActionDecline,
+		Answers: []messages.Answer{{SelectedOptionIDs: []string{"1"}}}}, "answers given to decline a question"))
 	t.Run("unknown action", bad(cp, messages.Resolve{Action: "maybe"}, `unknown action "maybe"`))
 	t.Run("unknown kind", bad(&Prompt{Kind: "poll"}, accept(), `unknown prompt kind "poll"`))
 	t.Run("no questions", bad(&Prompt{Kind: messages.KindQuestion}, accept(), "no questions"))

@@ -11,8 +11,9 @@ type ObservationKind int
 
 // Observation kinds.
 const (
-	// Snapshot is every step of the trajectory (GetCascadeTrajectorySteps):
-	// a step's index is its position.
+	// Snapshot is the steps of the trajectory from Offset on
+	// (GetCascadeTrajectorySteps): each step's index is the trajectory index
+	// it carries (see Indexer), else Offset plus its position.
 	Snapshot ObservationKind = iota
 	// Frame is a sparse, index-addressed StreamAgentStateUpdates frame.
 	Frame
@@ -34,7 +35,8 @@ type Observation struct {
 	Kind           ObservationKind
 	ConversationID string        // frame's update.conversationId ("" for snapshots)
 	RunStatus      rpc.RunStatus // cascade run status if known ("" = unknown)
-	Indices        []int         // Frame: Indices[i] is the step index of Steps[i]; Snapshot: nil (index = position)
+	Indices        []int         // Frame: Indices[i] is the step index of Steps[i]; Snapshot: nil (see Offset)
+	Offset         int           // Snapshot: the trajectory index the read started at (stepOffset)
 	Steps          []rpc.Step
 	TotalLength    int       // frames: stepsUpdate.totalLength (0 = unknown)
 	Time           time.Time // stamped on the events it yields
@@ -77,7 +79,15 @@ func FromFrame(f *rpc.StreamFrame, t time.Time) Observation {
 }
 
 // FromSnapshot makes an observation of a full read of the steps. runStatus is
-// the cascade status read before the steps, or "" when unknown.
+// the cascade status read around the steps, or "" when unknown.
 func FromSnapshot(steps []rpc.Step, runStatus rpc.RunStatus, t time.Time) Observation {
-	return Observation{Kind: Snapshot, RunStatus: runStatus, Steps: steps, Time: t}
+	return FromWindow(steps, 0, runStatus, t)
+}
+
+// FromWindow makes an observation of a read of the steps from trajectory
+// index offset to the trajectory's end (GetCascadeTrajectorySteps with
+// stepOffset, every window of it read): the steps before offset are known
+// and can no longer change.
+func FromWindow(steps []rpc.Step, offset int, runStatus rpc.RunStatus, t time.Time) Observation {
+	return Observation{Kind: Snapshot, RunStatus: runStatus, Offset: offset, Steps: steps, Time: t}
 }

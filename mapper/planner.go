@@ -162,6 +162,9 @@ func (r *Reconciler) usage(index int, s *rpc.Step, mu *rpc.ModelUsage) {
 	e.ThinkingTokens = messages.Ptr(int64(mu.ThinkingOutputTokens))
 	e.ResponseTokens = messages.Ptr(int64(mu.ResponseOutputTokens))
 	e.CacheReadTokens = messages.Ptr(int64(mu.CacheReadTokens))
+	// What the context holds after the call: the prompt it read (agy counts
+	// the cached part apart from inputTokens) and what it wrote.
+	e.ContextTokens = messages.Ptr(int64(mu.InputTokens) + int64(mu.CacheReadTokens) + int64(mu.OutputTokens))
 	e.TotalInputTokens = messages.Ptr(r.totalIn)
 	e.TotalOutputTokens = messages.Ptr(r.totalOut)
 	r.emit(e)

@@ -75,6 +75,12 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 	case s.Status == rpc.StatusDone:
 		r.closeAnswered(p, s, index)
 	case s.Status.Terminal():
+		if p.inFlight == messages.ActionCancel || p.inFlight == messages.ActionDecline {
+			// Our decline reached it, and the turn was cancelled before
+			// agy showed the answer (an interrupt).
+			r.closePrompt(p, p.inFlight, messages.ByHarness, messages.Ptr(index))
+			return
+		}
 		r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
 	case len(s.CompletedInteractions) > 0:
 		// Answered (by us, or in agy's own terminal) and now running.
@@ -109,9 +115,17 @@ func (r *Reconciler) openNew(p *Prompt) {
 
 // answeredAction reads the action of an answer agy echoed in
 // completedInteractions: a permission is accept when allowed, else decline;
-// a question answered is accept.
+// a question answered is accept, one answered with no responses declined.
 func answeredAction(s *rpc.Step, kind string) string {
 	if kind != messages.KindPermission {
+		for i := len(s.CompletedInteractions) - 1; i >= 0; i-- {
+			if resp := s.CompletedInteractions[i].Response; resp != nil && resp.AskQuestion != nil {
+				if resp.AskQuestion.Declined() {
+					return messages.ActionDecline
+				}
+				break
+			}
+		}
 		return messages.ActionAccept
 	}
 	for i := len(s.CompletedInteractions) - 1; i >= 0; i-- {

@@ -26,9 +26,9 @@ type Reconciler struct {
 
 	slots map[int]*slot // per step index: what has been emitted for it
 	known int           // highest step index seen + 1
-	// stale: the observation being applied is a snapshot with fewer steps
-	// than already seen. It was read before them (the session's poller and
-	// stream reader race), and its IDLE cannot close the turn.
+	// stale: the observation being applied is a snapshot that ends before
+	// the steps already seen. It was read before them (the session's poller
+	// and stream reader race), and its IDLE cannot close the turn.
 	stale bool
 
 	expected  []string // texts of turns this session sent, not yet seen
@@ -131,6 +131,22 @@ func (r *Reconciler) LastModel() string { return r.lastModel }
 // Steps is the number of step slots known (the highest index seen + 1).
 func (r *Reconciler) Steps() int { return r.known }
 
+// State is the last status state reported ("" before any).
+func (r *Reconciler) State() string { return r.state }
+
+// FirstLive is the lowest trajectory index whose step can still change: the
+// first step seen that is not terminal, else the next index. A reader that
+// looks for what agy is doing (a WAITING prompt) reads from there.
+func (r *Reconciler) FirstLive() int {
+	first := r.known
+	for i, sl := range r.slots {
+		if !sl.terminal && i < first {
+			first = i
+		}
+	}
+	return first
+}
+
 // Apply maps one observation and returns the events it implies, in order.
 // SessionID and Seq are left empty: the session sets them. A frame for
 // another conversation than the configured one yields nothing.
@@ -149,7 +165,15 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 	r.out = dst
 	r.awaitingDetail = false
 	defer func() { r.obs, r.out, r.stale = Observation{}, nil, false }()
-	r.stale = obs.Kind == Snapshot && len(obs.Steps) < r.known
+	var at func(int) int
+	if obs.Kind == Snapshot {
+		at = Indexer(obs.Steps, obs.Offset)
+		end := obs.Offset
+		if n := len(obs.Steps); n > 0 {
+			end = at(n-1) + 1
+		}
+		r.stale = end < r.known
+	}
 
 	if r.resume {
 		r.resume = false
@@ -164,7 +188,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 		}
 	default:
 		for i := range obs.Steps {
-			r.step(i, &obs.Steps[i])
+			r.step(at(i), &obs.Steps[i])
 		}
 	}
 	r.runStatus()

@@ -41,6 +41,10 @@ const (
 	StateWaiting = "waiting"
 	StateIdle    = "idle"
 	StateError   = "error"
+	// StateNoConversation: agy has no conversation yet (a fresh agy has
+	// none until its first turn is typed); the session binds the first one
+	// agy mints. Its conversation_id is empty.
+	StateNoConversation = "no_conversation"
 )
 
 // Origins of a user_message.

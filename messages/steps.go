@@ -24,15 +24,26 @@ type StreamState struct {
 }
 
 // SnapshotRead is sent by Poller (root conversation) and Subagent (a child
-// conversation) to the session: one GetCascadeTrajectorySteps snapshot, and
-// the cascade run status read just before it when the reader read one ("" when
-// not). No reply.
+// conversation) to the session: the steps read with GetCascadeTrajectorySteps
+// from trajectory index Offset to the end (the steps before it can no longer
+// change), and the cascade run status read around them when the reader read
+// one and nothing moved meanwhile ("" when not). No reply.
 type SnapshotRead struct {
 	Gen            Gen
 	ConversationID string
 	Steps          []rpc.Step
+	Offset         int
 	RunStatus      rpc.RunStatus
 	Received       time.Time
+}
+
+// TurnActive is sent by the session to its Poller when a turn starts
+// (Active) or ends: while one runs the poller reads at Config.PollActive
+// even with the stream up, since agy may park a prompt without a frame. No
+// reply.
+type TurnActive struct {
+	Gen    Gen
+	Active bool
 }
 
 // ReadNow is sent by the session to its Poller when agy reported the cascade

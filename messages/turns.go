@@ -27,11 +27,23 @@ type TurnResult struct {
 }
 
 // Interrupt asks a session and then its TurnSender to stop the running
-// cascade: the cancel methods in order until agy reports IDLE, within a
-// deadline. Held like SendTurn while the session re-discovers agy.
+// cascade, within a deadline: agy's cancel methods change nothing while it
+// waits on a prompt, so every prompt it waits on in Conversations is
+// declined first, then the cancel methods run in order until agy reports
+// IDLE. Held like SendTurn while the session re-discovers agy.
 // Reply: *TurnResult.
 type Interrupt struct {
 	Deadline time.Time
+	// Conversations are where agy may wait on prompts (the bound one and
+	// its subagents), each with the trajectory index to look from: the
+	// session fills them in.
+	Conversations []ConversationFrom
+}
+
+// ConversationFrom names a conversation and a trajectory index in it.
+type ConversationFrom struct {
+	ConversationID string
+	From           int
 }
 
 // Detach asks a session to stop: its children stop, its RPCs are cancelled,

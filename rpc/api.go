@@ -41,6 +41,23 @@ type CascadeRequest struct {
 	CascadeID string `json:"cascadeId,omitempty"`
 }
 
+// StepsRequest is GetCascadeTrajectorySteps' request: the steps of a cascade
+// from StepOffset on (a trajectory index; agy's field is step_offset).
+type StepsRequest struct {
+	CascadeID  string `json:"cascadeId,omitempty"`
+	StepOffset int    `json:"stepOffset,omitempty"`
+}
+
+// StartCascadeRequest is StartCascade's request. Source is required by agy
+// (SourceCLI for a harness); CascadeID is optional (agy mints one).
+type StartCascadeRequest struct {
+	CascadeID string `json:"cascadeId,omitempty"`
+	Source    string `json:"source,omitempty"`
+}
+
+// SourceCLI is the trajectory source a CLI client names in StartCascade.
+const SourceCLI = "CORTEX_TRAJECTORY_SOURCE_CLI"
+
 // StepsResponse is GetCascadeTrajectorySteps' answer: one snapshot.
 type StepsResponse struct {
 	Steps []Step `json:"steps"`

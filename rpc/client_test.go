@@ -145,6 +145,16 @@ func TestUnaryMethods(t *testing.T) {
 			},
 		},
 		{
+			name: "GetCascadeTrajectoryStepsFrom", method: "GetCascadeTrajectorySteps", wantBody: `{"cascadeId":"` + conv + `","stepOffset":600}`,
+			answer: `{"steps":[{"type":"CORTEX_STEP_TYPE_CHECKPOINT","status":"CORTEX_STEP_STATUS_DONE","metadata":{"sourceTrajectoryStepInfo":{"stepIndex":600}}}]}`,
+			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
+				steps, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, 600, nil)
+				require.NoError(t, err)
+				require.Len(t, steps, 1)
+				assert.Equal(t, 600, steps[0].Index())
+			},
+		},
+		{
 			name: "GetAvailableModels", method: "GetAvailableModels", wantBody: `{}`,
 			answer: `{"response":{"models":{"m20":{"model":"` + model + `","displayName":"Gemini (Medium)","recommended":true,"supportsThinking":true,"thinkingBudget":"1024"}}}}`,
 			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
@@ -159,7 +169,7 @@ func TestUnaryMethods(t *testing.T) {
 			},
 		},
 		{
-			name: "StartCascade", method: "StartCascade", wantBody: `{}`, answer: `{"cascadeId":"new"}`,
+			name: "StartCascade", method: "StartCascade", wantBody: `{"source":"CORTEX_TRAJECTORY_SOURCE_CLI"}`, answer: `{"cascadeId":"new"}`,
 			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
 				raw, err := c.StartCascade(ctx)
 				require.NoError(t, err)

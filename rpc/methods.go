@@ -47,33 +47,49 @@ func (c *Client) ConversationMatches(ctx context.Context, conversationID string)
 	return md.Metadata.RootConversationID == conversationID, nil
 }
 
-// GetCascadeTrajectorySteps reads one snapshot of every step of a cascade
-// (cascadeId == conversationId).
+// GetCascadeTrajectorySteps reads one snapshot of the steps of a cascade
+// (cascadeId == conversationId), from its first step. agy may cap how many
+// steps one answer holds: a long trajectory is read in windows with
+// GetCascadeTrajectoryStepsFrom.
 func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string) ([]Step, error) {
-	return c.GetCascadeTrajectoryStepsReusing(ctx, cascadeID, nil)
+	return c.GetCascadeTrajectoryStepsFrom(ctx, cascadeID, 0, nil)
 }
 
-// GetCascadeTrajectoryStepsReusing is GetCascadeTrajectorySteps for a caller
-// that reads the same cascade again and again: prev is its last read (nil
-// for none). A step that agy sends byte for byte as it sent prev[i] (same
-// index, Raw equal) is not decoded again: the result holds prev[i] itself,
-// sharing its Raw and pointers, so neither the caller nor anyone it hands
-// steps to may modify them. Changed, new and moved steps are decoded; a
-// trajectory may have grown or shrunk. prev must come from earlier reads
-// (its Raw is trusted to be what its fields were decoded from). The answer
-// is whole, as GetCascadeTrajectorySteps' is; a malformed body, or step, is
-// a *Error wrapping ErrProtocol, and nothing is returned with it.
+// GetCascadeTrajectoryStepsReusing is GetCascadeTrajectoryStepsFrom from the
+// first step.
+func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []Step) ([]Step, error) {
+	return c.GetCascadeTrajectoryStepsFrom(ctx, cascadeID, 0, prev)
+}
+
+// GetCascadeTrajectoryStepsFrom reads the steps of a cascade from the step
+// at trajectory index offset on (stepOffset): the window a caller needs when
+// the steps before it can no longer change. agy may cap the number of steps
+// of one answer, so a reader that wants every step reads again from the end
+// of the last window until it has the trajectory's step count.
+//
+// prev is the caller's last read of the same window start (nil for none),
+// element i of the answer compared with prev[i]. A step that agy sends byte
+// for byte as it sent prev[i] (same position, Raw equal) is not decoded
+// again: the result holds prev[i] itself, sharing its Raw and pointers, so
+// neither the caller nor anyone it hands steps to may modify them. Changed,
+// new and moved steps are decoded; a window may have grown or shrunk. prev
+// must come from earlier reads (its Raw is trusted to be what its fields
+// were decoded from). The answer is whole; a malformed body, or step, is a
+// *Error wrapping ErrProtocol, and nothing is returned with it.
 //
 // Each step decoded has a Raw of its own: a step kept for many reads (the
 // caller's last read, a reconciler) must not keep alive the answer it came
-// in, which holds the whole trajectory of that moment.
-func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []Step) ([]Step, error) {
+// in, which holds the whole window of that moment.
+func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID string, offset int, prev []Step) ([]Step, error) {
 	const m = MethodGetCascadeTrajectorySteps
 	if cascadeID == "" {
 		return nil, invalidArgument(m, "empty cascade id")
 	}
+	if offset < 0 {
+		return nil, invalidArgument(m, "negative step offset %d", offset)
+	}
 	var steps []Step
-	err := c.callRead(ctx, c.cfg.UnaryTimeout, m, CascadeRequest{CascadeID: cascadeID}, func(body io.Reader) error {
+	err := c.callRead(ctx, c.cfg.UnaryTimeout, m, StepsRequest{CascadeID: cascadeID, StepOffset: offset}, func(body io.Reader) error {
 		in := &blankReader{r: body, blank: true}
 		var err error
 		steps, err = decodeStepsReusing(in, prev)
@@ -185,11 +201,14 @@ func (c *Client) GetAvailableModels(ctx context.Context) (*ModelsResponse, error
 	return &resp, nil
 }
 
-// StartCascade starts a new cascade programmatically and returns the answer
-// undecoded (its shape is not pinned down; /clear does not need it).
+// StartCascade starts a new cascade programmatically, as a CLI client
+// (source SourceCLI, which agy requires), and returns the answer undecoded
+// (its shape is not pinned down). agy's own terminal never shows such a
+// conversation: a harness that shares agy's terminal with a person types
+// the first turn instead (agy mints its conversation then).
 func (c *Client) StartCascade(ctx context.Context) (json.RawMessage, error) {
 	var resp json.RawMessage
-	if err := c.Call(ctx, MethodStartCascade, Empty{}, &resp); err != nil {
+	if err := c.Call(ctx, MethodStartCascade, StartCascadeRequest{Source: SourceCLI}, &resp); err != nil {
 		return nil, err
 	}
 	return resp, nil

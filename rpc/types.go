@@ -394,10 +394,24 @@ type InteractionResponse struct {
 	Permission   *PermissionAnswer  `json:"permission,omitempty"`
 }
 
-// QuestionResponses is the askQuestion answer variant.
+// QuestionResponses is the askQuestion answer variant. No responses at all
+// declines the question: it is written {"responses":[]}, as agy takes a
+// declined question.
 type QuestionResponses struct {
-	Responses []QuestionResponse `json:"responses,omitempty"`
+	Responses []QuestionResponse `json:"responses"`
 }
+
+// MarshalJSON writes no responses as [] (a decline), never null.
+func (q QuestionResponses) MarshalJSON() ([]byte, error) {
+	type plain QuestionResponses
+	if q.Responses == nil {
+		q.Responses = []QuestionResponse{}
+	}
+	return json.Marshal(plain(q))
+}
+
+// Declined reports whether the answer declines the question (no responses).
+func (q *QuestionResponses) Declined() bool { return q != nil && len(q.Responses) == 0 }
 
 // QuestionResponse answers one question, quoting it verbatim.
 type QuestionResponse struct {

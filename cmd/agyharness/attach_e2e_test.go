@@ -215,7 +215,7 @@ func assertSeqIncreasing(t *testing.T, evs []*messages.Event) {
 // tried first, and a move is followed through the log.
 func TestAttachFollowsAgysLogFile(t *testing.T) {
 	logPath := filepath.Join(t.TempDir(), "agy.log")
-	cmd := exec.Command(buildBinary(t, "cmd/fakeagy"), "--log", logPath, "--seed", "3", "--chunk-delay", "1ms",
+	cmd := exec.Command(buildBinary(t, "cmd/fakeagy"), "--conversation", "--log", logPath, "--seed", "3", "--chunk-delay", "1ms",
 		"--scenario", filepath.Join("..", "..", "testdata", "scenarios", "text.json"))
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

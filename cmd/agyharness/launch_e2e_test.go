@@ -35,7 +35,7 @@ func startLaunch(t *testing.T, harnessArgs ...string) *launched {
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", pane.socket, "kill-server").Run() })
 	args := append([]string{"launch", "--json", "--tmux-socket", pane.socket, "--tmux-session", "main", "--agy", fake}, harnessArgs...)
 	log := filepath.Join(t.TempDir(), "fakeagy.log")
-	args = append(args, "--", "--tui", "--seed", "5", "--chunk-delay", "2ms", "--prompt-timeout", "-1s", "--log", log)
+	args = append(args, "--", "--tui", "--conversation", "--seed", "5", "--chunk-delay", "2ms", "--prompt-timeout", "-1s", "--log", log)
 	l := &launched{attached: startAttachArgs(t, args...), pane: pane, log: log}
 	l.waitScreen("agy's TUI is up", func(s string) bool { return strings.Contains(s, "-- idle --") })
 	// Registered after the tmux server's cleanup, so it runs first: agy

@@ -186,7 +186,7 @@ var listenLine = regexp.MustCompile(`Language server listening on random port at
 func startFakeAgy(t *testing.T, args ...string) *fakeAgy {
 	t.Helper()
 	bin := buildBinary(t, "cmd/fakeagy")
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append([]string{"--conversation"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

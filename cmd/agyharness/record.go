@@ -7,8 +7,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/agyharness/agyharness/rpc"
 )
 
 // A capture is a JSON-lines file: a header line, then one record per thing
@@ -19,7 +17,7 @@ import (
 //
 //	{"kind":"capture","version":1,"time":"..."}
 //	{"kind":"frame","conversation_id":"C","time":"...","payload":{"update":{...}}}           a StreamAgentStateUpdates data frame
-//	{"kind":"snapshot","conversation_id":"C","time":"...","payload":{"steps":[...],"runStatus":"..."}}  a GetCascadeTrajectorySteps read
+//	{"kind":"snapshot","conversation_id":"C","time":"...","payload":{"steps":[...],"offset":N,"runStatus":"..."}}  a GetCascadeTrajectorySteps read from trajectory index N
 //
 // Replay also understands these kinds, for sessions that record them:
 //
@@ -38,12 +36,6 @@ type captureRecord struct {
 	Time           time.Time       `json:"time"`
 	ConversationID string          `json:"conversation_id,omitempty"`
 	Payload        json.RawMessage `json:"payload,omitempty"`
-}
-
-// snapshotPayload is a "snapshot" record's payload (actors.SnapshotCapture).
-type snapshotPayload struct {
-	Steps     []json.RawMessage `json:"steps"`
-	RunStatus rpc.RunStatus     `json:"runStatus,omitempty"`
 }
 
 // resolvedPayload is a "resolved" record's payload.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
@@ -160,7 +161,7 @@ func (p *replayer) apply(rec captureRecord) error {
 		}
 		p.applyTo(p.root, mapper.FromFrame(&f, rec.Time))
 	case "snapshot":
-		var snap snapshotPayload
+		var snap actors.SnapshotCapture
 		if err := json.Unmarshal(rec.Payload, &snap); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
@@ -174,7 +175,7 @@ func (p *replayer) apply(rec captureRecord) error {
 		if p.root == "" {
 			p.bind(conv, stamp)
 		}
-		p.applyTo(conv, mapper.FromSnapshot(steps, snap.RunStatus, rec.Time))
+		p.applyTo(conv, mapper.FromWindow(steps, snap.Offset, snap.RunStatus, rec.Time))
 	case "turn":
 		var turn struct {
 			Text string `json:"text"`

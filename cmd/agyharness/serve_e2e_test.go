@@ -204,8 +204,8 @@ func eidPath(sessionID, eid string) string {
 }
 
 func TestServeTwoSessionsSSEResume(t *testing.T) {
-	fake1 := agytest.Start(t, agytest.Options{Seed: 11, ChunkDelay: 2 * time.Millisecond})
-	fake2 := agytest.Start(t, agytest.Options{Seed: 12, ChunkDelay: 2 * time.Millisecond})
+	fake1 := agytest.Start(t, agytest.Options{Conversation: true, Seed: 11, ChunkDelay: 2 * time.Millisecond})
+	fake2 := agytest.Start(t, agytest.Options{Conversation: true, Seed: 12, ChunkDelay: 2 * time.Millisecond})
 	h := startServe(t)
 
 	// Auth.

@@ -50,7 +50,8 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 		log := newLogger(e)
 		models := agytest.DefaultModels()
 		srv, err := agytest.NewServer(agytest.Options{
-			Seed: *seed, Scenario: sc, Models: models, ChunkDelay: *chunkDelay,
+			Conversation: true,
+			Seed:         *seed, Scenario: sc, Models: models, ChunkDelay: *chunkDelay,
 			Logger: log.With("component", "fakeagy"),
 		})
 		if err != nil {

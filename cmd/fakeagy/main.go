@@ -1,8 +1,11 @@
 // Command fakeagy runs the fake agy language server (rpc/agytest) as its own
 // process, for demos, manual tests and tests that discover agy by PID.
 //
-// With no flags it hosts one root conversation, as a freshly started agy
-// does, running the default scenario. It prints agy's log lines to stderr:
+// With no flags it starts as a fresh agy does, with no conversation until the
+// first turn is typed into its terminal (--tui) and then runs the default
+// scenario; --conversation starts it with one root conversation instead, and
+// --earlier-runs N lists N idle conversations of earlier runs, as agy lists
+// those it keeps on disk. It prints agy's log lines to stderr:
 //
 //	Language server listening on random port at <N> for HTTPS
 //	Language server listening on random port at <M> for HTTP
@@ -54,6 +57,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -80,6 +84,12 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	tuiMode := fs.Bool("tui", false, "draw agy's terminal UI on stdout and take keys on stdin (needs a terminal)")
 	refresh := fs.Duration("tui-refresh", 50*time.Millisecond, "how often --tui reads the server for changes")
 	logFile := fs.String("log", "", "write the log lines to this file instead of stderr")
+	conversation := fs.Bool("conversation", false, "start with one root conversation (default: none until the first turn is typed, as a fresh agy)")
+	earlier := fs.Int("earlier-runs", 0, "list this many idle conversations of earlier runs, as agy lists those it keeps on disk")
+	maxSteps := fs.Int("max-steps-per-read", 0, "cap on the steps of one GetCascadeTrajectorySteps answer (0: 600, negative: none)")
+	unstreamed := fs.Float64("unstreamed-prompts", 0, "probability that a WAITING prompt is never streamed (0: 0.5, negative: never)")
+	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
+	movingMod := fs.Bool("moving-modified-time", false, "report the read's time as every conversation's lastModifiedTime (no agy is known to)")
 	multi := addMultiFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -100,11 +110,17 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		logw = f
 	}
 	opts := agytest.Options{
-		Seed:          *seed,
-		CSRFToken:     *csrf,
-		PromptTimeout: *promptTimeout,
-		ChunkDelay:    *chunkDelay,
-		Host:          *host,
+		Conversation:       *conversation,
+		EarlierRuns:        *earlier,
+		MaxStepsPerRead:    *maxSteps,
+		UnstreamedPrompts:  *unstreamed,
+		CancelStopsPrompts: *cancelStops,
+		MovingModifiedTime: *movingMod,
+		Seed:               *seed,
+		CSRFToken:          *csrf,
+		PromptTimeout:      *promptTimeout,
+		ChunkDelay:         *chunkDelay,
+		Host:               *host,
 	}
 	if *scenario != "" {
 		sc, err := agytest.LoadScenario(*scenario)
@@ -141,14 +157,18 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	printPorts(logw, srv)
-	fmt.Fprintf(logw, "fakeagy: conversation %s\n", srv.ConversationID())
+	if id := srv.ConversationID(); id != "" {
+		fmt.Fprintf(logw, "fakeagy: conversation %s\n", id)
+	} else {
+		fmt.Fprintln(logw, "fakeagy: no conversation yet (the first turn typed mints it)")
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var tuiDone chan error
 	if tty != nil {
 		term := newTerminal(srv, stdout, *refresh)
-		term.header = "fakeagy (agy stand-in) conversation " + srv.ConversationID()
+		term.header = strings.TrimSpace("fakeagy (agy stand-in) conversation " + srv.ConversationID())
 		term.height = tty.rows
 		tuiDone = make(chan error, 1)
 		go func() { tuiDone <- term.run(ctx, stdin) }()

@@ -33,7 +33,7 @@ func startFakeagy(t *testing.T, args ...string) *process {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(bin, append([]string{"--conversation"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -27,7 +27,7 @@ func TestServersModeHostsManyAndWritesTimes(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run([]string{"--servers", "3", "--exit-on-eof", "--times", times, "--chunk-delay", "1ms"}, inR, outW, io.Discard)
+		done <- run([]string{"--conversation", "--servers", "3", "--exit-on-eof", "--times", times, "--chunk-delay", "1ms"}, inR, outW, io.Discard)
 		outW.Close()
 	}()
 	sc := bufio.NewScanner(outR)

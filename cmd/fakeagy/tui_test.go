@@ -44,7 +44,7 @@ func (b *screenBuffer) screen() string {
 
 func newTestTerminal(t *testing.T) (*agytest.Server, *terminal, *screenBuffer) {
 	t.Helper()
-	srv := agytest.Start(t, agytest.Options{Seed: 7, ChunkDelay: -1, PromptTimeout: -1})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Seed: 7, ChunkDelay: -1, PromptTimeout: -1})
 	out := &screenBuffer{}
 	return srv, newTerminal(srv, out, time.Millisecond), out
 }

@@ -30,7 +30,7 @@ func (l *lockedBuffer) lines() []string {
 
 func TestAgyLogAnnouncesEveryPort(t *testing.T) {
 	var log lockedBuffer
-	srv := agytest.Start(t, agytest.Options{AgyLog: &log})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, AgyLog: &log})
 	first := log.lines()
 	require.Len(t, first, 2)
 	p, ok := rpc.PortFromLogLine(first[0])

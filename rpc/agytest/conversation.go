@@ -149,11 +149,20 @@ func (c *conversation) snapshot() []rpc.Step {
 	return out
 }
 
-func (c *conversation) wireSteps() [][]byte {
+// wireSteps returns the steps from trajectory index offset on, at most limit
+// of them (limit 0: all), as GetCascadeTrajectorySteps sends them.
+func (c *conversation) wireSteps(offset, limit int) [][]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([][]byte, len(c.steps))
-	for i, f := range c.steps {
+	if offset >= len(c.steps) {
+		return nil
+	}
+	steps := c.steps[offset:]
+	if limit > 0 && len(steps) > limit {
+		steps = steps[:limit]
+	}
+	out := make([][]byte, len(steps))
+	for i, f := range steps {
 		out[i] = f.wire(false)
 	}
 	return out
@@ -184,6 +193,9 @@ func (c *conversation) summary() rpc.TrajectorySummary {
 	}
 	if len(c.steps) > 0 {
 		s.LastModifiedTime = timestamp(c.lastMod)
+		if c.srv.opts.MovingModifiedTime {
+			s.LastModifiedTime = timestamp(time.Now())
+		}
 	}
 	return s
 }

@@ -5,13 +5,28 @@
 //
 // A Server listens on HTTPS (self-signed, HTTP/2) on a random loopback port
 // and on plain HTTP next to it, and serves the Connect protocol of
-// exa.language_server_pb.LanguageServerService as connect-go writes it. It
-// hosts one root conversation at start (as a freshly started agy does); turns
+// exa.language_server_pb.LanguageServerService as connect-go writes it. Turns
 // arrive over SendUserCascadeMessage or TypeTurn (a person typing in agy's own
 // terminal) and run a Scenario: streamed thinking and text, commands and file
 // tools with or without a permission prompt, questions, subagents, failures.
 //
-// Behaviour worth knowing, each as agy does it:
+// Behaviour worth knowing, each as agy does it (Options turns some off):
+//   - A fresh server has no conversation: the first turn typed (TypeTurn)
+//     mints the one agy's terminal shows (Options.Conversation starts with
+//     one). GetAllCascadeTrajectories lists only conversations of earlier
+//     runs before that (Options.EarlierRuns), as agy lists those it keeps on
+//     disk. A conversation made with StartCascade (which needs a source) is
+//     never the terminal's.
+//   - The cancel methods answer 200 and change nothing while a prompt is
+//     WAITING: the prompt must be declined first ({"permission":{}} or
+//     {"askQuestion":{"responses":[]}}), then the turn cancels. A declined
+//     question ends DONE with the empty answer echoed, and the turn goes on.
+//   - The run status stays RUNNING while a prompt is parked, and a parked
+//     prompt may never be streamed (Options.UnstreamedPrompts): only
+//     GetCascadeTrajectorySteps shows it WAITING.
+//   - GetCascadeTrajectorySteps answers from stepOffset, at most
+//     Options.MaxStepsPerRead steps (600 by default): a long trajectory is
+//     only ever seen in windows.
 //   - Steps are proto3 JSON shaped like ../shared/fixtures/agy-steps: defaults
 //     omitted, 64-bit integers as strings, stepIndex inside
 //     metadata.sourceTrajectoryStepInfo. Streamed copies drop
@@ -33,9 +48,10 @@
 //     RequestedModel specified" and records nothing (agy's turn would end in
 //     ERROR; failing the call tells the caller at once).
 //   - SendAgentMessage records a SYSTEM_MESSAGE, never a user turn.
-//   - A message sent while a turn runs is queued behind it. Cancel methods stop
-//     the turn (live steps turn CANCELED) and return once the cascade is IDLE;
-//     Options.CancelNoop makes some of them ineffective, as on some builds.
+//   - A message sent while a turn runs is queued behind it. Cancel methods
+//     stop a turn that is not parked on a prompt (live steps turn CANCELED)
+//     and return once the cascade is IDLE; Options.CancelNoop makes some of
+//     them ineffective, as on some builds.
 //   - Subagent children are conversations of their own: their summaries carry
 //     trajectoryMetadata.parentConversationId and the root's
 //     rootConversationId (GetConversationMetadata echoes that root too); their

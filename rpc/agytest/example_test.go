@@ -13,7 +13,8 @@ import (
 // turn and reads the committed steps.
 func ExampleNewServer() {
 	srv, err := agytest.NewServer(agytest.Options{
-		ChunkDelay: time.Millisecond,
+		Conversation: true,
+		ChunkDelay:   time.Millisecond,
 		Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 			agytest.Think("A greeting."),
 			agytest.Say("Hello! How can I help?", 4),

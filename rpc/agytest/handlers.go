@@ -186,16 +186,20 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return resp, nil
 
 	case rpc.MethodGetCascadeTrajectorySteps:
-		_, c, cerr := target(s, method, body, func(r *rpc.CascadeRequest) string { return r.CascadeID })
+		req, c, cerr := target(s, method, body, func(r *rpc.StepsRequest) string { return r.CascadeID })
 		if cerr != nil {
 			return nil, cerr
+		}
+		if req.StepOffset < 0 {
+			return nil, errorf(rpc.CodeInvalidArgument, "invalid step offset %d", req.StepOffset)
 		}
 		var resp struct {
 			Steps []json.RawMessage `json:"steps,omitempty"`
 		}
-		for _, b := range c.wireSteps() {
+		for _, b := range c.wireSteps(req.StepOffset, s.opts.MaxStepsPerRead) {
 			resp.Steps = append(resp.Steps, b)
 		}
+		s.timing.stepsRead.Add(int64(len(resp.Steps)))
 		return resp, nil
 
 	case rpc.MethodHandleCascadeUserInteraction:
@@ -258,7 +262,7 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		if slices.Contains(s.opts.CancelNoop, method) {
 			return rpc.Empty{}, nil
 		}
-		if err := c.cancel(ctx); err != nil {
+		if err := c.cancel(ctx, !s.opts.CancelStopsPrompts); err != nil {
 			return nil, errorf(rpc.CodeDeadlineExceeded, "cancel: %v", err)
 		}
 		return rpc.Empty{}, nil
@@ -287,11 +291,20 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		return resp, nil
 
 	case rpc.MethodStartCascade:
-		var req map[string]any
+		var req rpc.StartCascadeRequest
 		if err := decode(method, body, &req); err != nil {
 			return nil, err
 		}
-		return map[string]string{"cascadeId": s.startCascade()}, nil
+		if req.Source == "" {
+			// agy requires a trajectory source (a CLI client names
+			// CORTEX_TRAJECTORY_SOURCE_CLI); the cascade id is optional.
+			return nil, errorf(rpc.CodeInvalidArgument, "validation error: source: value is required")
+		}
+		id, err := s.startCascade(req.CascadeID)
+		if err != nil {
+			return nil, errorf(rpc.CodeAlreadyExists, "%v", err)
+		}
+		return map[string]string{"cascadeId": id}, nil
 	}
 	return nil, errorf(rpc.CodeUnimplemented, "%s is not implemented", method)
 }

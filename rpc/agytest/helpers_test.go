@@ -22,7 +22,7 @@ const model = "MODEL_PLACEHOLDER_M20"
 
 // fast is the option set most tests start from: millisecond chunks.
 func fast(sc *agytest.Scenario) agytest.Options {
-	return agytest.Options{Seed: 7, ChunkDelay: time.Millisecond, Scenario: sc}
+	return agytest.Options{Conversation: true, Seed: 7, ChunkDelay: time.Millisecond, Scenario: sc}
 }
 
 func script(actions ...agytest.Action) *agytest.Scenario {

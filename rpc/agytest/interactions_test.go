@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,7 +130,6 @@ func TestQuestionAnswered(t *testing.T) {
 		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"4"}}),
 		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1", "2"}}), // single select
 		choose(p, rpc.QuestionResponse{Question: "Which language?", WriteInResponse: "Haskell"}),            // no write-in
-		choose(p),
 		allow(p, true), // wrong variant
 	}
 	for i, in := range bad {
@@ -309,23 +309,79 @@ func TestCancelStopsGeneration(t *testing.T) {
 }
 
 func TestCancelNoopBuilds(t *testing.T) {
-	opts := fast(script(agytest.Run(agytest.CommandAction{Line: "sleep", NeedsApproval: true})))
+	opts := fast(script(agytest.Say(strings.Repeat("a long answer ", 200), 400)))
 	opts.CancelNoop = []string{rpc.MethodCancelCascadeSteps}
 	srv := agytest.Start(t, opts)
 	c := client(t, srv)
 	conv := srv.ConversationID()
 	ctx := testCtx(t)
-	send(t, c, conv, "wait")
-	waitPrompt(t, srv, conv, 0)
+	send(t, c, conv, "talk")
+	require.Eventually(t, func() bool { return srv.RunStatus(conv) == rpc.RunRunning }, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.CancelCascadeSteps(ctx, conv))
 	assert.Equal(t, rpc.RunRunning, srv.RunStatus(conv), "this build ignores CancelCascadeSteps")
 	require.NoError(t, c.CancelCascadeInvocation(ctx, conv))
 	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
-	_, open := srv.OpenPrompt(conv)
-	assert.False(t, open)
 
 	_, err := agytest.NewServer(agytest.Options{CancelNoop: []string{"Heartbeat"}})
 	require.Error(t, err)
+}
+
+// agy answers a cancel with 200 and changes nothing while a prompt is
+// WAITING: the prompt must be declined first.
+func TestCancelLeavesAWaitingPromptAlone(t *testing.T) {
+	for _, stops := range []bool{false, true} {
+		t.Run(fmt.Sprintf("CancelStopsPrompts=%v", stops), func(t *testing.T) {
+			opts := fast(script(agytest.Run(agytest.CommandAction{Line: "sleep", NeedsApproval: true}), agytest.Say("after", 2)))
+			opts.CancelStopsPrompts = stops
+			srv := agytest.Start(t, opts)
+			c := client(t, srv)
+			conv := srv.ConversationID()
+			ctx := testCtx(t)
+			send(t, c, conv, "wait")
+			p := waitPrompt(t, srv, conv, 0)
+			for _, m := range rpc.CancelMethods {
+				require.NoError(t, c.Cancel(ctx, m, conv))
+			}
+			if stops {
+				assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
+				return
+			}
+			assert.Equal(t, rpc.RunRunning, srv.RunStatus(conv), "the cancels changed nothing")
+			still, open := srv.OpenPrompt(conv)
+			require.True(t, open)
+			assert.Equal(t, p.Index(), still.Index())
+			assert.Equal(t, rpc.StatusWaiting, still.Status)
+
+			// Declined, then cancelled: the turn stops.
+			require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, allow(p, false)))
+			require.NoError(t, c.CancelCascadeSteps(ctx, conv))
+			waitIdle(t, srv, conv)
+			for _, s := range srv.Steps(conv) {
+				assert.True(t, s.Status.Terminal(), "step %d %s", s.Index(), s.Status)
+			}
+		})
+	}
+}
+
+// A question declined with no responses leaves WAITING (DONE, the empty
+// answer echoed) and the turn goes on.
+func TestDeclinedQuestion(t *testing.T) {
+	srv := agytest.Start(t, fast(questionScenario()))
+	c := client(t, srv)
+	conv := srv.ConversationID()
+	send(t, c, conv, "ask me one")
+	p := waitPrompt(t, srv, conv, 0)
+	decline := choose(p)
+	body, err := json.Marshal(decline)
+	require.NoError(t, err)
+	assert.Contains(t, string(body), `"askQuestion":{"responses":[]}`, "a decline is written as agy takes it")
+	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, decline))
+	waitIdle(t, srv, conv)
+	done := srv.Steps(conv)[p.Index()]
+	assert.Equal(t, rpc.StatusDone, done.Status)
+	require.Len(t, done.CompletedInteractions, 1)
+	assert.True(t, done.CompletedInteractions[0].Response.AskQuestion.Declined())
+	assert.Empty(t, done.AskQuestion.Questions[0].SelectedOptionIDs)
 }
 
 func TestSubagentChildren(t *testing.T) {

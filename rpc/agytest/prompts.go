@@ -16,6 +16,9 @@ type prompt struct {
 	idx       int
 	questions []QuestionSpec // nil for a permission prompt
 	answer    chan rpc.InteractionResponse
+	// unstreamed: agy parks this prompt without a stream frame; only a
+	// read of the steps shows it WAITING (Options.UnstreamedPrompts).
+	unstreamed bool
 }
 
 // prompt opens a WAITING interaction on step idx and waits for its answer.
@@ -29,6 +32,7 @@ func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, qu
 		c := t.c
 		c.mu.Lock()
 		p.idx = idx
+		p.unstreamed = rngFor(t.srv.opts.Seed, c.id, "unstreamed", strconv.Itoa(idx)).Float64() < t.srv.opts.UnstreamedPrompts
 		f := c.steps[idx]
 		f.step.Status = rpc.StatusWaiting
 		f.step.RequestedInteraction = req
@@ -145,6 +149,9 @@ func (c *conversation) answer(resp rpc.InteractionResponse, fromTerminal bool) *
 }
 
 func validateAnswers(qs []QuestionSpec, rs []rpc.QuestionResponse, idx int) *connectError {
+	if len(rs) == 0 {
+		return nil // {"responses":[]} declines the question: the step leaves WAITING
+	}
 	answered := map[string]bool{}
 	for _, r := range rs {
 		qi := slices.IndexFunc(qs, func(q QuestionSpec) bool { return q.Question == r.Question })

@@ -149,14 +149,21 @@ func (c *conversation) cancelLiveLocked() {
 }
 
 // cancel interrupts the running turn (and the turns of its subagents) and
-// waits until the cascade is idle. Nothing to cancel is not an error.
-func (c *conversation) cancel(ctx context.Context) error {
+// waits until the cascade is idle. Nothing to cancel is not an error. With
+// sparePrompts, a conversation parked on a WAITING prompt is left as it is,
+// as agy leaves it: the call succeeds and changes nothing.
+func (c *conversation) cancel(ctx context.Context, sparePrompts bool) error {
 	c.mu.Lock()
 	children := append([]*conversation(nil), c.children...)
+	if sparePrompts && c.prompt != nil {
+		c.mu.Unlock()
+		c.srv.log.Debug("cancel: a prompt is WAITING; nothing changes", "conversation", c.id)
+		return nil
+	}
 	if !c.running {
 		c.mu.Unlock()
 		for _, ch := range children {
-			if err := ch.cancel(ctx); err != nil {
+			if err := ch.cancel(ctx, sparePrompts); err != nil {
 				return err
 			}
 		}
@@ -168,7 +175,7 @@ func (c *conversation) cancel(ctx context.Context) error {
 	c.mu.Unlock()
 	stop()
 	for _, ch := range children {
-		if err := ch.cancel(ctx); err != nil {
+		if err := ch.cancel(ctx, sparePrompts); err != nil {
 			return err
 		}
 	}

@@ -61,11 +61,11 @@ func TestScenarioValidation(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte(`{"turns":[{"actions":[{}]}]}`), 0o600))
 	_, err = agytest.LoadScenario(path)
 	assert.ErrorContains(t, err, "turn 1: action 1")
-	_, err = agytest.NewServer(agytest.Options{Scenario: &agytest.Scenario{}})
+	_, err = agytest.NewServer(agytest.Options{Conversation: true, Scenario: &agytest.Scenario{}})
 	assert.Error(t, err, "a server refuses a bad scenario")
-	_, err = agytest.NewServer(agytest.Options{Host: "10.1.2.3"})
+	_, err = agytest.NewServer(agytest.Options{Conversation: true, Host: "10.1.2.3"})
 	assert.Error(t, err, "loopback only")
-	_, err = agytest.NewServer(agytest.Options{Models: []rpc.ModelInfo{{Model: "gemini"}}})
+	_, err = agytest.NewServer(agytest.Options{Conversation: true, Models: []rpc.ModelInfo{{Model: "gemini"}}})
 	assert.Error(t, err, "models are enum names")
 }
 

@@ -28,8 +28,39 @@ import (
 )
 
 // Options configure a fake language server. The zero value is a usable
-// server: one root conversation, DefaultScenario, seed 0.
+// server that starts as a fresh agy does: no conversation until the first
+// turn is typed (TypeTurn), DefaultScenario, seed 0. Every quirk of agy is
+// on by default; the options below turn some of them off or dial them.
 type Options struct {
+	// Conversation starts the server with one root conversation, active
+	// (as an agy whose first turn was already typed). Without it the server
+	// has none until TypeTurn mints one, as a fresh agy has none until a
+	// turn is typed into its terminal.
+	Conversation bool
+	// EarlierRuns adds that many root conversations of earlier runs: idle,
+	// a finished turn each, last active hours ago. agy keeps conversations
+	// on disk per HOME and lists them all, so a fresh agy lists these, not
+	// one of its own.
+	EarlierRuns int
+	// CancelStopsPrompts makes the cancel methods stop a turn parked on a
+	// WAITING prompt. agy does not: CancelCascadeSteps answers 200 and the
+	// WAITING step stays WAITING (the prompt must be declined first).
+	CancelStopsPrompts bool
+	// UnstreamedPrompts is the probability that a WAITING prompt is never
+	// streamed: agy may send no frame while a prompt is parked, so only
+	// GetCascadeTrajectorySteps shows it. 0 means 0.5; negative means never;
+	// 1 means always.
+	UnstreamedPrompts float64
+	// MaxStepsPerRead caps the steps of one GetCascadeTrajectorySteps
+	// answer: a longer trajectory is only ever seen in windows (stepOffset).
+	// A third-party client reports a cap near 600 (not verified). 0 means
+	// 600; negative means no cap.
+	MaxStepsPerRead int
+	// MovingModifiedTime makes every trajectory summary carry the time of
+	// the read as lastModifiedTime, as if agy touched conversations at
+	// rest. No agy build is known to; it tests that idle never hinges on
+	// that field. Off by default.
+	MovingModifiedTime bool
 	// Seed drives all randomness (ids, usage numbers, which turns report
 	// IDLE early, 5xx codes): the same seed and the same calls give the
 	// same trajectory.
@@ -73,6 +104,10 @@ type Options struct {
 	// a map entry per version.
 	RecordTimes bool
 }
+
+// DefaultMaxStepsPerRead is the cap on one GetCascadeTrajectorySteps answer
+// when Options.MaxStepsPerRead is 0.
+const DefaultMaxStepsPerRead = 600
 
 // DefaultModels is the model catalog when Options.Models is nil.
 func DefaultModels() []rpc.ModelInfo {
@@ -122,6 +157,21 @@ func (o Options) normalized() (Options, error) {
 		o.IdleBeforeFlush = 0.5
 	case o.IdleBeforeFlush < 0:
 		o.IdleBeforeFlush = 0
+	}
+	switch {
+	case o.UnstreamedPrompts == 0:
+		o.UnstreamedPrompts = 0.5
+	case o.UnstreamedPrompts < 0:
+		o.UnstreamedPrompts = 0
+	}
+	switch {
+	case o.MaxStepsPerRead == 0:
+		o.MaxStepsPerRead = DefaultMaxStepsPerRead
+	case o.MaxStepsPerRead < 0:
+		o.MaxStepsPerRead = 0
+	}
+	if o.EarlierRuns < 0 {
+		return o, fmt.Errorf("agytest: EarlierRuns %d is negative", o.EarlierRuns)
 	}
 	for _, m := range o.CancelNoop {
 		if !slices.Contains(rpc.CancelMethods, m) {
@@ -190,8 +240,11 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	s.timing.versions = map[TextVersion]VersionTimes{}
 	s.mu.Lock()
-	c := s.newRootLocked()
-	s.active = c.id
+	s.addEarlierRunsLocked(o.EarlierRuns)
+	if o.Conversation {
+		s.active = s.newRootLocked().id
+	}
+	active := s.active
 	s.mu.Unlock()
 	ls, err := s.listen(0)
 	if err != nil {
@@ -199,7 +252,7 @@ func NewServer(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.ls = ls
-	s.log.Info("fake language server listening", "https", ls.httpsPort, "http", ls.httpPort, "conversation", c.id)
+	s.log.Info("fake language server listening", "https", ls.httpsPort, "http", ls.httpPort, "conversation", active)
 	s.logPorts(ls)
 	return s, nil
 }
@@ -422,10 +475,19 @@ func (s *Server) lookup(id string) *conversation {
 	return s.convs[id]
 }
 
+// activeConv is the conversation agy's terminal shows, minting one when
+// there is none yet (a fresh agy mints its conversation on the first turn
+// typed).
 func (s *Server) activeConv() *conversation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.convs[s.active]
+	if c := s.convs[s.active]; c != nil {
+		return c
+	}
+	c := s.newRootLocked()
+	s.active = c.id
+	s.log.Debug("first turn typed: conversation minted", "conversation", c.id)
+	return c
 }
 
 func (s *Server) recommendedModel() string {
@@ -437,7 +499,9 @@ func (s *Server) recommendedModel() string {
 	return s.opts.Models[0].Model
 }
 
-// ConversationID is the active root conversation (it changes on Clear).
+// ConversationID is the active root conversation, the one agy's terminal
+// shows: "" until the first turn is typed (unless Options.Conversation); it
+// changes on Clear.
 func (s *Server) ConversationID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -463,6 +527,10 @@ func (s *Server) Clear() string {
 	old := s.convs[s.active]
 	c := s.newRootLocked()
 	s.active = c.id
+	if old == nil {
+		s.log.Debug("clear", "to", c.id)
+		return c.id
+	}
 	old.mu.Lock()
 	c.mu.Lock()
 	for sub := range old.subs {
@@ -476,11 +544,21 @@ func (s *Server) Clear() string {
 	return c.id
 }
 
-// startCascade mints a new root conversation without making it active.
-func (s *Server) startCascade() string {
+// startCascade mints a new root conversation without making it active: agy's
+// terminal never shows a conversation made with StartCascade. id is the
+// caller's choice of id ("" to mint one).
+func (s *Server) startCascade(id string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.newRootLocked().id
+	if id == "" {
+		return s.newRootLocked().id, nil
+	}
+	if s.convs[id] != nil {
+		return "", fmt.Errorf("cascade %s exists", id)
+	}
+	c := newConversation(s, id, uuidFrom(s.rng))
+	s.registerLocked(c)
+	return id, nil
 }
 
 func (s *Server) spawnChildren(parent *conversation, ids []string, a SubagentAction, model string) ([]*conversation, error) {
@@ -514,7 +592,8 @@ func (s *Server) spawnChildren(parent *conversation, ids []string, a SubagentAct
 
 // TypeTurn is a person typing a turn in agy's own terminal: a USER_INPUT in
 // the active conversation on the terminal's model (the turn script's model,
-// else the last one used, else the recommended one), then the scenario.
+// else the last one used, else the recommended one), then the scenario. The
+// first turn typed into a fresh server mints its conversation.
 func (s *Server) TypeTurn(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return errors.New("agytest: empty turn")

@@ -203,6 +203,10 @@ func (st *streamState) next(force bool) []byte {
 		slices.Sort(idxs)
 	}
 	for _, i := range idxs {
+		// agy may send nothing while a prompt is parked.
+		if p := c.prompt; p != nil && p.idx == i && p.unstreamed && !full && c.steps[i].step.Status == rpc.StatusWaiting {
+			continue
+		}
 		// agy reports IDLE before it flushes the turn's last step.
 		if mode, ok := c.lag[i]; ok && !full && !forced[i] && c.status == rpc.RunIdle && !st.lagSeen[i] {
 			st.lagSeen[i] = true

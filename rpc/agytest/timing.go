@@ -29,6 +29,7 @@ type VersionTimes struct {
 type timing struct {
 	frames     atomic.Int64
 	frameBytes atomic.Int64
+	stepsRead  atomic.Int64 // steps sent in GetCascadeTrajectorySteps answers
 
 	mu       sync.Mutex
 	versions map[TextVersion]VersionTimes
@@ -81,6 +82,10 @@ func (t *timing) written(vs []TextVersion, at time.Time) {
 func (s *Server) FramesWritten() (frames, bytes int64) {
 	return s.timing.frames.Load(), s.timing.frameBytes.Load()
 }
+
+// StepsServed reports how many steps the server sent in
+// GetCascadeTrajectorySteps answers: what readers of its trajectories read.
+func (s *Server) StepsServed() int64 { return s.timing.stepsRead.Load() }
 
 // TextTimes returns, when Options.RecordTimes is set, when every live
 // planner text version changed and was first streamed (nil otherwise).

@@ -104,7 +104,7 @@ func envelopeJSON(s string) []byte {
 }
 
 func TestCSRFTokenEnforced(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{CSRFToken: "s3cret"})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, CSRFToken: "s3cret"})
 	hc := rawHTTPS(t)
 	r := post(t, hc, srv.Port(), rpc.MethodHeartbeat, "application/json", []byte("{}"))
 	assert.Equal(t, http.StatusUnauthorized, r.status)

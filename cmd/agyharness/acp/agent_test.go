@@ -234,7 +234,7 @@ func scenario(actions ...agytest.Action) *agytest.Scenario {
 }
 
 func fake(sc *agytest.Scenario) agytest.Options {
-	return agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond, PromptTimeout: -1}
+	return agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond, PromptTimeout: -1}
 }
 
 func TestInitializeAdvertisesLoadAndClose(t *testing.T) {

@@ -60,7 +60,7 @@ func TestEndToEndWithTheTypeScriptSDK(t *testing.T) {
 
 	bin := buildAgent(t, ctx)
 	t.Logf("agent: %v", bin)
-	srv := agytest.Start(t, agytest.Options{Scenario: e2eScenario(), ChunkDelay: time.Millisecond, PromptTimeout: -1})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: e2eScenario(), ChunkDelay: time.Millisecond, PromptTimeout: -1})
 	argv, err := json.Marshal(append(bin, "--attach-port", strconv.Itoa(srv.Port()), "--cancel-deadline", "5s"))
 	require.NoError(t, err)
 

@@ -83,8 +83,8 @@ func (s *session) elicit(ev *messages.Event) {
 			return
 		}
 		if ev.Kind == messages.KindQuestion && r.Action != messages.ActionAccept {
-			// agy's RPC cannot decline a question: stop the turn instead, so
-			// the user can answer in the next message.
+			// Stop the turn at the question (the interrupt declines it in
+			// agy), so the user can answer in the next message.
 			s.stopForQuestion(t)
 			return
 		}
@@ -145,6 +145,9 @@ func (s *session) stopForQuestion(t *turn) {
 	if t == nil {
 		return // a turn typed in agy's terminal: its user can answer there
 	}
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(s.ctx, s.a.opts.CancelDeadline)
 	defer cancel()
 	if err := s.hs.Interrupt(ctx); err != nil {

@@ -50,8 +50,12 @@ type session struct {
 
 	diffs map[string][]messages.FileDiff // pump: tool call -> the diffs its edit proposed
 
-	mu      sync.Mutex
-	turn    *turn
+	mu   sync.Mutex
+	turn *turn
+	// stopped: the client's turn was stopped (session/cancel, or a question
+	// it could not show). agy may still say something between our decline
+	// of its prompt and the cancel: that is not shown, up to the next turn.
+	stopped bool
 	models  []rpc.ModelInfo
 	current string                        // the model agy runs now, as last reported
 	chosen  string                        // the model the client picked for the next turns
@@ -184,6 +188,7 @@ func (s *session) prompt(ctx context.Context, text string) (sdk.PromptResponse, 
 	t := &turn{ctx: ctx, done: make(chan struct{})}
 	s.mu.Lock()
 	s.turn = t
+	s.stopped = false
 	model := s.chosen
 	s.mu.Unlock()
 	defer func() {
@@ -216,6 +221,7 @@ func (s *session) prompt(ctx context.Context, text string) (sdk.PromptResponse, 
 func (s *session) cancelTurn(t *turn) (sdk.PromptResponse, error) {
 	s.mu.Lock()
 	t.cancelled = true
+	s.stopped = true
 	s.mu.Unlock()
 	// The questions this turn put to the client were asked with its
 	// context, so they are cancelled already; agy drops its prompts when
@@ -361,6 +367,9 @@ func (s *session) handle(ev *messages.Event) {
 		}
 	}
 	child := ev.ParentConversationID != ""
+	if s.muted(ev) {
+		return
+	}
 	switch ev.Type {
 	case messages.EventStatus:
 		if !child {
@@ -419,6 +428,23 @@ func (s *session) handle(ev *messages.Event) {
 	case messages.EventUnknownStep:
 		s.log.Info("agy step type not mapped", "type", ev.StepType)
 	}
+}
+
+// muted reports whether ev is what agy said or did after the client's turn
+// was stopped: not shown (prompts, status, usage and errors still are).
+func (s *session) muted(ev *messages.Event) bool {
+	switch ev.Type {
+	case messages.EventReasoningDelta, messages.EventOutputTextDelta, messages.EventMessage, messages.EventFunctionCall:
+	case messages.EventFunctionCallOutput:
+		if s.calls[ev.CallID] {
+			return false // it completes a tool call the client shows
+		}
+	default:
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopped
 }
 
 func (s *session) onStatus(state string) {

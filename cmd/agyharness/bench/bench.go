@@ -648,7 +648,7 @@ func measureIdle(ctx context.Context, o Options, res *Result, ext []fake) error 
 		fakes = ext
 	} else {
 		for i := range n {
-			srv, err := agytest.NewServer(agytest.Options{Seed: o.Seed + int64(o.Sessions+i)})
+			srv, err := agytest.NewServer(agytest.Options{Conversation: true, Seed: o.Seed + int64(o.Sessions+i)})
 			if err != nil {
 				return fmt.Errorf("bench: idle fake %d: %w", i, err)
 			}

@@ -86,6 +86,7 @@ type fake struct {
 func startFake(o Options, sc *agytest.Scenario, i int, logPath string) (fake, error) {
 	f := fake{logPath: logPath}
 	opts := agytest.Options{
+		Conversation:  true,
 		Seed:          o.Seed + int64(i),
 		Scenario:      sc,
 		ChunkDelay:    o.ChunkDelay,

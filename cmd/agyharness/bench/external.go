@@ -85,7 +85,7 @@ func startExternalFakes(ctx context.Context, o Options, n int) (*externalFakes, 
 	if err := os.WriteFile(scPath, sc, 0o600); err != nil {
 		return fail(err)
 	}
-	e.cmd = exec.Command(bin, "--servers", strconv.Itoa(n), "--exit-on-eof", "--times", e.times,
+	e.cmd = exec.Command(bin, "--conversation", "--servers", strconv.Itoa(n), "--exit-on-eof", "--times", e.times,
 		"--seed", strconv.FormatInt(o.Seed, 10), "--scenario", scPath,
 		"--chunk-delay", o.ChunkDelay.String(), "--prompt-timeout", "1m")
 	e.cmd.Stderr = os.Stderr

@@ -1,0 +1,288 @@
+package actors_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/agytest"
+)
+
+// Behaviours of agy recorded live (issue 19), each against the fake doing
+// them, as agy does by default.
+
+// agy may send no stream frame while a prompt is parked: the prompt is
+// found by reading the steps within Config.PollActive, however long the
+// slow reconciliation interval, and in stream mode too.
+func TestParkedPromptNotStreamedIsFoundWithinThePollInterval(t *testing.T) {
+	for _, mode := range []actors.ReadMode{actors.ReadBoth, actors.ReadStream} {
+		t.Run(string(mode), func(t *testing.T) {
+			sc := scenario(agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "ok\n", NeedsApproval: true}), agytest.Say("Done.", 1))
+			srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond, UnstreamedPrompts: 1})
+			cfg := testConfig()
+			cfg.PollSlow = time.Hour
+			cfg.PollActive = 50 * time.Millisecond
+			r := newRigWith(t, cfg, srv, actors.Spec{ReadMode: mode})
+			seq := r.turn("deploy")
+			req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+			assert.Equal(t, "make deploy", req.Command.Line)
+			waiting := r.ev.waitFor(t, messages.EventStatus, func(ev *messages.Event) bool { return ev.Seq > seq && ev.State == messages.StateWaiting })
+			assert.Greater(t, waiting.Seq, req.Seq, "waiting comes from the WAITING step")
+			assert.Equal(t, rpc.RunRunning, srv.RunStatus(r.s.ConversationID()), "agy reports RUNNING while parked")
+			require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
+			r.ev.waitIdleAfter(t, req.Seq)
+			itemsOnce(t, srv, r.s.ConversationID(), r.ev.all())
+		})
+	}
+}
+
+// If agy moved a conversation's lastModifiedTime on every read at rest
+// (none is known to; nothing promises it does not), turns still reach idle
+// within 2 s of agy's last step.
+func TestIdleDoesNotHingeOnLastModifiedTime(t *testing.T) {
+	for _, mode := range []actors.ReadMode{actors.ReadBoth, actors.ReadStream, actors.ReadPoll} {
+		t.Run(string(mode), func(t *testing.T) {
+			sc := scenario(agytest.Think("Brief."), agytest.Say("Hello there, all is well.", 4))
+			srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond, MovingModifiedTime: true})
+			cfg := testConfig()
+			cfg.PollSlow = time.Hour
+			r := newRigWith(t, cfg, srv, actors.Spec{ReadMode: mode})
+			for i := range 3 {
+				seq := r.turn(fmt.Sprintf("hello %d", i))
+				ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+				require.NoError(t, srv.WaitIdle(ctx, r.s.ConversationID()))
+				cancel()
+				rested := time.Now()
+				r.ev.wait(t, "idle within 2 s of agy's last step", func(evs []*messages.Event) bool {
+					for _, ev := range evs {
+						if ev.Seq > seq && ev.Type == messages.EventStatus && ev.State == messages.StateIdle {
+							return true
+						}
+					}
+					return false
+				})
+				assert.Less(t, time.Since(rested), 2*time.Second)
+			}
+			itemsOnce(t, srv, r.s.ConversationID(), r.ev.all())
+		})
+	}
+}
+
+// A long conversation is only ever seen in windows (agy caps one answer):
+// it is read whole once, window by window, and afterwards the polls read its
+// tail, never the whole history again.
+func TestLongConversationIsReadInWindows(t *testing.T) {
+	sc := scenario(agytest.Say("One more answer.", 2), agytest.Run(agytest.CommandAction{Line: "ls", Output: "a\n"}))
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: -1, MaxStepsPerRead: 7})
+	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer c.Close()
+	conv := srv.ConversationID()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	for i := range 30 {
+		require.NoError(t, c.SendUserCascadeMessage(ctx, conv, fmt.Sprintf("turn %d", i), "MODEL_PLACEHOLDER_M20"))
+		require.NoError(t, srv.WaitIdle(ctx, conv))
+	}
+	history := len(srv.Steps(conv))
+	require.Greater(t, history, 100)
+
+	for _, mode := range []actors.ReadMode{actors.ReadBoth, actors.ReadPoll} {
+		t.Run(string(mode), func(t *testing.T) {
+			r := newRigOn(t, srv, actors.Spec{ReadMode: mode})
+			itemsOnce(t, srv, conv, r.ev.all())
+			before := srv.StepsServed()
+			seq := r.turn("one more")
+			r.ev.waitIdleAfter(t, seq)
+			itemsOnce(t, srv, conv, r.ev.all())
+			read := srv.StepsServed() - before
+			assert.Less(t, read, int64(history), "reads after the first start at the steps that can still change")
+		})
+	}
+}
+
+// fakeTerminal is agy's terminal for tests: typed turns go to the fake's
+// TypeTurn (a person typing in agy's terminal), keys are recorded.
+type fakeTerminal struct {
+	srv     *agytest.Server
+	swallow bool // types nothing: as agy's terminal with a dialog left open
+	mu      sync.Mutex
+	typed   []string
+	keys    [][]string
+}
+
+func (f *fakeTerminal) Type(_ context.Context, text string) error {
+	f.mu.Lock()
+	f.typed = append(f.typed, text)
+	f.mu.Unlock()
+	if f.swallow {
+		return nil
+	}
+	return f.srv.TypeTurn(text)
+}
+
+func (f *fakeTerminal) Press(_ context.Context, keys ...string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys = append(f.keys, keys)
+	return nil
+}
+
+func (f *fakeTerminal) pressed() [][]string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.keys)
+}
+
+func (f *fakeTerminal) typedTurns() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.typed)
+}
+
+// attachCold attaches to srv without waiting for an idle status (a fresh agy
+// has no conversation, so there is none).
+func attachCold(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actors.Spec) (*actors.Session, *collector) {
+	t.Helper()
+	host := actors.NewHost(cfg)
+	var ev *collector
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, host.Shutdown(ctx))
+		if ev != nil {
+			<-ev.done
+		}
+	})
+	spec.Port = srv.Port()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	s, err := host.Attach(ctx, spec)
+	require.NoError(t, err)
+	ev = collect(s.Events())
+	return s, ev
+}
+
+// A fresh agy has no conversation until the first turn is typed into its
+// terminal: attach says so and binds the one agy mints.
+func TestAttachToAFreshAgyWaitsForItsFirstConversation(t *testing.T) {
+	sc := scenario(agytest.Say("Hello, ready.", 2))
+	srv := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond})
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{})
+	waiting := ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateNoConversation })
+	assert.Empty(t, waiting.ConversationID)
+	assert.Empty(t, s.ConversationID())
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.ErrorIs(t, s.SendTurn(ctx, "hello", ""), actors.ErrNoConversation, "no terminal to type the first turn into")
+
+	require.NoError(t, srv.TypeTurn("hi from the terminal"))
+	user := ev.waitFor(t, messages.EventUserMessage, nil)
+	assert.Equal(t, messages.OriginTerminal, user.Origin)
+	assert.Equal(t, srv.ConversationID(), user.ConversationID)
+	ev.waitIdleAfter(t, user.Seq)
+	assert.Equal(t, srv.ConversationID(), s.ConversationID())
+	assert.Empty(t, ofType(ev.all(), messages.EventConversationRotated), "a first conversation is not a rotation")
+	itemsOnce(t, srv, s.ConversationID(), ev.all())
+}
+
+func TestWaitForTheFirstConversationIsBounded(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{WaitConversation: 200 * time.Millisecond})
+	ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return strings.Contains(e.Message, "no conversation") })
+	select {
+	case <-s.Done():
+	case <-time.After(waitLong):
+		t.Fatal("the session did not end")
+	}
+	require.Error(t, s.Err())
+}
+
+// An agy the harness started lists the conversations of earlier runs: the
+// session binds the one agy mints for the turn typed into its terminal,
+// never an earlier one. Later turns go over RPC; answers close agy's own
+// dialog with agy's keys.
+func TestFirstTurnTypedIntoAFreshAgyBindsTheConversationItMints(t *testing.T) {
+	sc := &agytest.Scenario{Turns: []agytest.TurnScript{
+		{Match: "deploy", Actions: []agytest.Action{
+			agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "ok\n", NeedsApproval: true}),
+			agytest.Ask(agytest.QuestionSpec{Question: "Tag it?", Options: []string{"yes", "no"}}),
+			agytest.Say("Deployed.", 1)}},
+		{Actions: []agytest.Action{agytest.Say("Hello, ready.", 2)}},
+	}}
+	srv := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond, EarlierRuns: 2})
+	earlier := srv.Conversations()
+	term := &fakeTerminal{srv: srv}
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{NewConversation: true, Terminal: term})
+	ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateNoConversation })
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	user := ev.waitFor(t, messages.EventUserMessage, nil)
+	assert.Equal(t, messages.OriginHarness, user.Origin, "the harness typed it")
+	assert.NotContains(t, earlier, user.ConversationID, "never a conversation of an earlier run")
+	ev.waitIdleAfter(t, user.Seq)
+	assert.Equal(t, []string{"hello"}, term.typedTurns())
+
+	// The next turn goes over RPC; its prompts are answered and closed in
+	// agy's terminal with agy's keys.
+	require.NoError(t, s.SendTurn(ctx, "deploy it", ""))
+	perm := ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Kind == messages.KindPermission })
+	require.NoError(t, s.Resolve(ctx, messages.Resolve{ElicitationID: perm.ElicitationID, Action: messages.ActionAccept}))
+	q := ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Kind == messages.KindQuestion })
+	require.NoError(t, s.Resolve(ctx, messages.Resolve{ElicitationID: q.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{SelectedOptionIDs: []string{"2"}}}}))
+	ev.waitIdleAfter(t, q.Seq)
+	assert.Equal(t, []string{"hello"}, term.typedTurns(), "turns after the first went over RPC")
+	require.Eventually(t, func() bool { return len(term.pressed()) == 2 }, waitLong, time.Millisecond)
+	assert.Equal(t, [][]string{{"1", "Enter"}, {"2", "Enter"}}, term.pressed())
+	itemsOnce(t, srv, s.ConversationID(), ev.all())
+}
+
+// With TurnsTUI every turn is typed; an interrupt while a question is open
+// declines it and closes agy's dialog with Escape.
+func TestTurnsTypedIntoTheTerminalAndAnInterruptClosesTheDialog(t *testing.T) {
+	sc := scenario(agytest.Ask(agytest.QuestionSpec{Question: "Which one?", Options: []string{"a", "b"}}), agytest.Say("Done.", 1))
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	term := &fakeTerminal{srv: srv}
+	r := newRigOn(t, srv, actors.Spec{Terminal: term, Turns: actors.TurnsTUI})
+	seq := r.turn("pick one")
+	q := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+	user := r.ev.waitFor(t, messages.EventUserMessage, func(e *messages.Event) bool { return e.Seq > seq })
+	assert.Equal(t, messages.OriginHarness, user.Origin)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(e *messages.Event) bool { return e.ElicitationID == q.ElicitationID })
+	assert.Equal(t, messages.ActionCancel, res.Action)
+	require.Eventually(t, func() bool { return len(term.pressed()) == 1 }, waitLong, time.Millisecond)
+	assert.Equal(t, [][]string{{"Escape"}}, term.pressed())
+	assert.Equal(t, []string{"pick one"}, term.typedTurns())
+}
+
+// A typed turn that never shows in agy's conversation is an error event,
+// and is never typed a second time.
+func TestTypedTurnThatNeverShowsIsAnError(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	term := &fakeTerminal{srv: srv, swallow: true}
+	cfg := testConfig()
+	cfg.TypedTurnTimeout = 200 * time.Millisecond
+	s, ev := attachCold(t, cfg, srv, actors.Spec{NewConversation: true, Terminal: term})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	e := ev.waitFor(t, messages.EventError, nil)
+	assert.Contains(t, e.Message, "did not show in agy's conversation")
+	assert.Equal(t, []string{"hello"}, term.typedTurns(), "typed once")
+}

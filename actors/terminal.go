@@ -1,0 +1,138 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/messages"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// Terminal is agy's own terminal when the harness owns it (agy started by
+// `launch` or an ACP thread in a tmux pane): where a fresh agy's first turn
+// must be typed (agy has no conversation before it, and mints one for it),
+// where every turn goes in TurnsTUI mode, and where agy keeps its dialog
+// for a prompt open after the prompt was answered over RPC, until the keys
+// that close it are pressed.
+type Terminal interface {
+	// Type types text as a turn: it clears agy's draft, pastes text as a
+	// bracketed paste, and presses Enter.
+	Type(ctx context.Context, text string) error
+	// Press presses keys, tmux key names ("1", "Enter", "Escape"), in one go.
+	Press(ctx context.Context, keys ...string) error
+}
+
+// TurnMode says how a session's turns reach agy.
+type TurnMode string
+
+// Turn modes. TurnsRPC sends SendUserCascadeMessage to the bound
+// conversation, and types only a fresh agy's first turn (a Spec.Terminal is
+// needed for that). TurnsTUI types every turn into Spec.Terminal: the turn
+// then runs on the model agy's terminal has.
+const (
+	TurnsRPC TurnMode = "rpc"
+	TurnsTUI TurnMode = "tui"
+)
+
+// ErrNoConversation: agy has no conversation yet (a fresh agy has none until
+// the first turn is typed into its terminal), and the session has no
+// terminal to type one into.
+var ErrNoConversation = errors.New("agy has no conversation yet: type the first turn in agy's terminal (or start agy with launch)")
+
+// terminalWriter is the actor that writes into agy's terminal for a session
+// whose Spec has a Terminal. Its one job: type turns (*typeTurn, replied to
+// with a *messages.TurnResult, and a typedTurnFailed to the session when it
+// could not be typed) and press keys (*pressKeys, no reply) there, one at a
+// time and in the order asked, so that the keys closing a dialog and a turn
+// typed after them never interleave. A failure to press keys is logged: the
+// answer itself already reached agy over RPC.
+//
+// It lives as long as its session (agy's terminal does not move with its
+// port), and needs no restart: its work runs in goroutines it owns.
+type terminalWriter struct {
+	term Terminal
+	cfg  Config
+	wg   *sync.WaitGroup
+	t    *tasks
+
+	queue []any // *typeTurn and *pressKeys not yet done
+	busy  bool
+}
+
+// typeTurn asks the terminal writer to type a turn. The reply, a
+// *messages.TurnResult, goes to reply once the turn was typed (or failed).
+type typeTurn struct {
+	id    int // the session's typedTurn
+	text  string
+	reply *actor.PID
+}
+
+// pressKeys asks the terminal writer to press keys. No reply.
+type pressKeys struct {
+	keys []string
+	why  string // for the log
+}
+
+// terminalDone is sent by the writer's goroutine to the writer.
+type terminalDone struct{}
+
+// terminalTimeout bounds one Type or Press.
+const terminalTimeout = 20 * time.Second
+
+func newTerminalWriter(term Terminal, cfg Config, wg *sync.WaitGroup) actor.Actor {
+	return &terminalWriter{term: term, cfg: cfg, wg: wg}
+}
+
+// Receive queues the requests and runs them one at a time.
+func (w *terminalWriter) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		w.t = newTasks(w.wg, ctx.ActorSystem().Root)
+	case *actor.Stopping, *actor.Restarting:
+		w.t.stop()
+		for _, q := range w.queue {
+			if tt, ok := q.(*typeTurn); ok {
+				ctx.Send(tt.reply, &messages.TurnResult{Err: ErrSessionEnded})
+			}
+		}
+		w.queue = nil
+	case *typeTurn, *pressKeys:
+		w.queue = append(w.queue, m)
+		w.next(ctx)
+	case *terminalDone:
+		w.busy = false
+		w.next(ctx)
+	}
+}
+
+func (w *terminalWriter) next(ctx actor.Context) {
+	if w.busy || len(w.queue) == 0 {
+		return
+	}
+	q := w.queue[0]
+	w.queue = w.queue[1:]
+	w.busy = true
+	self, session, root, log := ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root, w.cfg.Logger
+	w.t.run(func(c context.Context) {
+		c, cancel := context.WithTimeout(c, terminalTimeout)
+		defer cancel()
+		switch q := q.(type) {
+		case *typeTurn:
+			var res messages.TurnResult
+			if err := w.term.Type(c, q.text); err != nil {
+				res.Err = fmt.Errorf("turn: typing it into agy's terminal: %w", err)
+				root.Send(session, &typedTurnFailed{id: q.id})
+			}
+			// The requester gets its answer even if this actor stops meanwhile.
+			root.Send(q.reply, &res)
+		case *pressKeys:
+			if err := w.term.Press(c, q.keys...); err != nil {
+				log.Warn("pressing keys in agy's terminal", "why", q.why, "keys", q.keys, "err", err)
+			}
+		}
+		w.t.send(self, &terminalDone{})
+	})
+}

@@ -1,0 +1,105 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// trajectoryWindow is what a reader of one conversation keeps between its
+// reads of the steps (GetCascadeTrajectorySteps): where the last read
+// started, what it read, and the largest answer agy was seen to cut a read
+// at. It reads from the steps that can still change, never the whole
+// history again: a 5,000-step conversation's poll reads its tail. agy may
+// cap one answer (a third-party client reports about 600 steps), so a read
+// goes on window by window to the trajectory's end.
+//
+// It is owned by one reader, and its reads run one at a time.
+type trajectoryWindow struct {
+	offset int        // trajectory index the last read started at
+	last   []rpc.Step // the last read's steps (from offset), for the next read to reuse
+	limit  int        // the longest answer seen cut short by agy (0: none yet)
+}
+
+// maxWindows bounds the answers of one read: a trajectory of a million
+// steps at agy's reported cap.
+const maxWindows = 2000
+
+// from is where the next read starts: the first step of the last read that
+// is not terminal (it can still change), else its last step (read again,
+// one step, so a change to a finished step is still seen: agy fills an
+// INVOKE_SUBAGENT step's children in after it is DONE on some builds).
+func (w *trajectoryWindow) from() int {
+	if len(w.last) == 0 {
+		return w.offset
+	}
+	at := mapper.Indexer(w.last, w.offset)
+	for i := range w.last {
+		if !w.last[i].Status.Terminal() {
+			return at(i)
+		}
+	}
+	return at(len(w.last) - 1)
+}
+
+// prevFor returns the part of the last read that lines up with a read from
+// trajectory position off, for reuse (nil when it does not).
+func (w *trajectoryWindow) prevFor(off int) []rpc.Step {
+	if i := off - w.offset; i >= 0 && i < len(w.last) {
+		return w.last[i:]
+	}
+	return nil
+}
+
+// read reads the conversation's steps from w.from() to the trajectory's
+// end. stepCount is the trajectory's length when the caller read it just
+// before (its summary), -1 when unknown: then a window is taken for the end
+// unless it is as long as an answer agy was seen to cut. It returns the
+// steps and the trajectory index they start at, and keeps them for the
+// next read. The steps share values with the previous read (see
+// rpc.Client.GetCascadeTrajectoryStepsFrom): they are read-only for
+// everyone they are handed to.
+func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string, stepCount int) ([]rpc.Step, int, error) {
+	start := w.from()
+	if stepCount >= 0 && stepCount < start {
+		start = 0 // the trajectory is shorter than what was read: read it all again
+	}
+	var steps []rpc.Step
+	off := start
+	for n := 0; ; n++ {
+		if n == maxWindows {
+			return nil, 0, fmt.Errorf("reading %s: more than %d windows of steps", conv, maxWindows)
+		}
+		ws, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, off, w.prevFor(off))
+		if err != nil {
+			return nil, 0, err
+		}
+		if steps == nil {
+			steps = ws
+		} else {
+			steps = append(steps, ws...)
+		}
+		if len(ws) == 0 {
+			break
+		}
+		next := mapper.Indexer(ws, off)(len(ws)-1) + 1
+		more := false
+		switch {
+		case stepCount >= 0:
+			more = next < stepCount
+		case w.limit > 0:
+			more = len(ws) >= w.limit
+		}
+		if !more {
+			break
+		}
+		if stepCount >= 0 && len(ws) > w.limit {
+			w.limit = len(ws) // the answer ended short of the trajectory: agy's cap
+		}
+		off = next
+	}
+	w.offset, w.last = start, steps
+	return steps, start, nil
+}

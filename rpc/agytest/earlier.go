@@ -1,0 +1,63 @@
+package agytest
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/agyharness/agyharness/rpc"
+)
+
+// addEarlierRunsLocked adds n root conversations of earlier runs, as agy
+// lists the conversations it keeps on disk: each an idle trajectory of one
+// finished turn, last active hours ago (the i-th more recently than the
+// one before it). None is active: agy's terminal starts on a new one.
+func (s *Server) addEarlierRunsLocked(n int) {
+	model := s.recommendedModel()
+	for i := range n {
+		c := newConversation(s, uuidFrom(s.rng), uuidFrom(s.rng))
+		at := time.Now().Add(-time.Duration(n-i) * time.Hour)
+		text := "Earlier run " + strconv.Itoa(i+1) + ": tidy the workspace"
+		c.mu.Lock()
+		c.appendLocked(&fakeStep{step: rpc.Step{
+			Type:   rpc.StepUserInput,
+			Status: rpc.StatusDone,
+			Metadata: rpc.StepMetadata{
+				Source:      rpc.SourceUserExplicit,
+				ExecutionID: uuidFrom(s.rng),
+				CreatedAt:   timestamp(at),
+			},
+			UserInput: &rpc.UserInput{
+				Items:        []rpc.TextItem{{Text: text}},
+				UserResponse: text,
+				UserConfig: &rpc.UserConfig{PlannerConfig: &rpc.PlannerConfig{
+					PlanModel: model, RequestedModel: &rpc.ModelRef{Model: model},
+				}},
+			},
+		}})
+		c.appendLocked(&fakeStep{step: rpc.Step{
+			Type:   rpc.StepPlannerResponse,
+			Status: rpc.StatusDone,
+			Metadata: rpc.StepMetadata{
+				Source:         rpc.SourceModel,
+				CreatedAt:      timestamp(at.Add(time.Second)),
+				CompletedAt:    timestamp(at.Add(2 * time.Second)),
+				GeneratorModel: model,
+				ModelUsage:     &rpc.ModelUsage{Model: model, InputTokens: 1200, OutputTokens: 12, ResponseOutputTokens: 12},
+			},
+			PlannerResponse: &rpc.PlannerResponse{
+				Response:         fmt.Sprintf("Done with earlier run %d.", i+1),
+				ModifiedResponse: fmt.Sprintf("Done with earlier run %d.", i+1),
+				MessageID:        "bot-" + uuidFrom(s.rng),
+				StopReason:       "STOP_REASON_STOP_PATTERN",
+			},
+		}})
+		c.turns = 1
+		c.lastModel = model
+		c.lastInput = at
+		c.lastInputI = 0
+		c.lastMod = at.Add(2 * time.Second)
+		c.mu.Unlock()
+		s.registerLocked(c)
+	}
+}
