@@ -300,10 +300,10 @@ func (c *sessionCore) logged() []*messages.Event {
 	return out
 }
 
-// logEntry is an event as the session's log keeps it. A text or reasoning
-// delta, most of what a streaming session publishes, is kept in the fields
-// a delta has: 136 bytes instead of a whole event's 584, so a log of
-// streamed deltas takes about a third of the room (about 1 MB instead of
+// logEntry is an event as the session's log keeps it. A text, reasoning or
+// tool output delta, most of what a streaming session publishes, is kept in
+// the fields a delta has: 152 bytes instead of a whole event's 584, so a log
+// of streamed deltas takes about a third of the room (about 1 MB instead of
 // 3 MB for a full log of 4,096). Any other event, and a delta with any
 // other field set, is kept whole.
 type logEntry struct {
@@ -316,16 +316,17 @@ type logEntry struct {
 	parent string
 	item   string
 	delta  string
+	call   string // a tool output delta's call_id
 }
 
 // entryOf is ev as the log keeps it.
 func (c *sessionCore) entryOf(ev *messages.Event) logEntry {
-	if (ev.Type != messages.EventOutputTextDelta && ev.Type != messages.EventReasoningDelta) ||
-		ev.SessionID != c.spec.SessionID || !deltaOnly(ev) {
+	if !ev.Type.Delta() || ev.SessionID != c.spec.SessionID || !deltaOnly(ev) ||
+		(ev.CallID != "" && ev.Type != messages.EventFunctionCallOutputDelta) {
 		return logEntry{whole: ev}
 	}
 	return logEntry{typ: ev.Type, seq: ev.Seq, time: ev.Time, id: ev.ID, conv: ev.ConversationID,
-		parent: ev.ParentConversationID, item: ev.ItemID, delta: ev.Delta}
+		parent: ev.ParentConversationID, item: ev.ItemID, delta: ev.Delta, call: ev.CallID}
 }
 
 // eventOf is the event a log entry keeps (a delta's, made anew).
@@ -334,15 +335,16 @@ func (c *sessionCore) eventOf(e *logEntry) *messages.Event {
 		return e.whole
 	}
 	return &messages.Event{Type: e.typ, ID: e.id, SessionID: c.spec.SessionID, ConversationID: e.conv,
-		ParentConversationID: e.parent, Seq: e.seq, Time: e.time, ItemID: e.item, Delta: e.delta}
+		ParentConversationID: e.parent, Seq: e.seq, Time: e.time, ItemID: e.item, Delta: e.delta, CallID: e.call}
 }
 
 // deltaOnly says whether every field of ev a logEntry does not keep is
-// unset. (TestLogKeepsEveryFieldOfAnEvent sets each field of Event in turn:
-// a field added to Event must be added here.)
+// unset (CallID is kept, for tool output deltas). (TestLogKeepsEveryFieldOfAnEvent
+// sets each field of Event in turn: a field added to Event must be added here.)
 func deltaOnly(ev *messages.Event) bool {
 	return ev.State == "" && ev.Text == "" && ev.Origin == "" && ev.Role == "" && ev.Snapshot == "" &&
-		ev.CallID == "" && ev.Name == "" && ev.Arguments == "" && ev.Output == "" && ev.ExitCode == nil &&
+		ev.Name == "" && ev.Arguments == "" && ev.Output == "" && ev.ExitCode == nil &&
+		ev.Title == "" && ev.Locations == nil && ev.Diffs == nil && ev.Hits == nil && ev.HitCount == nil && ev.URL == "" &&
 		ev.ElicitationID == "" && ev.Kind == "" && ev.Questions == nil && ev.Command == nil && ev.Resource == nil &&
 		ev.Action == "" && ev.By == "" && ev.DeliveredStepIndex == nil &&
 		ev.Model == "" && ev.InputTokens == nil && ev.OutputTokens == nil && ev.ThinkingTokens == nil &&

@@ -166,9 +166,7 @@ func (s *Subscription) pump() {
 	}
 }
 
-func isDelta(ev *messages.Event) bool {
-	return ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta
-}
+func isDelta(ev *messages.Event) bool { return ev.Type.Delta() }
 
 // mergeable: two deltas of the same item and kind, next to each other.
 func mergeable(prev, next *messages.Event) bool {

@@ -200,8 +200,9 @@ func TestConformanceRetryOfRecordedPrompt(t *testing.T) {
 	assert.Equal(t, 8, p.StepIndex)
 
 	evs = r.Apply(frameAt(3, 8, done))
-	require.Equal(t, []string{"elicitation_resolved", "status:running", "function_call_output"}, types(evs))
+	require.Equal(t, []string{"elicitation_resolved", "status:running", "function_call_output_delta", "function_call_output"}, types(evs))
 	assert.Equal(t, messages.ByTerminal, evs[0].By)
+	assert.Equal(t, evs[2].Delta, evs[3].Output, "its output, seen live, streamed first")
 	assert.Equal(t, messages.ActionAccept, evs[0].Action)
 	assert.Equal(t, 8, *evs[0].DeliveredStepIndex)
 }

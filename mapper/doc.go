@@ -46,7 +46,11 @@
 //	c/i/message              message (also the item_id of the text deltas;
 //	                         c/i/reasoning is the item_id of reasoning deltas)
 //	c/i/usage                usage of that PLANNER_RESPONSE
-//	c/i/call, c/i/output     function_call and function_call_output
+//	c/i/call, c/i/output     function_call and function_call_output (also the
+//	                         item_id of the output deltas)
+//	c/i/output@k, c/i/output#n
+//	                         function_call_output_delta at byte offset k of a
+//	                         tool's live output, and its n-th snapshot
 //	c/prompt/i               elicitation id of a prompt first seen at step i
 //	                         (kept across timeout-retries); its events are
 //	                         c/prompt/i/request and c/prompt/i/resolved

@@ -31,6 +31,9 @@ func FuzzApply(f *testing.F) {
 		f.Add(b, uint8(1))
 	}
 	f.Add([]byte(`{"type":"CORTEX_STEP_TYPE_X","status":"CORTEX_STEP_STATUS_WAITING","requestedInteraction":{"askQuestion":{}}}`), uint8(0))
+	for typ, c := range detailCases { // every tool body the step table details
+		f.Add([]byte(`{"type":"`+string(typ)+`","status":"CORTEX_STEP_STATUS_RUNNING","metadata":{"toolAction":"a"},`+c.body+`}`), uint8(2))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, index uint8) {
 		var s rpc.Step
 		if json.Unmarshal(data, &s) != nil {

@@ -32,6 +32,14 @@ type moment struct {
 	steps   []rpc.Step
 	run     rpc.RunStatus
 	harness func(r *Reconciler, k int) []messages.Event
+	records []captureLine // the harness action as a capture records it
+}
+
+// captureLine is a record of a capture (cmd/agyharness/record.go) that is
+// not an observation: a turn sent, an answer delivered.
+type captureLine struct {
+	Kind    string `json:"kind"`
+	Payload any    `json:"payload"`
 }
 
 // script builds a scenario's moments by editing a trajectory.
@@ -39,6 +47,7 @@ type script struct {
 	steps   []rpc.Step
 	moments []moment
 	pending func(r *Reconciler, k int) []messages.Event
+	records []captureLine
 }
 
 func (s *script) push(st rpc.Step) int   { s.steps = append(s.steps, st); return len(s.steps) - 1 }
@@ -49,9 +58,11 @@ func (s *script) harness(f func(r *Reconciler, k int) []messages.Event) { s.pend
 
 func (s *script) expectTurn(text string) {
 	s.harness(func(r *Reconciler, _ int) []messages.Event { r.ExpectTurn(text); return nil })
+	s.records = []captureLine{{Kind: "turn", Payload: map[string]string{"text": text}}}
 }
 
 func (s *script) resolve(eid, action string, index int) {
+	s.records = []captureLine{{Kind: "resolved", Payload: map[string]any{"elicitation_id": eid, "action": action, "step_index": index}}}
 	s.harness(func(r *Reconciler, k int) []messages.Event {
 		e, ok := r.MarkResolved(eid, action, index, at(k))
 		if !ok {
@@ -63,14 +74,16 @@ func (s *script) resolve(eid, action string, index int) {
 
 // now records the trajectory as it stands as the next moment.
 func (s *script) now(run rpc.RunStatus) {
-	s.moments = append(s.moments, moment{steps: indexed(s.steps), run: run, harness: s.pending})
-	s.pending = nil
+	s.moments = append(s.moments, moment{steps: indexed(s.steps), run: run, harness: s.pending, records: s.records})
+	s.pending, s.records = nil, nil
 }
 
 func scenarios() []scenario {
 	return []scenario{
 		textTurn(), commandApproval(), questionAnswered(), promptRetried(),
 		promptExpired(), interrupt(), modelSwitch(), subagent(),
+		codeEdit(), newFile(), grepSearch(), findFiles(), webRead(),
+		commandStreamed(), mcpTool(),
 	}
 }
 
@@ -392,6 +405,18 @@ func TestGolden(t *testing.T) {
 			for i, line := range strings.Split(strings.TrimSpace(string(want)), "\n") {
 				assert.True(t, json.Valid([]byte(line)), "golden line %d is not JSON", i+1)
 			}
+
+			// The same moments as a capture, which cmd/agyharness's
+			// TestReplayOfEveryGoldenCapture replays against this golden file.
+			capPath := filepath.Join("..", "testdata", "captures", sc.name+".capture.jsonl")
+			capture := captureOf(t, sc)
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(capPath), 0o755))
+				require.NoError(t, os.WriteFile(capPath, capture, 0o644))
+			}
+			wantCap, err := os.ReadFile(capPath)
+			require.NoError(t, err, "run go test ./mapper -update to create the capture")
+			assert.Equal(t, string(wantCap), string(capture), "the capture is out of date: go test ./mapper -update")
 		})
 	}
 }
@@ -403,4 +428,42 @@ func assertUniqueIDs(t *testing.T, evs []messages.Event) {
 		assert.False(t, seen[e.ID], "duplicate event id %s", e.ID)
 		seen[e.ID] = true
 	}
+}
+
+// captureOf writes a scenario as a capture of what a session reads: its
+// stream frames (steps as agy sends them, raw), the read after each IDLE,
+// and the harness's turns and answers.
+func captureOf(t *testing.T, sc scenario) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	line := func(rec map[string]any) {
+		enc, err := json.Marshal(rec)
+		require.NoError(t, err)
+		b.Write(enc)
+		b.WriteByte('\n')
+	}
+	line(map[string]any{"kind": "capture", "version": 1, "time": at(0)})
+	line(map[string]any{"kind": "models", "time": at(0), "payload": testModels})
+	line(map[string]any{"kind": "bind", "conversation_id": testConv, "time": at(0)})
+	for k, obs := range framesOf(sc) {
+		for _, r := range sc.moments[k].records {
+			line(map[string]any{"kind": r.Kind, "time": at(k), "payload": r.Payload})
+		}
+		for _, o := range obs {
+			raws := make([]json.RawMessage, len(o.Steps))
+			for i := range o.Steps {
+				raws[i] = o.Steps[i].Raw
+			}
+			if o.Kind == Frame {
+				line(map[string]any{"kind": "frame", "conversation_id": testConv, "time": at(k), "payload": map[string]any{
+					"update": map[string]any{"conversationId": testConv, "trajectoryId": testTraj, "status": o.RunStatus,
+						"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{
+							"indices": o.Indices, "steps": raws, "totalLength": len(sc.moments[k].steps)}}}}})
+				continue
+			}
+			line(map[string]any{"kind": "snapshot", "conversation_id": testConv, "time": at(k), "payload": map[string]any{
+				"steps": raws, "runStatus": o.RunStatus}})
+		}
+	}
+	return b.Bytes()
 }

@@ -161,11 +161,24 @@ func subagentStep(status rpc.StepStatus, children ...string) rpc.Step {
 }
 
 // wire round-trips a step through JSON, as the client decodes agy's steps
-// (Raw set).
+// (Raw set). The members of Raw that the typed fields do not write (bodies
+// set with withBody) are kept.
 func wire(s rpc.Step) rpc.Step {
 	b, err := json.Marshal(s)
 	if err != nil {
 		panic(err)
+	}
+	if len(s.Raw) > 0 {
+		var typed, raw any
+		if err := json.Unmarshal(b, &typed); err != nil {
+			panic(err)
+		}
+		if err := json.Unmarshal(s.Raw, &raw); err != nil {
+			panic(err)
+		}
+		if b, err = json.Marshal(keepMissing(typed, raw)); err != nil {
+			panic(err)
+		}
 	}
 	var out rpc.Step
 	if err := json.Unmarshal(b, &out); err != nil {
@@ -256,4 +269,60 @@ func findEvent(t *testing.T, evs []messages.Event, typ messages.EventType) messa
 	}
 	require.Failf(t, "event not found", "no %s in %v", typ, types(evs))
 	return messages.Event{}
+}
+
+// keepMissing adds to the object typed the members of raw it lacks, at any
+// depth; where both have a member, typed's wins.
+func keepMissing(typed, raw any) any {
+	t, ok1 := typed.(map[string]any)
+	r, ok2 := raw.(map[string]any)
+	if !ok1 || !ok2 {
+		return typed
+	}
+	for k, v := range r {
+		if tv, ok := t[k]; ok {
+			t[k] = keepMissing(tv, v)
+		} else {
+			t[k] = v
+		}
+	}
+	return t
+}
+
+// withBody adds members the typed fields of rpc.Step do not have (a step
+// type's body, as `"codeAction":{...}`) to a step, as agy sends them.
+func withBody(s rpc.Step, members string) rpc.Step {
+	var extra map[string]json.RawMessage
+	if err := json.Unmarshal([]byte("{"+members+"}"), &extra); err != nil {
+		panic(err)
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		panic(err)
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	if b, err = json.Marshal(m); err != nil {
+		panic(err)
+	}
+	var out rpc.Step
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// toolStep is a step of a tool type whose body rpc.Step does not decode,
+// with toolAction and toolSummary as agy writes them (and toolCall when call
+// is not nil: a polled copy).
+func toolStep(typ rpc.StepType, status rpc.StepStatus, summary string, call *rpc.ToolCall, body string) rpc.Step {
+	m := meta()
+	m.ToolSummary, m.ToolAction = summary, summary
+	m.ToolCall = call
+	return withBody(rpc.Step{Type: typ, Status: status, Metadata: m}, body)
 }

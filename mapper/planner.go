@@ -95,20 +95,21 @@ func stepError(s *rpc.Step) string {
 
 // advance moves the emitted text t toward next: a delta when next extends
 // it, nothing when next is stale (a prefix of it, or shorter) unless forced,
-// else a snapshot of next. kind is "text" or "reasoning".
+// else a snapshot of next. kind is "text", "reasoning" or "output" (a tool
+// step's live output).
 func (r *Reconciler) advance(index int, t *emitted, next string, forced bool, kind string) {
 	if next == t.cur {
 		return
 	}
-	evType := messages.EventOutputTextDelta
-	if kind == "reasoning" {
-		evType = messages.EventReasoningDelta
+	evType, item := messages.EventOutputTextDelta, "message"
+	switch kind {
+	case "reasoning":
+		evType, item = messages.EventReasoningDelta, "reasoning"
+	case "output":
+		evType, item = messages.EventFunctionCallOutputDelta, "output"
 	}
 	if t.item == "" {
-		t.item = r.itemID(index, "message")
-		if kind == "reasoning" {
-			t.item = r.itemID(index, "reasoning")
-		}
+		t.item = r.itemID(index, item)
 	}
 	if strings.HasPrefix(next, t.cur) {
 		if t.base == "" {
@@ -120,6 +121,7 @@ func (r *Reconciler) advance(index int, t *emitted, next string, forced bool, ki
 		}
 		e := r.event(evType, t.base+strconv.Itoa(len(t.cur)))
 		e.ItemID = t.item
+		r.stampCall(&e, index)
 		// Copied: a substring would keep all of next alive with the event.
 		e.Delta = strings.Clone(next[len(t.cur):])
 		r.emit(e)
@@ -133,9 +135,17 @@ func (r *Reconciler) advance(index int, t *emitted, next string, forced bool, ki
 	t.base = "" // the deltas after a snapshot have ids of their own
 	e := r.event(evType, r.itemID(index, kind)+"#"+strconv.Itoa(t.snaps))
 	e.ItemID = t.item
+	r.stampCall(&e, index)
 	e.Snapshot = next
 	r.emit(e)
 	t.cur = next
+}
+
+// stampCall names the tool call of an output delta.
+func (r *Reconciler) stampCall(e *messages.Event, index int) {
+	if e.Type == messages.EventFunctionCallOutputDelta {
+		e.CallID = r.slots[index].callID
+	}
 }
 
 // usage reports a model call's tokens and the conversation's running totals.

@@ -43,6 +43,12 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 				r.awaitingDetail = true
 				return
 			}
+			fresh.Request.CallID = st.callID
+			if fresh.Kind == messages.KindPermission && isTool(s) {
+				// What the tool would touch or change, from the waiting copy.
+				d := callDetailOf(rowOf(s.Type), viewOf(s))
+				fresh.Request.Locations, fresh.Request.Diffs = d.locations, d.diffs
+			}
 			r.openNew(fresh)
 			st.prompt = r.prompts[len(r.prompts)-1]
 			return
@@ -98,6 +104,8 @@ func (r *Reconciler) openNew(p *Prompt) {
 	p.Request.Questions = req.Questions
 	p.Request.Command = req.Command
 	p.Request.Resource = req.Resource
+	p.Request.CallID = req.CallID
+	p.Request.Locations, p.Request.Diffs = req.Locations, req.Diffs
 	ps := &promptState{Prompt: *p}
 	r.prompts = append(r.prompts, ps)
 	r.promptIDs[p.ElicitationID] = ps

@@ -45,6 +45,7 @@ type Reconciler struct {
 	promptIDs map[string]*promptState
 
 	unknown   map[rpc.StepType]bool
+	commands  map[string]string // commandId -> command line, of the commands that ran
 	children  []Child
 	childAt   map[string]int
 	statusIDs map[string]int
@@ -78,6 +79,8 @@ type slot struct {
 	// tool steps
 	callID               string
 	callDone, outputDone bool
+	kind                 string  // the call's tool kind, repeated on its output
+	out                  emitted // the live output emitted so far
 
 	prompt *promptState // the prompt this step asked, if any
 }
@@ -108,6 +111,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		slots:     make(map[int]*slot),
 		promptIDs: make(map[string]*promptState),
 		unknown:   make(map[rpc.StepType]bool),
+		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
 		statusIDs: make(map[string]int),
 	}
@@ -242,10 +246,10 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		// Not conversation items.
 	default:
 		if isTool(s) {
-			r.tool(index, s, st)
+			r.tool(index, s, st, first)
 			return
 		}
-		if !r.unknown[s.Type] {
+		if rowOf(s.Type).role == roleUnknown && !r.unknown[s.Type] {
 			r.unknown[s.Type] = true
 			e := r.event(messages.EventUnknownStep, r.cfg.ConversationID+"/unknown/"+string(s.Type))
 			e.StepType = string(s.Type)

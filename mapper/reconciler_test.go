@@ -320,12 +320,12 @@ func TestStatusIDsAreUnique(t *testing.T) {
 
 func TestUnknownAndSystemSteps(t *testing.T) {
 	r := newTestReconciler()
-	odd := rpc.Step{Type: "CORTEX_STEP_TYPE_BROWSER_SUBAGENT", Status: rpc.StatusDone}
-	odd2 := rpc.Step{Type: "CORTEX_STEP_TYPE_BROWSER_SUBAGENT", Status: rpc.StatusRunning}
+	odd := rpc.Step{Type: "CORTEX_STEP_TYPE_FUTURE_THING", Status: rpc.StatusDone}
+	odd2 := rpc.Step{Type: "CORTEX_STEP_TYPE_FUTURE_THING", Status: rpc.StatusRunning}
 	withTool := rpc.Step{Type: "CORTEX_STEP_TYPE_WRITE_TO_FILE", Status: rpc.StatusDone, Metadata: rpc.StepMetadata{ToolCall: &rpc.ToolCall{ID: "w1", Name: "write_to_file", ArgumentsJSON: `{"path":"a"}`}, ToolSummary: "Wrote a"}}
 	evs := r.Apply(snapshot(0, "", systemStep(rpc.StepSystemMessage), odd, odd2, withTool, rpc.Step{}))
 	require.Equal(t, []string{"unknown_step", "function_call", "function_call_output", "unknown_step"}, types(evs))
-	assert.Equal(t, "CORTEX_STEP_TYPE_BROWSER_SUBAGENT", evs[0].StepType)
+	assert.Equal(t, "CORTEX_STEP_TYPE_FUTURE_THING", evs[0].StepType)
 	assert.Equal(t, 1, *evs[0].StepIndex)
 	assert.Equal(t, "write_to_file", evs[1].Name)
 	assert.Equal(t, `{"path":"a"}`, evs[1].Arguments)
@@ -351,10 +351,11 @@ func TestToolSteps(t *testing.T) {
 		doneStep := withOutput(running, "built\n", 2)
 		doneStep.Status = rpc.StatusDone
 		evs = r.Apply(snapshot(2, "", doneStep))
-		require.Equal(t, []string{"function_call_output"}, types(evs))
-		assert.Equal(t, testTraj+":0", evs[0].CallID, "stable although a later copy has toolCall")
-		assert.Equal(t, "built\n", evs[0].Output)
-		assert.Equal(t, 2, *evs[0].ExitCode)
+		require.Equal(t, []string{"function_call_output_delta", "function_call_output"}, types(evs), "seen live: its output streamed")
+		assert.Equal(t, "built\n", evs[0].Delta)
+		assert.Equal(t, testTraj+":0", evs[1].CallID, "stable although a later copy has toolCall")
+		assert.Equal(t, "built\n", evs[1].Output)
+		assert.Equal(t, 2, *evs[1].ExitCode)
 		assert.Empty(t, r.Apply(snapshot(3, "", running)), "a stale live copy")
 	})
 	t.Run("outputs by type and status", func(t *testing.T) {

@@ -10,51 +10,155 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 )
 
-// toolNames names the tool of each dedicated tool step type, for copies that
-// lack metadata.toolCall (streamed ones).
-var toolNames = map[rpc.StepType]string{
-	rpc.StepRunCommand:     "run_command",
-	rpc.StepViewFile:       "view_file",
-	rpc.StepListDirectory:  "list_dir",
-	rpc.StepAskQuestion:    "ask_question",
-	rpc.StepGeneric:        "generic",
-	rpc.StepInvokeSubagent: "invoke_subagent",
-}
-
-// isTool reports whether a step is a tool call: a dedicated tool step type,
-// or any other step carrying metadata.toolCall.
-func isTool(s *rpc.Step) bool {
-	switch s.Type {
-	case rpc.StepUserInput, rpc.StepPlannerResponse, rpc.StepCheckpoint, rpc.StepConversationHistory, rpc.StepSystemMessage:
-		return false
-	}
-	_, ok := toolNames[s.Type]
-	return ok || s.Metadata.ToolCall != nil
-}
-
-// tool maps a tool step: function_call when first seen, its prompt if it
-// asks one, and function_call_output once terminal.
-func (r *Reconciler) tool(index int, s *rpc.Step, st *slot) {
+// tool maps a tool step: function_call when first seen (with the typed
+// detail its table row reads from the body), its prompt if it asks one, its
+// output as it grows (function_call_output_delta, for steps first seen
+// live), and function_call_output once terminal.
+func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 	if s.Type == rpc.StepInvokeSubagent {
 		r.noteChildren(index, s)
+	}
+	row := rowOf(s.Type)
+	v := viewOf(s) // its body is looked up when a detail needs it
+	terminal := s.Status.Terminal()
+	if first && !terminal {
+		st.streamed = true
 	}
 	if !st.callDone {
 		st.callDone = true
 		st.callID = callID(s, index, r.cfg.ConversationID)
+		d := callDetailOf(row, v)
+		if s.Type == rpc.StepCommandStatus {
+			if line := r.commands[commandID(v)]; line != "" {
+				d.title = "Output of " + line
+			}
+		}
+		st.kind = d.kind
 		e := r.event(messages.EventFunctionCall, r.itemID(index, "call"))
 		e.CallID = st.callID
-		e.Name = toolName(s)
-		e.Arguments = toolArguments(s)
+		e.Name = d.name
+		e.Arguments = d.arguments
+		e.Kind, e.Title, e.Locations, e.Diffs, e.URL = d.kind, d.title, d.locations, d.diffs, d.url
 		r.emit(e)
 	}
 	r.prompt(index, s, st)
-	if st.terminal && !st.outputDone {
+	if st.outputDone {
+		return
+	}
+	if st.streamed && row.live != nil && (!terminal || s.Status == rpc.StatusDone) {
+		if live := row.live(v); live != "" {
+			// Brought to the terminal copy's output too, so that the deltas
+			// add up to the output, as a message's deltas add up to its text.
+			r.advance(index, &st.out, live, terminal, "output")
+		}
+	}
+	if terminal {
+		if s.Type == rpc.StepRunCommand {
+			if id := commandID(v); id != "" {
+				r.commands[id] = runCommandLine(s.RunCommand) // for the command_status steps that check on it
+			}
+		}
 		st.outputDone = true
+		st.out = emitted{} // no longer needed as a delta base
 		e := r.event(messages.EventFunctionCallOutput, r.itemID(index, "output"))
 		e.CallID = st.callID
-		e.Output, e.ExitCode = toolOutput(s)
+		e.Kind = st.kind
+		d := toolOutput(row, v)
+		e.Output, e.ExitCode = d.output, d.exitCode
+		e.Locations, e.Diffs, e.Hits, e.HitCount, e.URL = d.locations, d.diffs, d.hits, d.hitCount, d.url
 		r.emit(e)
 	}
+}
+
+// commandID is the commandId of a RUN_COMMAND or COMMAND_STATUS body.
+func commandID(v stepView) string {
+	var b struct {
+		CommandID string `json:"commandId"`
+	}
+	v.decode(&b)
+	return b.CommandID
+}
+
+// callDetailOf is a tool call's name, arguments and typed detail: the row's
+// detail, then toolCall, the row and the step for what it leaves empty.
+func callDetailOf(row stepRow, v stepView) callDetail {
+	var d callDetail
+	if row.call != nil {
+		row.call(v, &d)
+	}
+	s := v.s
+	if tc := s.Metadata.ToolCall; tc != nil && tc.Name != "" {
+		d.name = tc.Name
+	}
+	if d.name == "" {
+		d.name = row.name
+	}
+	if d.name == "" || d.name == "generic" {
+		d.name = toolName(s)
+	}
+	if d.kind == "" {
+		d.kind = row.kind
+	}
+	if d.kind == "" {
+		d.kind = kindByName(d.name)
+	}
+	if d.title == "" {
+		d.title = s.Metadata.ToolSummary
+	}
+	if d.title == "" {
+		d.title = d.name
+	}
+	switch {
+	case s.Type == rpc.StepRunCommand || (s.Metadata.ToolCall != nil && s.Metadata.ToolCall.ArgumentsJSON != ""):
+		d.arguments = toolArguments(s)
+	case d.arguments == "" && row.args != nil:
+		d.arguments = members(v.body(), row.args)
+	case d.arguments == "":
+		d.arguments = toolArguments(s)
+	}
+	if len(d.locations) == 0 && s.Type != rpc.StepRunCommand {
+		d.locations = argumentPath(d.arguments)
+	}
+	return d
+}
+
+// pathArguments are the argument names agy's tools give a file or
+// directory in.
+var pathArguments = []string{"AbsolutePath", "TargetFile", "DirectoryPath", "SearchPath", "SearchDirectory", "path", "file_path", "filePath"}
+
+// argumentPath is the file a tool without detail names in its arguments,
+// as its location (none when it names none, or not as an absolute path).
+func argumentPath(arguments string) []messages.Location {
+	var args map[string]any
+	if json.Unmarshal([]byte(arguments), &args) != nil {
+		return nil
+	}
+	for _, name := range pathArguments {
+		if p, ok := args[name].(string); ok && strings.HasPrefix(p, "/") {
+			return []messages.Location{{Path: p}}
+		}
+	}
+	return nil
+}
+
+// members is the JSON object of body's members named in names ("{}" when
+// there are none).
+func members(body json.RawMessage, names []string) string {
+	var all map[string]json.RawMessage
+	if json.Unmarshal(body, &all) != nil {
+		return "{}"
+	}
+	picked := make(map[string]json.RawMessage, len(names))
+	for _, n := range names {
+		if m, ok := all[n]; ok {
+			picked[n] = m
+		}
+	}
+	b, err := json.Marshal(picked)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
 }
 
 // callID is toolCall.id, or (for copies without it) one derived from the
@@ -74,7 +178,7 @@ func toolName(s *rpc.Step) string {
 	if tc := s.Metadata.ToolCall; tc != nil && tc.Name != "" {
 		return tc.Name
 	}
-	if n, ok := toolNames[s.Type]; ok {
+	if n := rowOf(s.Type).name; n != "" && n != "generic" {
 		return n
 	}
 	return strings.ToLower(strings.TrimPrefix(string(s.Type), "CORTEX_STEP_TYPE_"))
@@ -144,54 +248,45 @@ func bodyKey(t rpc.StepType) string {
 	return strings.Join(parts, "")
 }
 
-// toolOutput is what a terminal tool step gives back.
-func toolOutput(s *rpc.Step) (string, *int) {
+// toolOutput is what a terminal tool step gives back: for a DONE step, its
+// row's result, else generic.result, toolSummary or "done".
+func toolOutput(row stepRow, v stepView) resultDetail {
+	s := v.s
+	var d resultDetail
 	switch s.Status {
 	case rpc.StatusDone:
 	case rpc.StatusError:
 		if s.RequestedInteraction != nil {
-			return "error: no answer before the prompt timed out", nil
+			d.say("error: no answer before the prompt timed out")
+		} else {
+			d.say("error: the tool step failed")
 		}
-		return "error: the tool step failed", nil
+		return d
 	default:
-		return "the tool step ended " + strings.ToLower(strings.TrimPrefix(string(s.Status), "CORTEX_STEP_STATUS_")), nil
+		d.say("the tool step ended " + strings.ToLower(strings.TrimPrefix(string(s.Status), "CORTEX_STEP_STATUS_")))
+		return d
 	}
-	switch s.Type {
-	case rpc.StepRunCommand:
-		if s.RequestedInteraction != nil && s.RequestedInteraction.Permission != nil &&
-			answeredAction(s, messages.KindPermission) == messages.ActionDecline {
-			return "the command was not allowed", nil
-		}
-		out := ""
-		var code int
-		if rc := s.RunCommand; rc != nil {
-			code = int(rc.ExitCode)
-			if rc.CombinedOutput != nil {
-				out = rc.CombinedOutput.Full
-			}
-		}
-		return out, messages.Ptr(code)
-	case rpc.StepAskQuestion:
-		return answersSummary(s), nil
-	case rpc.StepViewFile:
-		return viewFileSummary(s.ViewFile), nil
-	case rpc.StepListDirectory:
-		return listDirectorySummary(s.ListDirectory), nil
-	case rpc.StepInvokeSubagent:
-		if ids := ChildConversations(s); len(ids) > 0 {
-			return "subagents: " + strings.Join(ids, ", "), nil
-		}
+	if s.RequestedInteraction != nil && s.RequestedInteraction.Permission != nil && s.Type != rpc.StepRunCommand &&
+		answeredAction(s, messages.KindPermission) == messages.ActionDecline {
+		d.say("the tool call was not allowed")
+		return d
 	}
-	if g := s.Generic; g != nil && g.Result != nil {
-		return g.Result.Result, nil
+	if row.result != nil {
+		row.result(v, &d)
 	}
-	if s.Metadata.ToolSummary != "" {
-		return s.Metadata.ToolSummary, nil
+	if d.set {
+		return d
 	}
-	return "done", nil
+	switch {
+	case s.Generic != nil && s.Generic.Result != nil:
+		d.output = s.Generic.Result.Result
+	case s.Metadata.ToolSummary != "":
+		d.output = s.Metadata.ToolSummary
+	default:
+		d.output = "done"
+	}
+	return d
 }
-
-func uriPath(u string) string { return strings.TrimPrefix(u, "file://") }
 
 func viewFileSummary(raw json.RawMessage) string {
 	var v struct {

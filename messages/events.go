@@ -23,6 +23,18 @@ const (
 	EventError               EventType = "error"
 )
 
+// EventFunctionCallOutputDelta is a tool's output growing while it runs (a
+// command's combined output): call_id, item_id, and delta or snapshot, as
+// the text deltas have.
+const EventFunctionCallOutputDelta EventType = "function_call_output_delta"
+
+// Delta reports whether events of this type are deltas of an item's text
+// (reasoning_delta, output_text_delta, function_call_output_delta): a
+// lagging consumer may get consecutive ones of one item merged.
+func (t EventType) Delta() bool {
+	return t == EventOutputTextDelta || t == EventReasoningDelta || t == EventFunctionCallOutputDelta
+}
+
 // Status states of a status event.
 const (
 	StateRunning = "running"
@@ -45,6 +57,20 @@ const (
 const (
 	KindQuestion   = "question"
 	KindPermission = "permission"
+)
+
+// Tool kinds: the kind of a function_call and its function_call_output,
+// the tool kinds of the Agent Client Protocol.
+const (
+	ToolRead    = "read"    // reads files or directories
+	ToolEdit    = "edit"    // changes or creates files
+	ToolDelete  = "delete"  // removes files or directories
+	ToolMove    = "move"    // moves or renames files
+	ToolSearch  = "search"  // searches files or code
+	ToolExecute = "execute" // runs commands or code
+	ToolThink   = "think"   // plans, delegates or reports progress
+	ToolFetch   = "fetch"   // reads the web
+	ToolOther   = "other"   // anything else
 )
 
 // Resolve actions.
@@ -93,15 +119,30 @@ type Event struct {
 	Delta    string `json:"delta,omitempty"`
 	Snapshot string `json:"snapshot,omitempty"`
 
-	// function_call, function_call_output
+	// function_call, function_call_output, function_call_output_delta
+	// (call_id); a function_call_output_delta also has item_id, delta and
+	// snapshot.
 	CallID    string `json:"call_id,omitempty"`
 	Name      string `json:"name,omitempty"`
 	Arguments string `json:"arguments,omitempty"`
 	Output    string `json:"output,omitempty"`
 	ExitCode  *int   `json:"exit_code,omitempty"`
 
+	// The typed detail of a tool call, decided by the mapper per step type
+	// (function_call, function_call_output; locations and diffs on a
+	// permission elicitation_request too). Kind (below) is the tool kind
+	// (ToolRead, ...) on these.
+	Title     string     `json:"title,omitempty"`     // what the call does, in a line
+	Locations []Location `json:"locations,omitempty"` // the files it reads or changes
+	Diffs     []FileDiff `json:"diffs,omitempty"`     // an edit's changes, one per changed region
+	Hits      []Hit      `json:"hits,omitempty"`      // a search's results (output), the first ones
+	HitCount  *int       `json:"hit_count,omitempty"` // how many results the search found in all
+	URL       string     `json:"url,omitempty"`       // what a web tool reads
+
 	// elicitation_request, elicitation_resolved
-	ElicitationID      string       `json:"elicitation_id,omitempty"`
+	ElicitationID string `json:"elicitation_id,omitempty"`
+	// Kind is an elicitation's kind (KindQuestion, KindPermission), or a
+	// tool call's kind (ToolRead, ...).
 	Kind               string       `json:"kind,omitempty"`
 	Questions          []Question   `json:"questions,omitempty"`
 	Command            *CommandLine `json:"command,omitempty"`
@@ -161,6 +202,36 @@ type CommandLine struct {
 type Resource struct {
 	Action string `json:"action"`
 	Target string `json:"target"`
+}
+
+// Location is a file a tool call reads or changes; Line (1-based) where agy
+// gives one, 0 otherwise.
+type Location struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+}
+
+// FileDiff is one change an edit makes to a file: OldText replaced by
+// NewText, starting at Line (1-based) when agy says where. OldText is nil
+// for a new file. Unified holds agy's own diff lines (" ", "-", "+"
+// prefixed) when agy sent the change as a diff rather than as texts; the
+// texts are then read from it (unchanged and removed lines make the old
+// text, unchanged and added ones the new).
+type FileDiff struct {
+	Path    string  `json:"path"`
+	OldText *string `json:"old_text,omitempty"`
+	NewText string  `json:"new_text"`
+	Line    int     `json:"line,omitempty"`
+	Unified string  `json:"unified,omitempty"`
+}
+
+// Hit is one result of a search: a file, a line in it (1-based, 0 when the
+// search gives none) and the text found there, or a web page (Path is its
+// URL, Text its title).
+type Hit struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
+	Text string `json:"text,omitempty"`
 }
 
 // Ptr returns a pointer to v, for the optional fields of Event.

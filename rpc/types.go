@@ -94,6 +94,24 @@ const (
 	StepInvokeSubagent      StepType = "CORTEX_STEP_TYPE_INVOKE_SUBAGENT"
 )
 
+// Tool step types the fake emits and the mapper maps with typed detail
+// (mapper's step table classifies every type agy is known to send).
+const (
+	StepCodeAction       StepType = "CORTEX_STEP_TYPE_CODE_ACTION"
+	StepFileChange       StepType = "CORTEX_STEP_TYPE_FILE_CHANGE"
+	StepGrepSearch       StepType = "CORTEX_STEP_TYPE_GREP_SEARCH"
+	StepFind             StepType = "CORTEX_STEP_TYPE_FIND"
+	StepViewFileOutline  StepType = "CORTEX_STEP_TYPE_VIEW_FILE_OUTLINE"
+	StepReadURLContent   StepType = "CORTEX_STEP_TYPE_READ_URL_CONTENT"
+	StepSearchWeb        StepType = "CORTEX_STEP_TYPE_SEARCH_WEB"
+	StepCommandStatus    StepType = "CORTEX_STEP_TYPE_COMMAND_STATUS"
+	StepSendCommandInput StepType = "CORTEX_STEP_TYPE_SEND_COMMAND_INPUT"
+	StepMCPTool          StepType = "CORTEX_STEP_TYPE_MCP_TOOL"
+	StepBrowserSubagent  StepType = "CORTEX_STEP_TYPE_BROWSER_SUBAGENT"
+	StepTaskBoundary     StepType = "CORTEX_STEP_TYPE_TASK_BOUNDARY"
+	StepNotifyUser       StepType = "CORTEX_STEP_TYPE_NOTIFY_USER"
+)
+
 // StepStatus is a CORTEX_STEP_STATUS_* enum name.
 type StepStatus string
 

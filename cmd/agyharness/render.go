@@ -33,11 +33,12 @@ type renderer struct {
 	openItem string          // the item whose text is mid-line ("" when at a line start)
 	streamed map[string]bool // items whose text was streamed: their message is not printed again
 	model    string
-	in, out  int64             // the conversation's token totals
-	names    map[string]string // model enum -> display name
-	asked    map[string]string // elicitation id -> what it asked, for its resolution line
-	perms    map[string]bool   // elicitation ids that are permissions
-	idleHint string            // shown on the idle status line
+	in, out  int64                // the conversation's token totals
+	names    map[string]string    // model enum -> display name
+	asked    map[string]string    // elicitation id -> what it asked, for its resolution line
+	perms    map[string]bool      // elicitation ids that are permissions
+	calls    map[string]*callView // tool calls without their output yet
+	idleHint string               // shown on the idle status line
 }
 
 func newRenderer(w io.Writer, color bool) *renderer {
@@ -47,6 +48,7 @@ func newRenderer(w io.Writer, color bool) *renderer {
 		names:    make(map[string]string),
 		asked:    make(map[string]string),
 		perms:    make(map[string]bool),
+		calls:    make(map[string]*callView),
 		idleHint: "type a message, Ctrl-C twice to leave",
 	}
 }
@@ -126,9 +128,11 @@ func (r *renderer) event(ev *messages.Event) {
 			r.line("%s%s> %s%s %s(typed in agy)%s", r.prefix(ev), p.bold, ev.Text, p.reset, p.dim, p.reset)
 		}
 	case messages.EventFunctionCall:
-		r.line("%s%s%s%s", r.prefix(ev), p.cyan, callLine(ev), p.reset)
+		r.functionCall(ev)
+	case messages.EventFunctionCallOutputDelta:
+		r.outputDelta(ev)
 	case messages.EventFunctionCallOutput:
-		r.output(ev)
+		r.toolOutput(ev)
 	case messages.EventElicitationRequest:
 		r.prompt(ev)
 	case messages.EventElicitationResolved:
@@ -235,15 +239,22 @@ func deref(p *int64) int64 {
 // maxArgs bounds a tool call's arguments on screen.
 const maxArgs = 100
 
-// callLine is "$ command" for run_command, else "→ name args". A question's
-// arguments are left out: the prompt shows them.
+// callLine is "$ command" for run_command, else "→ title" (the mapper's),
+// else "→ name args". A question's arguments are left out: the prompt shows
+// them.
 func callLine(ev *messages.Event) string {
 	var args map[string]any
 	_ = json.Unmarshal([]byte(ev.Arguments), &args)
 	if cmd, ok := args["command"].(string); ok && cmd != "" {
 		return "$ " + cmd
 	}
-	if ev.Arguments == "" || ev.Arguments == "{}" || ev.Name == "ask_question" {
+	if ev.Name == "ask_question" {
+		return "→ " + ev.Name
+	}
+	if ev.Title != "" && ev.Title != ev.Name {
+		return "→ " + ev.Title
+	}
+	if ev.Arguments == "" || ev.Arguments == "{}" {
 		return "→ " + ev.Name
 	}
 	a := ev.Arguments
@@ -294,6 +305,13 @@ func (r *renderer) prompt(ev *messages.Event) {
 			what = fmt.Sprintf("agy wants to %s %s", ev.Resource.Action, ev.Resource.Target)
 		}
 		r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, what, p.reset)
+		if len(ev.Diffs) > 0 {
+			if c := r.call(ev.CallID); !c.diffShown {
+				// What the edit would change, when its call did not show it.
+				r.diffs(c, ev.Diffs)
+				c.diffShown = true
+			}
+		}
 		r.perms[ev.ElicitationID] = true
 		r.asked[ev.ElicitationID] = strings.TrimPrefix(strings.TrimPrefix(what, "agy wants to run: "), "agy wants to ")
 	default:

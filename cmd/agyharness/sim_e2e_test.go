@@ -195,6 +195,55 @@ func TestRecordThenReplayGivesTheSameEvents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), "$ ls -la")
 	assert.Contains(t, string(out), "The README has a single heading.")
+	assert.Contains(t, string(out), "→ Edit /workspace/main.go\n  @@ -1,1 +1,3 @@\n   package main\n  +\n  +import \"fmt\"\n")
+}
+
+// TestSimShowsAnEditAsADiffAndASearch: the default scenario's edit comes
+// with its diffs (proposed, then applied), its search with its hits, and
+// its command's output as it grows, in --json as in the typed events.
+func TestSimShowsAnEditAsADiffAndASearch(t *testing.T) {
+	evs := runSim(t)
+	var edit, grep, command *messages.Event
+	outputs := map[string]*messages.Event{}
+	live := map[string]string{}
+	for _, ev := range evs {
+		switch ev.Type {
+		case messages.EventFunctionCall:
+			switch ev.Kind {
+			case messages.ToolEdit:
+				edit = ev
+			case messages.ToolSearch:
+				grep = ev
+			case messages.ToolExecute:
+				command = ev
+			}
+		case messages.EventFunctionCallOutput:
+			outputs[ev.CallID] = ev
+		case messages.EventFunctionCallOutputDelta:
+			if ev.Snapshot != "" {
+				live[ev.CallID] = ev.Snapshot
+			} else {
+				live[ev.CallID] += ev.Delta
+			}
+		}
+	}
+	require.NotNil(t, edit, "an edit: %s", summary(evs))
+	assert.Equal(t, "Edit /workspace/main.go", edit.Title)
+	assert.Equal(t, []messages.Location{{Path: "/workspace/main.go", Line: 1}}, edit.Locations)
+	require.Len(t, edit.Diffs, 2)
+	assert.Equal(t, "func main() {}\n", *edit.Diffs[1].OldText)
+	require.NotNil(t, outputs[edit.CallID])
+	require.Len(t, outputs[edit.CallID].Diffs, 1, "the applied diff")
+	assert.Contains(t, outputs[edit.CallID].Diffs[0].Unified, "+\tfmt.Println(\"hello\")\n")
+
+	require.NotNil(t, grep, "a search")
+	assert.Equal(t, "grep_search", grep.Name)
+	require.NotNil(t, outputs[grep.CallID])
+	assert.Equal(t, []messages.Hit{{Path: "/workspace/main.go", Line: 3, Text: "func main() {}"}}, outputs[grep.CallID].Hits)
+
+	require.NotNil(t, command)
+	require.NotNil(t, outputs[command.CallID])
+	assert.Equal(t, outputs[command.CallID].Output, live[command.CallID], "the command's output streamed, all of it")
 }
 
 // itemsOf are the committed events (not deltas), without the header fields
@@ -202,7 +251,7 @@ func TestRecordThenReplayGivesTheSameEvents(t *testing.T) {
 func itemsOf(evs []*messages.Event) []messages.Event {
 	var out []messages.Event
 	for _, ev := range evs {
-		if ev.Type == messages.EventReasoningDelta || ev.Type == messages.EventOutputTextDelta {
+		if ev.Type.Delta() {
 			continue
 		}
 		c := *ev
@@ -216,7 +265,7 @@ func itemsOf(evs []*messages.Event) []messages.Event {
 func deltaText(evs []*messages.Event) map[string]string {
 	out := map[string]string{}
 	for _, ev := range evs {
-		if ev.Type != messages.EventReasoningDelta && ev.Type != messages.EventOutputTextDelta {
+		if !ev.Type.Delta() {
 			continue
 		}
 		key := string(ev.Type) + " " + ev.ItemID

@@ -228,6 +228,16 @@ func (t *turnRun) run() (lagMode, error) {
 			err = t.ask(*a.Ask)
 		case a.Tool != nil:
 			err = t.tool(*a.Tool)
+		case a.Edit != nil:
+			err = t.edit(*a.Edit)
+		case a.Search != nil:
+			err = t.search(*a.Search)
+		case a.Fetch != nil:
+			err = t.fetch(*a.Fetch)
+		case a.MCP != nil:
+			err = t.mcp(*a.MCP)
+		case a.Step != nil:
+			err = t.anyStep(*a.Step)
 		case a.Subagent != nil:
 			err = t.subagent(*a.Subagent)
 		case a.Fail != "":
@@ -529,20 +539,7 @@ func (t *turnRun) runCommand(cmd CommandAction) error {
 	} else {
 		t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
 	}
-	if err := t.pause(); err != nil {
-		return err
-	}
-	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
-		f.step.Metadata.CompletedAt = timestamp(time.Now())
-		f.step.RunCommand.ExitCode = rpc.Int(cmd.ExitCode)
-		// The recording shows exitCode 0 written out (an optional field):
-		// a command that ran always carries it.
-		f.setExtra("runCommand.exitCode", cmd.ExitCode)
-		f.step.RunCommand.CombinedOutput = &rpc.CombinedOutput{Full: cmd.Output}
-		f.setExtra("runCommand.shellName", "bash")
-	})
-	return nil
+	return t.finishCommand(idx, cmd)
 }
 
 func (t *turnRun) ask(a AskAction) error {

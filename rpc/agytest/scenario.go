@@ -30,12 +30,13 @@ type TurnScript struct {
 }
 
 // Action is one thing the agent does. Exactly one of Think, Say, RunCommand,
-// Ask, Tool, Subagent and Fail is set.
+// Ask, Tool, Edit, Search, Fetch, MCP, Step, Subagent and Fail is set.
 //
 // Think text becomes the thinking of the next planner step. Say streams a
 // planner response (Repeat copies of the text, in Chunks chunks). RunCommand,
-// Ask, Tool and Subagent each produce a planner step carrying the tool call,
-// then the tool's own step. Fail ends the turn with an ERROR planner step.
+// Ask, Tool, Edit, Search, Fetch, MCP, Step and Subagent each produce a planner step
+// carrying the tool call, then the tool's own step (scenario_tools.go). Fail
+// ends the turn with an ERROR planner step.
 type Action struct {
 	Think      string          `json:"think,omitempty"`
 	Say        string          `json:"say,omitempty"`
@@ -44,17 +45,29 @@ type Action struct {
 	RunCommand *CommandAction  `json:"run_command,omitempty"`
 	Ask        *AskAction      `json:"ask,omitempty"`
 	Tool       *ToolAction     `json:"tool,omitempty"`
+	Edit       *EditAction     `json:"edit,omitempty"`
+	Search     *SearchAction   `json:"search,omitempty"`
+	Fetch      *FetchAction    `json:"fetch,omitempty"`
+	MCP        *MCPAction      `json:"mcp,omitempty"`
+	Step       *StepAction     `json:"step,omitempty"`
 	Subagent   *SubagentAction `json:"subagent,omitempty"`
 	Fail       string          `json:"fail,omitempty"`
 }
 
-// CommandAction is a run_command tool call.
+// CommandAction is a run_command tool call. Chunks > 0 streams Output in
+// that many pieces while the command runs (combinedOutput grows, as agy's
+// does). Background: agy stops waiting after the first line of output (the
+// RUN_COMMAND step ends with it) and checks on the command with
+// command_status (a COMMAND_STATUS step whose combined output grows to all of
+// Output, with the exit code).
 type CommandAction struct {
 	Line          string `json:"line"`
 	Cwd           string `json:"cwd,omitempty"`
 	Output        string `json:"output,omitempty"`
 	ExitCode      int    `json:"exit_code,omitempty"`
 	NeedsApproval bool   `json:"needs_approval,omitempty"`
+	Chunks        int    `json:"chunks,omitempty"`
+	Background    bool   `json:"background,omitempty"`
 }
 
 // AskAction is an ask_question tool call: one or more questions.
@@ -170,13 +183,17 @@ func validateActions(actions []Action, depth int) error {
 
 func (a Action) validate(depth int) error {
 	set := 0
-	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil, a.Subagent != nil, a.Fail != ""} {
+	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil,
+		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Step != nil, a.Subagent != nil, a.Fail != ""} {
 		if on {
 			set++
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, subagent, fail must be set (found %d)", set)
+		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, fail must be set (found %d)", set)
+	}
+	if err := a.validateTools(); err != nil {
+		return err
 	}
 	if (a.Chunks != 0 || a.Repeat != 0) && a.Say == "" {
 		return errors.New("chunks and repeat apply to say only")
@@ -247,8 +264,9 @@ func (sc *Scenario) pick(text string, n int) (TurnScript, bool) {
 }
 
 // DefaultScenario exercises every kind of step agy produces in a turn:
-// reasoning and streamed text, a command that needs approval, a question, a
-// file read, usage on every planner step. Turns mentioning "subagent",
+// reasoning and streamed text, a command that needs approval (its output
+// streamed), a question, a file read, a search, an edit, usage on every
+// planner step. Turns mentioning "subagent",
 // "fail" or "read" get scripts of their own. testdata/scenarios/default.json
 // holds the same scenario.
 func DefaultScenario() *Scenario {
@@ -286,14 +304,21 @@ func DefaultScenario() *Scenario {
 				Actions: []Action{
 					Think("The user wants to know what is in the workspace. I should look before answering, and ask which part matters most."),
 					Say("Let me look at the workspace first.", 6),
-					Run(CommandAction{Line: "ls -la", Cwd: "/workspace", Output: "total 8\ndrwxr-xr-x 2 agy agy 4096 .\n-rw-r--r-- 1 agy agy  120 main.go\n", NeedsApproval: true}),
+					Run(CommandAction{Line: "ls -la", Cwd: "/workspace", Output: "total 8\ndrwxr-xr-x 2 agy agy 4096 .\n-rw-r--r-- 1 agy agy  120 main.go\n", NeedsApproval: true, Chunks: 3}),
 					Ask(QuestionSpec{
 						Question: "Which part should I focus on?",
 						Options:  []string{"The Go code", "The build setup", "The tests"},
 					}),
 					Tool(ToolAction{Name: "view_file", Target: "/workspace/main.go", Result: "package main\n\nfunc main() {}\n"}),
-					Think("main.go is a stub; I can summarise now."),
-					Say("The workspace holds a single Go file, `main.go`, with an empty `main`. There is no build setup and there are no tests yet, so a good next step is a `go.mod` and a first test.", 24),
+					Search(SearchAction{Tool: "grep_search", Query: "func main", Path: "/workspace", Hits: []SearchHit{
+						{Path: "/workspace/main.go", Line: 3, Text: "func main() {}"},
+					}}),
+					Think("main.go is a stub; a greeting makes it do something."),
+					Edit(EditAction{Path: "/workspace/main.go", Chunks: []EditChunk{
+						{Old: "package main\n", New: "package main\n\nimport \"fmt\"\n", Line: 1},
+						{Old: "func main() {}\n", New: "func main() {\n\tfmt.Println(\"hello\")\n}\n", Line: 3},
+					}}),
+					Say("The workspace holds a single Go file, `main.go`, whose `main` was empty; it now prints a greeting. There is no build setup and there are no tests yet, so a good next step is a `go.mod` and a first test.", 24),
 				},
 			},
 		},

@@ -25,7 +25,7 @@ func TestScenarioFilesLoad(t *testing.T) {
 		names[strings.TrimSuffix(filepath.Base(f), ".json")] = true
 		assert.NotEmpty(t, sc.Turns)
 	}
-	for _, want := range []string{"text", "approval", "question", "long", "subagent", "failing", "default"} {
+	for _, want := range []string{"text", "approval", "question", "long", "subagent", "failing", "tools", "default"} {
 		assert.True(t, names[want], "testdata/scenarios/%s.json", want)
 	}
 }

@@ -17,7 +17,8 @@ import (
 
 // e2eScenario is what the fake agy does for the TypeScript client
 // (testdata/e2e/client.mjs): "deploy" asks to run `make deploy`; any other
-// turn thinks, talks, runs an approved `ls -la` and sums up.
+// turn thinks, talks, runs an approved `ls -la` (its output streamed as it
+// grows), edits main.go and sums up.
 func e2eScenario() *agytest.Scenario {
 	return &agytest.Scenario{Name: "acp-e2e", Turns: []agytest.TurnScript{
 		{Match: "deploy", Actions: []agytest.Action{
@@ -28,7 +29,8 @@ func e2eScenario() *agytest.Scenario {
 		{Actions: []agytest.Action{
 			agytest.Think("The user wants the files listed. I should look before answering."),
 			agytest.Say("Let me look at the workspace first.", 5),
-			agytest.Run(agytest.CommandAction{Line: "ls -la", Cwd: "/workspace", Output: "main.go\n", NeedsApproval: true}),
+			agytest.Run(agytest.CommandAction{Line: "ls -la", Cwd: "/workspace", Output: "total 8\ngo.mod\nmain.go\n", NeedsApproval: true, Chunks: 3}),
+			agytest.Edit(agytest.EditAction{Path: "/workspace/main.go", Chunks: []agytest.EditChunk{{Old: "func main() {}\n", New: "func main() { println(\"hi\") }\n", Line: 3}}}),
 			agytest.Say("The workspace holds main.go.", 4),
 		}},
 	}}

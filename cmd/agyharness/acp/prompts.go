@@ -187,6 +187,9 @@ func (s *session) askPermission(ctx context.Context, ev *messages.Event, callID 
 			Title:      &title,
 			Status:     sdk.Ptr(sdk.ToolCallStatusPending),
 			RawInput:   raw,
+			// What an edit would change, and the files the tool would touch.
+			Content:   diffContent(ev.Diffs),
+			Locations: locations(ev.Locations),
 		},
 		Options: []sdk.PermissionOption{
 			{OptionId: optionAllow, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},

@@ -46,6 +46,9 @@ type session struct {
 	lastText  string            // item of the last agent text chunk, for paragraph breaks
 	openCalls []string          // tool calls without output, oldest first
 	calls     map[string]bool   // tool calls announced to the client
+	live      map[string]string // tool call -> its output streamed so far
+
+	diffs map[string][]messages.FileDiff // pump: tool call -> the diffs its edit proposed
 
 	mu   sync.Mutex
 	turn *turn
@@ -87,6 +90,8 @@ func newSession(a *Agent, hs *actors.Session, launched *Launched, replay bool) *
 		texts:       make(map[string]string),
 		thoughts:    make(map[string]string),
 		calls:       make(map[string]bool),
+		live:        make(map[string]string),
+		diffs:       make(map[string][]messages.FileDiff),
 		pending:     make(map[string]context.CancelFunc),
 	}
 }
@@ -404,6 +409,8 @@ func (s *session) handle(ev *messages.Event) {
 		}
 	case messages.EventFunctionCall:
 		s.toolCall(ev)
+	case messages.EventFunctionCallOutputDelta:
+		s.toolOutputDelta(ev)
 	case messages.EventFunctionCallOutput:
 		s.toolOutput(ev)
 	case messages.EventElicitationRequest:
@@ -483,16 +490,36 @@ func (s *session) stream(sent map[string]string, ev *messages.Event, mk func(str
 }
 
 func (s *session) toolCall(ev *messages.Event) {
-	tc := describeCall(ev.Name, ev.Arguments)
+	tc := describeEvent(ev)
 	s.lastText = ""
 	s.calls[ev.CallID] = true
 	s.openCalls = append(s.openCalls, ev.CallID)
-	s.update(sdk.StartToolCall(sdk.ToolCallId(ev.CallID), tc.title,
+	if len(ev.Diffs) > 0 {
+		s.diffs[ev.CallID] = ev.Diffs
+	}
+	opts := []sdk.ToolCallStartOpt{
 		sdk.WithStartKind(tc.kind),
 		sdk.WithStartStatus(sdk.ToolCallStatusInProgress),
 		sdk.WithStartRawInput(tc.rawInput),
 		sdk.WithStartLocations(tc.locations),
-	))
+	}
+	if len(tc.content) > 0 {
+		opts = append(opts, sdk.WithStartContent(tc.content))
+	}
+	s.update(sdk.StartToolCall(sdk.ToolCallId(ev.CallID), tc.title, opts...))
+}
+
+// toolOutputDelta streams a running tool's output into its tool call.
+func (s *session) toolOutputDelta(ev *messages.Event) {
+	if !s.calls[ev.CallID] {
+		return // its call was history we skipped: the output closes it
+	}
+	next := s.live[ev.CallID] + ev.Delta
+	if ev.Snapshot != "" {
+		next = ev.Snapshot
+	}
+	s.live[ev.CallID] = next
+	s.update(liveUpdate(ev.CallID, next))
 }
 
 func (s *session) toolOutput(ev *messages.Event) {
@@ -507,7 +534,9 @@ func (s *session) toolOutput(ev *messages.Event) {
 		s.calls[ev.CallID] = true
 		s.update(sdk.StartToolCall(sdk.ToolCallId(ev.CallID), "tool call", sdk.WithStartKind(sdk.ToolKindOther)))
 	}
-	s.update(outputUpdate(ev))
+	s.update(outputUpdate(ev, s.diffs[ev.CallID]))
+	delete(s.live, ev.CallID)
+	delete(s.diffs, ev.CallID)
 }
 
 func (s *session) usage(ev *messages.Event) {

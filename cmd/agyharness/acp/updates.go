@@ -37,6 +37,7 @@ type toolCall struct {
 	kind      sdk.ToolKind
 	rawInput  any
 	locations []sdk.ToolCallLocation
+	content   []sdk.ToolCallContent // an edit's diffs
 }
 
 // describeCall turns a function_call's tool name and JSON arguments into a
@@ -105,6 +106,60 @@ func firstQuestion(args map[string]any) string {
 	return s
 }
 
+// describeEvent is how a function_call is shown: the mapper's kind, title
+// and locations, an edit's diffs as ACP diff content (so an editor shows a
+// reviewable diff), and describeCall's reading of the arguments for what
+// the event leaves out.
+func describeEvent(ev *messages.Event) toolCall {
+	tc := describeCall(ev.Name, ev.Arguments)
+	if ev.Title != "" && ev.Title != ev.Name {
+		tc.title = ev.Title
+	}
+	if ev.Kind != "" {
+		tc.kind = sdk.ToolKind(ev.Kind)
+	}
+	if len(ev.Locations) > 0 {
+		tc.locations = locations(ev.Locations)
+	}
+	tc.content = diffContent(ev.Diffs)
+	return tc
+}
+
+// locations are the event's locations as ACP's (a line only where agy gave one).
+func locations(ls []messages.Location) []sdk.ToolCallLocation {
+	out := make([]sdk.ToolCallLocation, 0, len(ls))
+	for _, l := range ls {
+		loc := sdk.ToolCallLocation{Path: l.Path}
+		if l.Line > 0 {
+			loc.Line = sdk.Ptr(l.Line)
+		}
+		out = append(out, loc)
+	}
+	return out
+}
+
+// diffContent is one ACP diff per change of an edit; a new file has no old
+// text.
+func diffContent(diffs []messages.FileDiff) []sdk.ToolCallContent {
+	var out []sdk.ToolCallContent
+	for _, d := range diffs {
+		if d.OldText == nil {
+			out = append(out, sdk.ToolDiffContent(d.Path, d.NewText))
+		} else {
+			out = append(out, sdk.ToolDiffContent(d.Path, d.NewText, *d.OldText))
+		}
+	}
+	return out
+}
+
+// liveUpdate shows a running tool's output so far (ACP replaces a tool
+// call's content with each update's).
+func liveUpdate(callID, output string) sdk.SessionUpdate {
+	return sdk.UpdateToolCall(sdk.ToolCallId(callID),
+		sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress),
+		sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(output))}))
+}
+
 // outputStatus is completed for a tool that succeeded, failed for a
 // command with a non-zero exit code.
 func outputStatus(ev *messages.Event) sdk.ToolCallStatus {
@@ -114,18 +169,40 @@ func outputStatus(ev *messages.Event) sdk.ToolCallStatus {
 	return sdk.ToolCallStatusCompleted
 }
 
-// outputUpdate is the tool_call_update that closes a call.
-func outputUpdate(ev *messages.Event) sdk.SessionUpdate {
+// outputUpdate is the tool_call_update that closes a call: its output as
+// text, after an edit's diffs (those agy applied, else those its call
+// proposed, callDiffs), and the files the result names.
+func outputUpdate(ev *messages.Event, callDiffs []messages.FileDiff) sdk.SessionUpdate {
 	raw := map[string]any{"output": ev.Output}
 	if ev.ExitCode != nil {
 		raw["exit_code"] = *ev.ExitCode
+	}
+	if len(ev.Hits) > 0 {
+		raw["hits"] = ev.Hits
+	}
+	if ev.HitCount != nil {
+		raw["hit_count"] = *ev.HitCount
+	}
+	if ev.URL != "" {
+		raw["url"] = ev.URL
 	}
 	opts := []sdk.ToolCallUpdateOpt{
 		sdk.WithUpdateStatus(outputStatus(ev)),
 		sdk.WithUpdateRawOutput(raw),
 	}
+	diffs := ev.Diffs
+	if len(diffs) == 0 {
+		diffs = callDiffs
+	}
+	content := diffContent(diffs)
 	if ev.Output != "" {
-		opts = append(opts, sdk.WithUpdateContent([]sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(ev.Output))}))
+		content = append(content, sdk.ToolContent(sdk.TextBlock(ev.Output)))
+	}
+	if len(content) > 0 {
+		opts = append(opts, sdk.WithUpdateContent(content))
+	}
+	if len(ev.Locations) > 0 {
+		opts = append(opts, sdk.WithUpdateLocations(locations(ev.Locations)))
 	}
 	return sdk.UpdateToolCall(sdk.ToolCallId(ev.CallID), opts...)
 }

@@ -71,13 +71,13 @@ func TestPromptText(t *testing.T) {
 }
 
 func TestOutputUpdate(t *testing.T) {
-	failed := outputUpdate(&messages.Event{CallID: "c1", Output: "boom\n", ExitCode: messages.Ptr(2)}).ToolCallUpdate
+	failed := outputUpdate(&messages.Event{CallID: "c1", Output: "boom\n", ExitCode: messages.Ptr(2)}, nil).ToolCallUpdate
 	require.NotNil(t, failed)
 	assert.Equal(t, sdk.ToolCallStatusFailed, *failed.Status)
 	assert.Equal(t, "boom\n", failed.Content[0].Content.Content.Text.Text)
-	ok := outputUpdate(&messages.Event{CallID: "c2", Output: "done"}).ToolCallUpdate
+	ok := outputUpdate(&messages.Event{CallID: "c2", Output: "done"}, nil).ToolCallUpdate
 	assert.Equal(t, sdk.ToolCallStatusCompleted, *ok.Status)
-	empty := outputUpdate(&messages.Event{CallID: "c3", ExitCode: messages.Ptr(0)}).ToolCallUpdate
+	empty := outputUpdate(&messages.Event{CallID: "c3", ExitCode: messages.Ptr(0)}, nil).ToolCallUpdate
 	assert.Equal(t, sdk.ToolCallStatusCompleted, *empty.Status)
 	assert.Empty(t, empty.Content)
 }

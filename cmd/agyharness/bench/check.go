@@ -26,7 +26,8 @@ func isItem(t messages.EventType) bool {
 // expected returns the items a conversation's ground truth commits, as
 // counts by type: every USER_INPUT one user_message, every terminal planner
 // step with text one message (an interrupted one too), every terminal tool
-// step one function_call and one function_call_output.
+// step (of a tool type, or carrying toolAction) one function_call and one
+// function_call_output.
 func expected(steps []rpc.Step) map[messages.EventType]int {
 	want := map[messages.EventType]int{}
 	for _, st := range steps {
@@ -38,8 +39,16 @@ func expected(steps []rpc.Step) map[messages.EventType]int {
 				(st.PlannerResponse.Response != "" || st.PlannerResponse.ModifiedResponse != "") {
 				want[messages.EventMessage]++
 			}
-		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent:
+		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent,
+			rpc.StepCodeAction, rpc.StepGrepSearch, rpc.StepFind, rpc.StepSearchWeb, rpc.StepReadURLContent, rpc.StepMCPTool, rpc.StepCommandStatus:
 			if st.Status.Terminal() {
+				want[messages.EventFunctionCall]++
+				want[messages.EventFunctionCallOutput]++
+			}
+		default:
+			// Any other step the model called as a tool (agy's tool steps
+			// carry toolAction, whatever their type).
+			if st.Status.Terminal() && st.Metadata.ToolAction != "" {
 				want[messages.EventFunctionCall]++
 				want[messages.EventFunctionCallOutput]++
 			}
@@ -260,7 +269,7 @@ func orderContext(evs []*messages.Event, steps []rpc.Step, conv string, lo, hi i
 		switch {
 		case ev.Type == messages.EventStatus:
 			fmt.Fprintf(&b, "\n      %d status %s", ev.Seq, ev.State)
-		case ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta:
+		case ev.Type.Delta():
 			if names(ev) {
 				fmt.Fprintf(&b, "\n      %d %s id=%s", ev.Seq, ev.Type, ev.ID)
 			}

@@ -196,9 +196,7 @@ func (d *driver) receive(ev *messages.Event, now time.Time) {
 	}
 }
 
-func isDelta(ev *messages.Event) bool {
-	return ev.Type == messages.EventOutputTextDelta || ev.Type == messages.EventReasoningDelta
-}
+func isDelta(ev *messages.Event) bool { return ev.Type.Delta() }
 
 func (d *driver) lastSeq() uint64 {
 	d.mu.Lock()

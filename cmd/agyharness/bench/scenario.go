@@ -37,7 +37,7 @@ func campaignScenario() *agytest.Scenario {
 			agytest.Say(strings.Repeat("A long answer streams many cumulative snapshots. ", 140), 100),
 		}},
 		{Match: "approve", Actions: []agytest.Action{
-			agytest.Run(agytest.CommandAction{Line: "make test", Cwd: "/w", Output: "ok\n", NeedsApproval: true}),
+			agytest.Run(agytest.CommandAction{Line: "make test", Cwd: "/w", Output: "ok  w\nok  w/db\n", NeedsApproval: true, Chunks: 2, Background: true}),
 			agytest.Say("Ran it, or not.", 2),
 		}},
 		{Match: "question", Actions: []agytest.Action{
@@ -47,7 +47,9 @@ func campaignScenario() *agytest.Scenario {
 		{Match: "tool", Actions: []agytest.Action{
 			agytest.Tool(agytest.ToolAction{Name: "read_file", Target: "/w/README.md", Result: "# w\n", NeedsApproval: true}),
 			agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "main.go\n"}),
-			agytest.Say("Read and listed.", 2),
+			agytest.Search(agytest.SearchAction{Tool: "grep_search", Query: "TODO", Path: "/w", Hits: []agytest.SearchHit{{Path: "/w/main.go", Line: 3, Text: "// TODO"}}}),
+			agytest.Edit(agytest.EditAction{Path: "/w/main.go", Chunks: []agytest.EditChunk{{Old: "// TODO\n", New: "// done\n", Line: 3}}}),
+			agytest.Say("Read, listed, searched and edited.", 2),
 		}},
 		{Match: "subagent", Actions: []agytest.Action{
 			agytest.Subagents(2, "Look at one module.",

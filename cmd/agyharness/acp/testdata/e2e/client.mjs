@@ -7,7 +7,8 @@
 //
 // The agent runs against agyharness's fake agy, whose scenario (set up by
 // the Go test) answers "list" with thinking, text, an approved `ls -la`
-// and a summary, and "deploy" with a `make deploy` that needs approval.
+// whose output grows, an edit of main.go and a summary, and "deploy" with a
+// `make deploy` that needs approval.
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
@@ -116,6 +117,26 @@ try {
     check(done, "the command's tool_call_update completed");
     const output = (done?.update.content ?? []).map((c) => c.content?.text ?? "").join("");
     check(output.includes("main.go"), `the command's output: ${JSON.stringify(output)}`);
+    // The command's output streamed into its tool call as it grew.
+    const live = updates
+      .filter((n) => n.update.sessionUpdate === "tool_call_update" && n.update.toolCallId === call?.update.toolCallId && n.update.status === "in_progress")
+      .map((n) => (n.update.content ?? []).map((c) => c.content?.text ?? "").join(""));
+    check(live.length >= 2, `live output updates: ${JSON.stringify(live)}`);
+    check(live.every((text, i) => i === 0 || text.startsWith(live[i - 1])), `live output only grows: ${JSON.stringify(live)}`);
+    check(live.length > 0 && live[0].length < output.length, `the first live output is partial: ${JSON.stringify(live[0])}`);
+    // An edit is a tool call of kind edit with diff content.
+    const edit = updates.find((n) => n.update.sessionUpdate === "tool_call" && n.update.kind === "edit");
+    check(edit && edit.update.title === "Edit /workspace/main.go", `edit tool_call ${JSON.stringify(edit?.update)}`);
+    const diff = (edit?.update.content ?? []).find((c) => c.type === "diff");
+    check(
+      diff && diff.path === "/workspace/main.go" && diff.oldText === "func main() {}\n" && diff.newText.includes("println"),
+      `the edit's diff content: ${JSON.stringify(diff)}`,
+    );
+    check(edit?.update.locations?.[0]?.path === "/workspace/main.go" && edit?.update.locations?.[0]?.line === 3, `edit locations ${JSON.stringify(edit?.update.locations)}`);
+    const editDone = updates.find(
+      (n) => n.update.sessionUpdate === "tool_call_update" && n.update.toolCallId === edit?.update.toolCallId && n.update.status === "completed",
+    );
+    check((editDone?.update.content ?? []).some((c) => c.type === "diff"), `the edit completed with its diff: ${JSON.stringify(editDone?.update)}`);
     check(updates.some((n) => n.update.sessionUpdate === "usage_update" && n.update.used > 0), "usage_update reported");
 
     // Prompt 2: cancelled while the agent waits for permission.

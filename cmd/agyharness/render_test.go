@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agyharness/agyharness/messages"
+)
+
+func renderEvents(color bool, evs ...*messages.Event) string {
+	var b bytes.Buffer
+	r := newRenderer(&b, color)
+	for _, ev := range evs {
+		r.event(ev)
+	}
+	r.endLine()
+	return b.String()
+}
+
+func TestRenderEditAsAUnifiedDiffUnderItsPath(t *testing.T) {
+	call := &messages.Event{Type: messages.EventFunctionCall, CallID: "e1", Name: "multi_replace_file_content", Kind: messages.ToolEdit,
+		Title: "Edit /w/main.go", Locations: []messages.Location{{Path: "/w/main.go", Line: 4}},
+		Diffs: []messages.FileDiff{
+			{Path: "/w/main.go", OldText: messages.Ptr("count := 0\nfor range 3 {\n"), NewText: "total := 0\nfor range 3 {\n", Line: 4},
+			{Path: "/w/other.go", OldText: messages.Ptr("a\n"), NewText: "b\n"},
+		}}
+	out := &messages.Event{Type: messages.EventFunctionCallOutput, CallID: "e1", Kind: messages.ToolEdit, Output: "edited /w/main.go (+1 -1)",
+		Diffs: []messages.FileDiff{{Path: "/w/main.go", Unified: "-count := 0\n+total := 0\n"}}}
+	got := renderEvents(false, call, out)
+	assert.Equal(t, strings.Join([]string{
+		"→ Edit /w/main.go",
+		"  @@ -4,2 +4,2 @@",
+		"  -count := 0",
+		"  +total := 0",
+		"   for range 3 {",
+		"  /w/other.go",
+		"  -a",
+		"  +b",
+		"  edited /w/main.go (+1 -1)", // the applied diff is not drawn twice
+	}, "\n")+"\n", got)
+
+	colored := renderEvents(true, call)
+	assert.Contains(t, colored, "\x1b[31m-count := 0\x1b[0m")
+	assert.Contains(t, colored, "\x1b[32m+total := 0\x1b[0m")
+}
+
+func TestRenderNewFileAndAnEditShownOnlyAtItsOutput(t *testing.T) {
+	call := &messages.Event{Type: messages.EventFunctionCall, CallID: "w1", Name: "write_to_file", Kind: messages.ToolEdit, Title: "Create /w/README.md",
+		Locations: []messages.Location{{Path: "/w/README.md"}}}
+	out := &messages.Event{Type: messages.EventFunctionCallOutput, CallID: "w1", Kind: messages.ToolEdit, Output: "created /w/README.md (+2 -0)",
+		Diffs: []messages.FileDiff{{Path: "/w/README.md", NewText: "# w\nA tool.\n", Unified: "+# w\n+A tool.\n"}}}
+	assert.Equal(t, "→ Create /w/README.md\n  @@ -0,0 +1,2 @@\n  +# w\n  +A tool.\n  created /w/README.md (+2 -0)\n", renderEvents(false, call, out))
+}
+
+func TestRenderSearchAsItsHits(t *testing.T) {
+	call := &messages.Event{Type: messages.EventFunctionCall, CallID: "g1", Name: "grep_search", Kind: messages.ToolSearch, Title: `Search for "TODO" in /w`}
+	var hits []messages.Hit
+	for i := 1; i <= 12; i++ {
+		hits = append(hits, messages.Hit{Path: fmt.Sprintf("/w/f%d.go", i), Line: i, Text: "// TODO"})
+	}
+	out := &messages.Event{Type: messages.EventFunctionCallOutput, CallID: "g1", Kind: messages.ToolSearch, Output: "(raw)", Hits: hits, HitCount: messages.Ptr(15)}
+	got := renderEvents(false, call, out)
+	assert.True(t, strings.HasPrefix(got, "→ Search for \"TODO\" in /w\n  /w/f1.go:1: // TODO\n"), got)
+	assert.Contains(t, got, "  /w/f10.go:10: // TODO\n")
+	assert.NotContains(t, got, "/w/f11.go", "the first hits only")
+	assert.True(t, strings.HasSuffix(got, "  … 5 more (15 in all)\n"), got)
+	assert.NotContains(t, got, "(raw)")
+
+	find := &messages.Event{Type: messages.EventFunctionCallOutput, CallID: "f1", Kind: messages.ToolSearch, Hits: []messages.Hit{{Path: "/w/a_test.go"}}, HitCount: messages.Ptr(1)}
+	assert.Equal(t, "  /w/a_test.go\n  1 result\n", renderEvents(false, find))
+	none := &messages.Event{Type: messages.EventFunctionCallOutput, CallID: "f2", Kind: messages.ToolSearch, Output: "no results", HitCount: messages.Ptr(0)}
+	assert.Equal(t, "  no results\n", renderEvents(false, none))
+}
+
+func TestRenderWebReadAsItsURLAndSize(t *testing.T) {
+	out := &messages.Event{Type: messages.EventFunctionCallOutput, CallID: "u1", Kind: messages.ToolFetch, URL: "https://go.dev/ref/mod", Output: strings.Repeat("x", 2048)}
+	assert.Equal(t, "  https://go.dev/ref/mod (2.0 KiB)\n", renderEvents(false, out))
+}
+
+func TestRenderCommandOutputAsItGrows(t *testing.T) {
+	call := &messages.Event{Type: messages.EventFunctionCall, CallID: "c1", Name: "run_command", Kind: messages.ToolExecute, Arguments: `{"command":"go test ./..."}`}
+	d1 := &messages.Event{Type: messages.EventFunctionCallOutputDelta, CallID: "c1", ItemID: "c/2/output", Delta: "ok  w/db\nFA"}
+	d2 := &messages.Event{Type: messages.EventFunctionCallOutputDelta, CallID: "c1", ItemID: "c/2/output", Delta: "IL w\n"}
+	out := &messages.Event{Type: messages.EventFunctionCallOutput, CallID: "c1", Kind: messages.ToolExecute, Output: "ok  w/db\nFAIL w\nFAIL\n", ExitCode: messages.Ptr(1)}
+
+	var b bytes.Buffer
+	r := newRenderer(&b, false)
+	r.event(call)
+	r.event(d1)
+	assert.Equal(t, "$ go test ./...\n  ok  w/db\n", b.String(), "whole lines as they come")
+	r.event(d2)
+	r.event(out)
+	assert.Equal(t, "$ go test ./...\n  ok  w/db\n  FAIL w\n  FAIL\n  exit 1\n", b.String(), "the rest at the end, once")
+
+	// Many lines: the first maxOutputLines, then a count.
+	var long strings.Builder
+	for i := range 25 {
+		fmt.Fprintf(&long, "line %d\n", i)
+	}
+	got := renderEvents(false, call,
+		&messages.Event{Type: messages.EventFunctionCallOutputDelta, CallID: "c1", Delta: long.String()},
+		&messages.Event{Type: messages.EventFunctionCallOutput, CallID: "c1", Output: long.String(), ExitCode: messages.Ptr(0)})
+	assert.Contains(t, got, "  line 19\n  … 5 more lines\n")
+	assert.NotContains(t, got, "line 20")
+}
+
+func TestRenderPermissionShowsTheEditItWouldMake(t *testing.T) {
+	req := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", CallID: "e9", Kind: messages.KindPermission,
+		Resource: &messages.Resource{Action: "write", Target: "/w/x.go"},
+		Diffs:    []messages.FileDiff{{Path: "/w/x.go", OldText: messages.Ptr("a\n"), NewText: "b\n", Line: 2}}}
+	got := renderEvents(false, req)
+	assert.Equal(t, "? agy wants to write /w/x.go\n  /w/x.go\n  @@ -2,1 +2,1 @@\n  -a\n  +b\n", got)
+}
