@@ -340,9 +340,6 @@ func probePort(ctx context.Context, c *rpc.Client, conv string, newOnly bool) (s
 	if err := c.Heartbeat(ctx); err != nil {
 		return "", err
 	}
-	if newOnly {
-		return "", nil
-	}
 	if conv != "" {
 		ok, err := c.ConversationMatches(ctx, conv)
 		if err != nil {
@@ -352,6 +349,9 @@ func probePort(ctx context.Context, c *rpc.Client, conv string, newOnly bool) (s
 			return "", fmt.Errorf("does not host conversation %s", conv)
 		}
 		return conv, nil
+	}
+	if newOnly {
+		return "", nil
 	}
 	all, err := c.GetAllCascadeTrajectories(ctx)
 	if err != nil {

@@ -195,7 +195,8 @@ type snapshot struct {
 
 // readSnapshot reads a conversation's steps from the ones that can still
 // change (w) and, when withStatus, its trajectory summary before and after
-// them. The status goes with the steps only when the two summaries agree:
+// them. The caller must deliver a snapshot returned without error: w
+// starts the next read from it. The status goes with the steps only when the two summaries agree:
 // equal IDLE statuses alone do not prove the steps were read at rest, since
 // a whole turn can start and end between the two reads, and steps read in
 // its middle (each terminal, the next not yet written) would close the turn
@@ -223,13 +224,18 @@ func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bo
 		}
 	}
 	steps, offset, err := w.read(ctx, c, conv, stepCount)
-	if err != nil || !withStatus {
-		return snapshot{steps: steps, offset: offset}, err
-	}
-	after, err := summaryOf()
 	if err != nil {
 		return snapshot{}, err
 	}
+	if !withStatus {
+		w.keep(steps, offset)
+		return snapshot{steps: steps, offset: offset}, nil
+	}
+	after, err := summaryOf()
+	if err != nil {
+		return snapshot{}, err // the steps are not delivered: the next read starts where this one did
+	}
+	w.keep(steps, offset)
 	snap := snapshot{steps: steps, offset: offset, after: after.Status}
 	if after.Status == before.Status && after.StepCount == before.StepCount &&
 		after.LastUserInputStepIndex == before.LastUserInputStepIndex && after.LastUserInputTime == before.LastUserInputTime {

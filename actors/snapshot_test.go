@@ -16,6 +16,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,6 +42,11 @@ func scriptedAgy(t *testing.T, conv string, summaries []string, steps string, ga
 				summaries = summaries[1:]
 			}
 			mu.Unlock()
+			if s == "503" {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				fmt.Fprint(w, `{"code":"unavailable","message":"overloaded"}`)
+				return
+			}
 			fmt.Fprintf(w, `{"trajectorySummaries":{%q:%s}}`, conv, s)
 		case strings.HasSuffix(r.URL.Path, "/"+rpc.MethodGetCascadeTrajectorySteps):
 			fmt.Fprintf(w, `{"steps":%s}`, steps)
@@ -115,4 +121,23 @@ func TestPollerReadsAgainUntilItCanTell(t *testing.T) {
 	require.Empty(t, first.RunStatus, "the summary moved around the first read: no status")
 	second := expect[*messages.SnapshotRead](r, nil)
 	require.Equal(t, rpc.RunIdle, second.RunStatus, "read again at once, and this one can tell")
+}
+
+// A read whose status read after the steps fails is not delivered: the next
+// read starts where it did, not after the steps the session never got (a
+// subagent's items were lost under 5xx bursts).
+func TestAReadNotDeliveredIsReadAgain(t *testing.T) {
+	const conv = "c0ffee00-0000-4000-8000-000000000003"
+	steps := `[{"type":"CORTEX_STEP_TYPE_USER_INPUT","status":"CORTEX_STEP_STATUS_DONE","metadata":{"sourceTrajectoryStepInfo":{"trajectoryId":"t"}}},` +
+		`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","metadata":{"sourceTrajectoryStepInfo":{"trajectoryId":"t","stepIndex":1}}}]`
+	idle := `{"status":"CASCADE_RUN_STATUS_IDLE","stepCount":2}`
+	client := scriptedAgy(t, conv, []string{idle, "503", idle}, steps, nil)
+	var w trajectoryWindow
+	_, err := readSnapshot(context.Background(), client, conv, true, &w)
+	require.Error(t, err)
+	snap, err := readSnapshot(context.Background(), client, conv, true, &w)
+	require.NoError(t, err)
+	assert.Equal(t, 0, snap.offset, "read again from where the lost read started")
+	assert.Len(t, snap.steps, 2)
+	assert.Equal(t, 1, w.from(), "a delivered read moves the window")
 }

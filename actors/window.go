@@ -68,8 +68,9 @@ func (w *trajectoryWindow) prevFor(off int) []rpc.Step {
 // end. stepCount is the trajectory's length when the caller read it just
 // before (its summary), -1 when unknown: then a window is taken for the end
 // unless it is as long as an answer agy was seen to cut. It returns the
-// steps and the trajectory index they start at, and keeps them for the
-// next read. The steps share values with the previous read (see
+// steps and the trajectory index they start at; the caller keeps them (keep)
+// once they reach the session, and only then: the next read must start
+// from what the session has. The steps share values with the previous read (see
 // rpc.Client.GetCascadeTrajectoryStepsFrom): they are read-only for
 // everyone they are handed to.
 func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string, stepCount int) ([]rpc.Step, int, error) {
@@ -111,6 +112,10 @@ func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string,
 		}
 		off = next
 	}
-	w.offset, w.last = start, steps
 	return steps, start, nil
+}
+
+// keep records a read that reached the session: the next one starts from it.
+func (w *trajectoryWindow) keep(steps []rpc.Step, offset int) {
+	w.offset, w.last = offset, steps
 }

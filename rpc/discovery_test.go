@@ -111,7 +111,10 @@ func TestCSRFTokenFromCmdline(t *testing.T) {
 	assert.Equal(t, "tok-123", rpc.CSRFTokenFromCmdline(pid))
 	pid, _ = listenChild(t, "--csrf_token=tok-456")
 	assert.Equal(t, "tok-456", rpc.CSRFTokenFromCmdline(pid))
-	assert.Equal(t, "", rpc.CSRFTokenFromCmdline(os.Getpid()), "no token on the test binary's own command line")
+	plain, _ := listenChild(t, "--other", "x")
+	assert.Equal(t, "", rpc.CSRFTokenFromCmdline(plain), "no token on its command line")
+	assert.Contains(t, []string{"tok-123", "tok-456"}, rpc.CSRFTokenFromCmdline(os.Getpid()),
+		"agy's token is found under the process named (a terminal pane's shell)")
 	assert.Equal(t, "", rpc.CSRFTokenFromCmdline(1<<30))
 }
 
@@ -212,4 +215,23 @@ func TestProbe(t *testing.T) {
 	ok, err = rpc.Probe(context.Background(), rpc.Config{Port: dead}, conv)
 	assert.False(t, ok)
 	assert.ErrorIs(t, err, rpc.ErrPortGone)
+}
+
+func TestAddressFromProcessAndLoopbackListeners(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("needs /proc")
+	}
+	t.Setenv(rpc.EnvAddress, "127.0.0.1:4567") // inherited by the child, as agy's language server would set it
+	pid, port := listenChild(t)
+	host, p, ok := rpc.AddressFromProcess(pid)
+	require.True(t, ok)
+	assert.Equal(t, "127.0.0.1", host)
+	assert.Equal(t, 4567, p)
+	_, _, ok = rpc.AddressFromProcess(1 << 30)
+	assert.False(t, ok)
+
+	assert.Contains(t, rpc.LoopbackListeners(1<<16), port, "every loopback listener of the machine")
+	assert.Len(t, rpc.LoopbackListeners(1), 1, "at most max")
+	assert.True(t, rpc.ProcessAlive(pid))
+	assert.False(t, rpc.ProcessAlive(1<<30))
 }

@@ -172,6 +172,16 @@ func TestCertificateChangeIsPortGone(t *testing.T) {
 
 	// It stays refused: the pin is not replaced.
 	assert.ErrorIs(t, c.Heartbeat(ctxT(t)), rpc.ErrCertificateChanged)
+
+	// A new client given the pin (a session binding the port again) refuses
+	// the other server from its first handshake.
+	pinned := c.Pinned()
+	require.Equal(t, cert.Certificate[0], pinned)
+	again, err := rpc.NewClient(rpc.Config{Port: port, Pin: pinned})
+	require.NoError(t, err)
+	defer again.Close()
+	assert.ErrorIs(t, again.Heartbeat(ctxT(t)), rpc.ErrCertificateChanged)
+	assert.Empty(t, other.requests(), "no request may reach a server without the pinned certificate")
 }
 
 func TestIsTransient(t *testing.T) {

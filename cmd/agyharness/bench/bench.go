@@ -116,13 +116,22 @@ type Options struct {
 
 // Result is a campaign's figures, printed by --json.
 type Result struct {
-	Seed                 int64          `json:"seed"`
-	Sessions             int            `json:"sessions"`
-	DurationS            float64        `json:"duration_s"`
-	ReadMode             string         `json:"read_mode"`
-	Turns                int            `json:"turns"`
-	TurnsFailedClearly   int            `json:"turns_failed_clearly"`
-	Interrupts           int            `json:"interrupts"`
+	Seed               int64   `json:"seed"`
+	Sessions           int     `json:"sessions"`
+	DurationS          float64 `json:"duration_s"`
+	ReadMode           string  `json:"read_mode"`
+	Turns              int     `json:"turns"`
+	TurnsFailedClearly int     `json:"turns_failed_clearly"`
+	Interrupts         int     `json:"interrupts"`
+	// agy's live behaviours the campaign drew from (beyond those every fake
+	// has: prompts parked without a frame, cancels that spare WAITING
+	// prompts): interrupts while agy waited on a prompt, questions
+	// declined, sessions on a fresh agy (first turn typed), sessions whose
+	// fake answers at most a few steps per read.
+	PromptInterrupts     int            `json:"prompt_interrupts"`
+	QuestionsDeclined    int            `json:"questions_declined"`
+	ColdStarts           int            `json:"cold_starts"`
+	WindowedSessions     int            `json:"windowed_sessions"`
 	ItemsExpected        int            `json:"items_expected"`
 	ItemsEmitted         int            `json:"items_emitted"`
 	Lost                 int            `json:"lost"`
@@ -428,7 +437,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		var f fake
 		if ext != nil {
 			f = ext.fakes[i]
-		} else if f, err = startFake(o, sc, i, agyLogPath(logDir, fault, i)); err != nil {
+		} else if f, err = startFake(o, sc, i, agyLogPath(logDir, fault, i), liveMixFor(o, i, fault)); err != nil {
 			cleanup()
 			return nil, err
 		}

@@ -97,6 +97,14 @@ func (d *driver) check(res *Result) {
 	evs := d.events()
 	res.Turns += d.turns
 	res.Interrupts += d.interrupts
+	res.PromptInterrupts += d.promptInterrupts
+	res.QuestionsDeclined += d.questionsDeclined
+	if d.fake.live.coldStart {
+		res.ColdStarts++
+	}
+	if d.fake.live.window > 0 {
+		res.WindowedSessions++
+	}
 	res.TurnsFailedClearly += d.turnsFailed
 	res.StuckTurns += d.stuck
 	res.Events += d.received
@@ -205,7 +213,7 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 			continue
 		}
 		conv := ev.ConversationID
-		steps := d.srv.GroundTruth(conv)
+		steps := d.srv.Steps(conv) // by trajectory index
 		idx := *ev.DeliveredStepIndex
 		if idx < 0 || idx >= len(steps) || !echoes(steps[idx], a) {
 			res.PromptsMisdelivered++
@@ -222,6 +230,9 @@ func echoes(st rpc.Step, a answer) bool {
 	}
 	r := st.CompletedInteractions[0].Response
 	if a.kind == messages.KindQuestion {
+		if !a.accept {
+			return r.AskQuestion.Declined()
+		}
 		return r.AskQuestion != nil && len(r.AskQuestion.Responses) > 0 &&
 			reflect.DeepEqual(r.AskQuestion.Responses[0].SelectedOptionIDs, []string{a.option})
 	}

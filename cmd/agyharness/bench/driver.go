@@ -62,7 +62,9 @@ type driver struct {
 	wake      chan struct{}
 	latencies []time.Duration // arrival minus the event's Time (the harness's own share)
 
+	cold                                  bool // no conversation until the first turn: none to be idle before it
 	turns, turnsFailed, interrupts, stuck int
+	promptInterrupts, questionsDeclined   int
 	stuckAfter                            []uint64 // the last seq before each stuck turn
 	stuckState                            []string // the fake's state when each turn was given up
 	ended                                 bool     // the session ended during the run
@@ -75,23 +77,46 @@ type driver struct {
 type fake struct {
 	srv     *agytest.Server
 	port    int
-	conv    string
+	conv    string   // "" for a fresh agy: its first turn is typed
 	logPath string   // agy's log file, when the fake writes one
 	log     *os.File // open for the fake's writes
+	live    liveMix
+}
+
+// liveMix is which of agy's live behaviours a fake shows beyond those every
+// fake has (prompts that may be parked without a frame, cancels that spare
+// a WAITING prompt, IDLE before the last step).
+type liveMix struct {
+	coldStart bool // no conversation until the first turn is typed into its terminal
+	window    int  // at most this many steps per GetCascadeTrajectorySteps answer (0: agy's cap)
+	movingMod bool // lastModifiedTime moves at rest
+}
+
+// liveMixFor draws fake i's mix from the seed. A session that follows its
+// fake through port churn (by conversation, in the log) starts warm.
+func liveMixFor(o Options, i int, fault string) liveMix {
+	r := newRand(o.Seed, 1_000_000+i)
+	m := liveMix{coldStart: r.IntN(4) == 0 && fault != FaultPortChurn, movingMod: r.IntN(5) == 0}
+	if r.IntN(3) == 0 {
+		m.window = 4 + r.IntN(8)
+	}
+	return m
 }
 
 // startFake starts fake i of the campaign in this process. With logPath it
 // writes agy's port lines there, as agy logs them, on start and on every
 // restart.
-func startFake(o Options, sc *agytest.Scenario, i int, logPath string) (fake, error) {
-	f := fake{logPath: logPath}
+func startFake(o Options, sc *agytest.Scenario, i int, logPath string, live liveMix) (fake, error) {
+	f := fake{logPath: logPath, live: live}
 	opts := agytest.Options{
-		Conversation:  true,
-		Seed:          o.Seed + int64(i),
-		Scenario:      sc,
-		ChunkDelay:    o.ChunkDelay,
-		PromptTimeout: time.Minute, // only FaultPromptTimeout expires prompts
-		RecordTimes:   true,
+		Conversation:       !live.coldStart,
+		MaxStepsPerRead:    live.window,
+		MovingModifiedTime: live.movingMod,
+		Seed:               o.Seed + int64(i),
+		Scenario:           sc,
+		ChunkDelay:         o.ChunkDelay,
+		PromptTimeout:      time.Minute, // only FaultPromptTimeout expires prompts
+		RecordTimes:        true,
 	}
 	if logPath != "" {
 		lf, err := os.Create(logPath)
@@ -118,8 +143,20 @@ func (f fake) close() {
 	}
 }
 
+// typingTerminal is agy's terminal for a fresh in-process fake: a turn
+// typed there is the fake's TypeTurn (no dialogs to close).
+type typingTerminal struct{ srv *agytest.Server }
+
+func (t typingTerminal) Type(_ context.Context, text string) error { return t.srv.TypeTurn(text) }
+func (t typingTerminal) Press(context.Context, ...string) error    { return nil }
+
 func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int, fault string, mode actors.ReadMode) (*driver, error) {
 	spec := actors.Spec{Port: f.port, ReadMode: mode}
+	if f.live.coldStart {
+		// A fresh agy the harness started: its first turn is typed, and
+		// the conversation it mints is bound.
+		spec.NewConversation, spec.Terminal = true, typingTerminal{f.srv}
+	}
 	if fault == FaultPortChurn {
 		// By port a session cannot follow agy to a new one. Churned
 		// sessions find it again as they would agy, through the port agy
@@ -135,7 +172,7 @@ func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int,
 		f.close()
 		return nil, fmt.Errorf("bench: attach session %d: %w", i, err)
 	}
-	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, mode: mode, kinds: o.TurnKinds, rng: newRand(o.Seed, i), srv: f.srv, fake: f, s: s,
+	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, mode: mode, kinds: o.TurnKinds, rng: newRand(o.Seed, i), srv: f.srv, fake: f, s: s, cold: f.live.coldStart,
 		reqs: make(chan *messages.Event, 64), wake: make(chan struct{}, 1)}
 	slowBy := time.Duration(0)
 	if fault == FaultSlowConsumer {
@@ -212,8 +249,11 @@ func (d *driver) idleAfter(seq uint64) bool {
 
 // drive sends turns until deadline, each waited to its end.
 func (d *driver) drive(ctx context.Context, deadline time.Time) {
-	// The first read of a quiet agy ends in idle; start from there.
-	d.waitIdle(ctx, 0, false)
+	// The first read of a quiet agy ends in idle; start from there. A
+	// fresh agy has no conversation to be idle in.
+	if !d.cold {
+		d.waitIdle(ctx, 0, false)
+	}
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		select {
 		case <-d.s.Done():
@@ -254,8 +294,13 @@ func (d *driver) turn(ctx context.Context, kind string) {
 		churn = time.After(time.Duration(d.rng.IntN(30)) * time.Millisecond)
 	}
 	var interrupt <-chan time.Time
-	if (kind == "long" || kind == "text") && d.rng.IntN(5) == 0 {
+	switch {
+	case (kind == "long" || kind == "text") && d.rng.IntN(5) == 0:
 		interrupt = time.After(time.Duration(d.rng.IntN(40)) * time.Millisecond)
+	case slices.Contains(promptKinds, kind):
+		// Armed, never fires by itself: a prompt of this turn may be
+		// interrupted instead of answered (waitTurn).
+		interrupt = make(chan time.Time)
 	}
 	d.waitTurn(tctx, seq, churn, interrupt)
 }
@@ -293,6 +338,16 @@ func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-ch
 		}
 		select {
 		case req := <-d.reqs:
+			if interrupt != nil && d.rng.IntN(6) == 0 {
+				// Interrupted while agy waits on the prompt: the interrupt
+				// declines it first (agy's cancel would change nothing).
+				interrupt = nil
+				if err := d.s.Interrupt(ctx); err == nil {
+					d.interrupts++
+					d.promptInterrupts++
+				}
+				continue
+			}
 			d.answer(ctx, req)
 		case <-churn:
 			churn = nil
@@ -329,12 +384,15 @@ func (d *driver) waitIdle(ctx context.Context, seq uint64, _ bool) {
 }
 
 // answer answers a prompt after a person's short delay: permissions
-// accepted or declined, questions with a random option.
+// accepted or declined, questions with a random option or declined.
 func (d *driver) answer(ctx context.Context, req *messages.Event) {
 	time.Sleep(time.Duration(d.rng.IntN(20)) * time.Millisecond) // a person reading the prompt
 	a := answer{elicitationID: req.ElicitationID, kind: req.Kind}
 	r := messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}
 	switch {
+	case req.Kind == messages.KindQuestion && d.rng.IntN(4) == 0:
+		r.Action = messages.ActionDecline
+		d.questionsDeclined++
 	case req.Kind == messages.KindQuestion && len(req.Questions) > 0 && len(req.Questions[0].Options) > 0:
 		q := req.Questions[0]
 		a.accept = true
