@@ -213,8 +213,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
-				return nil, errHelp
+				return nil, errHelp // fs.Parse printed the usage
 			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}

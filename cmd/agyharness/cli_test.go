@@ -33,7 +33,7 @@ func TestUsageAndHelp(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, _ := runInProcess(c.name, "--help")
 			assert.Equal(t, exitOK, code)
-			assert.Contains(t, stdout, "Usage: agyharness "+c.name)
+			assert.Equal(t, 1, strings.Count(stdout, "Usage: agyharness "+c.name), "the usage is printed once:\n%s", stdout)
 			assert.Contains(t, stdout, "Example:")
 			assert.Contains(t, stdout, "agyharness "+c.name, "the example uses the command")
 
