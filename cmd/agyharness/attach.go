@@ -13,7 +13,7 @@ import (
 func attachCommand() *command {
 	c := &command{
 		name:     "attach",
-		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token T] [--json] [--record F] [--read-mode both|stream|poll]",
+		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token-file F] [--json] [--record F] [--read-mode both|stream|poll]",
 		summary:  "drive a running agy: events out, turns and answers in",
 		example: `agyharness attach --pid $(pgrep -n agy)          # human mode: type a line to send a turn
 agyharness attach --port 41237 --json < commands.jsonl > events.jsonl
@@ -25,10 +25,11 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		var readMode, record string
 		var jsonOut bool
 		var timeout time.Duration
+		var csrf csrfFlags
 		fs.IntVar(&spec.PID, "pid", 0, "agy's PID, or the PID of the terminal pane that runs it")
 		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan)")
 		fs.StringVar(&spec.ConversationID, "conversation", "", "conversation to bind (default: the most recently active)")
-		fs.StringVar(&spec.CSRFToken, "csrf-token", "", "CSRF token, when agy requires one (default $ANTIGRAVITY_CSRF_TOKEN)")
+		csrf.register(fs)
 		fs.StringVar(&spec.LogFile, "agy-log", "", "agy's log file: the port it last logged is tried first (with --pid)")
 		fs.BoolVar(&jsonOut, "json", false, "events as JSON lines on stdout; JSON commands on stdin")
 		fs.StringVar(&record, "record", "", "write every frame and snapshot received to this file (for replay)")
@@ -54,8 +55,8 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		if err != nil {
 			return err
 		}
-		if spec.CSRFToken == "" {
-			spec.CSRFToken = e.getenv("ANTIGRAVITY_CSRF_TOKEN")
+		if spec.CSRFToken, err = csrf.resolve(e, "attach"); err != nil {
+			return err
 		}
 		return attachAndDrive(ctx, e, attachOptions{
 			spec: spec, record: record, timeout: timeout,

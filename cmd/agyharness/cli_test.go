@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -45,9 +47,18 @@ func TestUsageAndHelp(t *testing.T) {
 	code, stdout, _ := runInProcess("help", "attach")
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, stdout, "--pid")
+	for _, name := range []string{"attach", "launch"} {
+		_, stdout, _ = runInProcess(name, "--help")
+		assert.Contains(t, stdout, "--csrf-token-file", name)
+		assert.Contains(t, stdout, "process list", "%s warns that --csrf-token shows", name)
+	}
 }
 
 func TestFlagValidation(t *testing.T) {
+	dir := t.TempDir()
+	emptyToken := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(emptyToken, []byte("\n"), 0o600))
+	missingToken := filepath.Join(dir, "missing")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -64,6 +75,11 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"sim", "--scenario", "/no/such/file.json"}, "no such file"},
 		{[]string{"version", "extra"}, "takes no arguments"},
 		{[]string{"launch", "--tmux-session", "a:b"}, "use letters, digits"},
+		{[]string{"attach", "--port", "1", "--csrf-token", "x", "--csrf-token-file", emptyToken}, "not both"},
+		{[]string{"attach", "--port", "1", "--csrf-token-file", emptyToken}, "is empty"},
+		{[]string{"attach", "--port", "1", "--csrf-token-file", missingToken}, "no such file"},
+		{[]string{"launch", "--csrf-token-file", missingToken}, "no such file"},
+		{[]string{"launch", "--csrf-token", "x", "--csrf-token-file", emptyToken}, "not both"},
 	} {
 		code, _, stderr := runInProcess(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v", tc.args)

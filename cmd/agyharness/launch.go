@@ -31,7 +31,8 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		jsonOut := fs.Bool("json", false, "events as JSON lines on stdout; JSON commands on stdin")
 		record := fs.String("record", "", "write every frame and snapshot received to this file (for replay)")
 		conv := fs.String("conversation", "", "conversation to bind (default: the most recently active)")
-		csrf := fs.String("csrf-token", "", "CSRF token, when agy requires one (default $ANTIGRAVITY_CSRF_TOKEN)")
+		var csrf csrfFlags
+		csrf.register(fs)
 		readMode := fs.String("read-mode", "both", "how to read agy: both, stream or poll")
 		timeout := fs.Duration("attach-timeout", 60*time.Second, "how long to wait for agy's language server")
 		agyArgs, err := parseFlags(fs, args)
@@ -48,8 +49,9 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		if !tmuxName.MatchString(*name) {
 			return usagef("launch: --tmux-session %q: use letters, digits, - and _", *name)
 		}
-		if *csrf == "" {
-			*csrf = e.getenv("ANTIGRAVITY_CSRF_TOKEN")
+		csrfToken, err := csrf.resolve(e, "launch")
+		if err != nil {
+			return err
 		}
 		t := tmuxSession{name: *name, socket: *socket}
 		pid, err := t.start(ctx, append([]string{*agy}, agyArgs...))
@@ -82,7 +84,7 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 			}
 		}
 		return attachAndDrive(ctx, e, attachOptions{
-			spec:    specFor(pid, *conv, *csrf, mode),
+			spec:    specFor(pid, *conv, csrfToken, mode),
 			record:  *record,
 			timeout: *timeout,
 			driver:  cfg,
