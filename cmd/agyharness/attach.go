@@ -13,7 +13,7 @@ import (
 func attachCommand() *command {
 	c := &command{
 		name:     "attach",
-		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token-file F] [--json] [--record F] [--read-mode both|stream|poll]",
+		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token-file F] [--json] [--record F [--force]] [--read-mode both|stream|poll]",
 		summary:  "drive a running agy: events out, turns and answers in",
 		example: `agyharness attach --pid $(pgrep -n agy)          # human mode: type a line to send a turn
 agyharness attach --port 41237 --json < commands.jsonl > events.jsonl
@@ -22,7 +22,8 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		fs := newFlagSet(e, c)
 		var spec actors.Spec
-		var readMode, record string
+		var readMode string
+		var record recordFlags
 		var jsonOut bool
 		var timeout time.Duration
 		var csrf csrfFlags
@@ -32,7 +33,7 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		csrf.register(fs)
 		fs.StringVar(&spec.LogFile, "agy-log", "", "agy's log file: the port it last logged is tried first (with --pid)")
 		fs.BoolVar(&jsonOut, "json", false, "events as JSON lines on stdout; JSON commands on stdin")
-		fs.StringVar(&record, "record", "", "write every frame and snapshot received to this file (for replay)")
+		record.register(fs)
 		fs.StringVar(&readMode, "read-mode", "both", "how to read agy: both, stream or poll")
 		fs.DurationVar(&timeout, "attach-timeout", 30*time.Second, "how long to look for agy before giving up")
 		pos, err := parseFlags(fs, args)
@@ -95,7 +96,7 @@ func humanOrJSON(e *env, jsonOut bool, cfg driverConfig) driverConfig {
 // attachOptions are what attach, sim and launch share.
 type attachOptions struct {
 	spec    actors.Spec
-	record  string
+	record  recordFlags
 	timeout time.Duration
 	driver  driverConfig
 	host    actors.Config
@@ -107,10 +108,12 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 	if o.host.Logger == nil {
 		o.host.Logger = log
 	}
-	if o.record != "" {
-		rec, err := createRecorder(o.record)
-		if err != nil {
-			return err
+	if o.record.path != "" {
+		rec, rerr := createRecorder(o.record.path, o.record.force, func(werr error) {
+			log.Error("the capture is incomplete: writing it failed", "file", o.record.path, "err", werr)
+		})
+		if rerr != nil {
+			return rerr
 		}
 		defer func() {
 			if cerr := rec.Close(); cerr != nil && err == nil {

@@ -15,7 +15,7 @@ import (
 func launchCommand() *command {
 	c := &command{
 		name:     "launch",
-		synopsis: "launch [--tmux-session NAME] [--agy PATH] [--json] [--record F] [--keep] [-- AGY_ARGS]",
+		synopsis: "launch [--tmux-session NAME] [--agy PATH] [--json] [--record F [--force]] [--keep] [-- AGY_ARGS]",
 		summary:  "start agy in a tmux session the harness owns, and attach (a person can tmux attach too)",
 		example: `agyharness launch                          # agy in tmux session agyharness-<pid>; human mode here
 agyharness launch --tmux-session work --keep -- --model gemini
@@ -29,7 +29,8 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		keep := fs.Bool("keep", false, "leave the tmux session (and agy) running when the harness exits")
 		closeKey := fs.String("close-prompt-key", "Escape", `key sent to agy's TUI after a prompt was answered over RPC, to close it there ("" sends none)`)
 		jsonOut := fs.Bool("json", false, "events as JSON lines on stdout; JSON commands on stdin")
-		record := fs.String("record", "", "write every frame and snapshot received to this file (for replay)")
+		var record recordFlags
+		record.register(fs)
 		conv := fs.String("conversation", "", "conversation to bind (default: the most recently active)")
 		var csrf csrfFlags
 		csrf.register(fs)
@@ -85,7 +86,7 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		}
 		return attachAndDrive(ctx, e, attachOptions{
 			spec:    specFor(pid, *conv, csrfToken, mode),
-			record:  *record,
+			record:  record,
 			timeout: *timeout,
 			driver:  cfg,
 		})
