@@ -100,6 +100,10 @@ type attachOptions struct {
 	timeout time.Duration
 	driver  driverConfig
 	host    actors.Config
+	// whileAttaching, when set, runs while the session looks for agy,
+	// until its context ends; an error from it ends the attach with that
+	// error (launch: agy exited).
+	whileAttaching func(ctx context.Context) error
 }
 
 // attachAndDrive attaches a session and drives it until it ends.
@@ -133,7 +137,9 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 		}
 	}()
 
-	sess, err := attachWithSignals(ctx, e, host, o.spec, o.timeout)
+	sess, err := attachWatched(ctx, o.whileAttaching, func(actx context.Context) (*actors.Session, error) {
+		return attachWithSignals(actx, e, host, o.spec, o.timeout)
+	})
 	if err != nil {
 		return err
 	}
@@ -143,6 +149,31 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 		return fmt.Errorf("session ended: %w", err)
 	}
 	return nil
+}
+
+// attachWatched runs attach, with watch (if not nil) beside it: an error
+// from watch cancels the attach and is returned in its place.
+func attachWatched(ctx context.Context, watch func(context.Context) error, attach func(context.Context) (*actors.Session, error)) (*actors.Session, error) {
+	if watch == nil {
+		return attach(ctx)
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if err := watch(wctx); err != nil {
+			cancel(err)
+		}
+	}()
+	sess, err := attach(actx)
+	stopWatch()
+	<-watched
+	if cause := context.Cause(actx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return nil, cause
+	}
+	return sess, err
 }
 
 // attachWithSignals attaches, giving up on timeout or on a signal.
