@@ -566,6 +566,7 @@ func (s *server) interrupt(w http.ResponseWriter, r *http.Request, sv *served) {
 // off (sseWriteTimeout); when the server stops, every stream ends with
 // "event: end".
 func (s *server) events(w http.ResponseWriter, r *http.Request, sv *served) {
+	bodyRead(w) // a GET: the stream outlives the server's read timeout
 	var after uint64
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
@@ -594,7 +595,6 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sv *served) {
 	defer out.finish()
 	stopWatch := context.AfterFunc(s.base, func() { out.stopping(s.cfg.sseEndGrace) })
 	defer stopWatch()
-	bodyRead(w) // the stream outlives the server's read timeout
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
