@@ -18,6 +18,10 @@ import (
 // ErrHostClosed is returned by Attach after Shutdown.
 var ErrHostClosed = errors.New("actors: host is shut down")
 
+// ErrSessionExists is returned by Attach when Spec.SessionID names a live
+// session (or one still attaching).
+var ErrSessionExists = errors.New("session exists")
+
 // Spec says which agy a session drives.
 type Spec struct {
 	// PID of agy, or of the terminal pane that runs it: its loopback
@@ -146,7 +150,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	if _, dup := h.sessions[spec.SessionID]; dup {
 		h.mu.Unlock()
-		return nil, fmt.Errorf("actors: attach: session %q exists", spec.SessionID)
+		return nil, fmt.Errorf("actors: attach: session %q: %w", spec.SessionID, ErrSessionExists)
 	}
 	core := newSessionCore(spec, h.cfg, &h.wg, &h.pumps, h.system)
 	s := &Session{core: core, host: h}

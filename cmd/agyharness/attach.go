@@ -13,7 +13,7 @@ import (
 func attachCommand() *command {
 	c := &command{
 		name:     "attach",
-		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token T] [--json] [--record F] [--read-mode both|stream|poll]",
+		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token-file F] [--json] [--record F [--force]] [--read-mode both|stream|poll]",
 		summary:  "drive a running agy: events out, turns and answers in",
 		example: `agyharness attach --pid $(pgrep -n agy)          # human mode: type a line to send a turn
 agyharness attach --port 41237 --json < commands.jsonl > events.jsonl
@@ -22,16 +22,18 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		fs := newFlagSet(e, c)
 		var spec actors.Spec
-		var readMode, record string
+		var readMode string
+		var record recordFlags
 		var jsonOut bool
 		var timeout time.Duration
+		var csrf csrfFlags
 		fs.IntVar(&spec.PID, "pid", 0, "agy's PID, or the PID of the terminal pane that runs it")
 		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan)")
 		fs.StringVar(&spec.ConversationID, "conversation", "", "conversation to bind (default: the most recently active)")
-		fs.StringVar(&spec.CSRFToken, "csrf-token", "", "CSRF token, when agy requires one (default $ANTIGRAVITY_CSRF_TOKEN)")
+		csrf.register(fs)
 		fs.StringVar(&spec.LogFile, "agy-log", "", "agy's log file: the port it last logged is tried first (with --pid)")
 		fs.BoolVar(&jsonOut, "json", false, "events as JSON lines on stdout; JSON commands on stdin")
-		fs.StringVar(&record, "record", "", "write every frame and snapshot received to this file (for replay)")
+		record.register(fs)
 		fs.StringVar(&readMode, "read-mode", "both", "how to read agy: both, stream or poll")
 		fs.DurationVar(&timeout, "attach-timeout", 30*time.Second, "how long to look for agy before giving up")
 		pos, err := parseFlags(fs, args)
@@ -54,8 +56,8 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		if err != nil {
 			return err
 		}
-		if spec.CSRFToken == "" {
-			spec.CSRFToken = e.getenv("ANTIGRAVITY_CSRF_TOKEN")
+		if spec.CSRFToken, err = csrf.resolve(e, "attach"); err != nil {
+			return err
 		}
 		return attachAndDrive(ctx, e, attachOptions{
 			spec: spec, record: record, timeout: timeout,
@@ -94,10 +96,14 @@ func humanOrJSON(e *env, jsonOut bool, cfg driverConfig) driverConfig {
 // attachOptions are what attach, sim and launch share.
 type attachOptions struct {
 	spec    actors.Spec
-	record  string
+	record  recordFlags
 	timeout time.Duration
 	driver  driverConfig
 	host    actors.Config
+	// whileAttaching, when set, runs while the session looks for agy,
+	// until its context ends; an error from it ends the attach with that
+	// error (launch: agy exited).
+	whileAttaching func(ctx context.Context) error
 }
 
 // attachAndDrive attaches a session and drives it until it ends.
@@ -106,10 +112,12 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 	if o.host.Logger == nil {
 		o.host.Logger = log
 	}
-	if o.record != "" {
-		rec, err := createRecorder(o.record)
-		if err != nil {
-			return err
+	if o.record.path != "" {
+		rec, rerr := createRecorder(o.record.path, o.record.force, func(werr error) {
+			log.Error("the capture is incomplete: writing it failed", "file", o.record.path, "err", werr)
+		})
+		if rerr != nil {
+			return rerr
 		}
 		defer func() {
 			if cerr := rec.Close(); cerr != nil && err == nil {
@@ -129,7 +137,9 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 		}
 	}()
 
-	sess, err := attachWithSignals(ctx, e, host, o.spec, o.timeout)
+	sess, err := attachWatched(ctx, o.whileAttaching, func(actx context.Context) (*actors.Session, error) {
+		return attachWithSignals(actx, e, host, o.spec, o.timeout)
+	})
 	if err != nil {
 		return err
 	}
@@ -139,6 +149,31 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 		return fmt.Errorf("session ended: %w", err)
 	}
 	return nil
+}
+
+// attachWatched runs attach, with watch (if not nil) beside it: an error
+// from watch cancels the attach and is returned in its place.
+func attachWatched(ctx context.Context, watch func(context.Context) error, attach func(context.Context) (*actors.Session, error)) (*actors.Session, error) {
+	if watch == nil {
+		return attach(ctx)
+	}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if err := watch(wctx); err != nil {
+			cancel(err)
+		}
+	}()
+	sess, err := attach(actx)
+	stopWatch()
+	<-watched
+	if cause := context.Cause(actx); err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		return nil, cause
+	}
+	return sess, err
 }
 
 // attachWithSignals attaches, giving up on timeout or on a signal.

@@ -187,6 +187,18 @@ func TestAttachJSONByPIDDetachesOnEOF(t *testing.T) {
 	assertSeqIncreasing(t, a.er.events)
 }
 
+func TestAttachReadsTheCSRFTokenFromAFile(t *testing.T) {
+	fake := startFakeAgy(t, "--seed", "9", "--chunk-delay", "1ms", "--csrf-token", "S3CRET-from-file")
+	tokenFile := filepath.Join(t.TempDir(), "csrf")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("S3CRET-from-file\n"), 0o600))
+	a := startAttach(t, "--port", strconv.Itoa(fake.port), "--csrf-token-file", tokenFile, "--attach-timeout", "10s")
+	a.send(messages.Command{Type: messages.CommandTurn, Text: "Please read the README"})
+	ev := a.er.until(wait, "user_message", isType(messages.EventUserMessage))
+	assert.Equal(t, messages.OriginHarness, ev.Origin)
+	a.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, a.exit(wait), "stderr:\n%s", a.stderr.String())
+}
+
 func TestAttachFailsWhenNothingListens(t *testing.T) {
 	cmd := exec.Command(harness(t), "attach", "--json", "--port", "1", "--attach-timeout", "300ms")
 	var stdout, stderr bytes.Buffer

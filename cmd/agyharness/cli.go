@@ -12,6 +12,7 @@ import (
 
 	"github.com/agyharness/agyharness/cmd/agyharness/acp"
 	"github.com/agyharness/agyharness/cmd/agyharness/bench"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
 // Exit codes.
@@ -213,8 +214,7 @@ func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
-				return nil, errHelp
+				return nil, errHelp // fs.Parse printed the usage
 			}
 			return nil, usagef("%s: %v", fs.Name(), err)
 		}
@@ -265,4 +265,32 @@ func isTerminal(f *os.File) bool {
 		return false
 	}
 	return true
+}
+
+// csrfFlags are --csrf-token and --csrf-token-file, on every command that
+// sends agy's CSRF token.
+type csrfFlags struct{ token, file string }
+
+func (c *csrfFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.token, "csrf-token", "", "CSRF token, when agy requires one; it shows in the process list: prefer --csrf-token-file or $ANTIGRAVITY_CSRF_TOKEN")
+	fs.StringVar(&c.file, "csrf-token-file", "", "file holding the CSRF token (one trailing newline is dropped)")
+}
+
+// resolve returns the token: --csrf-token, else the file's, else
+// $ANTIGRAVITY_CSRF_TOKEN. Both flags, or a file that cannot be read or is
+// empty, are usage errors.
+func (c *csrfFlags) resolve(e *env, cmd string) (string, error) {
+	switch {
+	case c.token != "" && c.file != "":
+		return "", usagef("%s: give --csrf-token or --csrf-token-file, not both", cmd)
+	case c.token != "":
+		return c.token, nil
+	case c.file != "":
+		t, err := tokenfile.Read(c.file)
+		if err != nil {
+			return "", usagef("%s: --csrf-token-file: %v", cmd, err)
+		}
+		return t, nil
+	}
+	return e.getenv("ANTIGRAVITY_CSRF_TOKEN"), nil
 }

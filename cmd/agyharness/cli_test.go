@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -33,7 +35,7 @@ func TestUsageAndHelp(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, _ := runInProcess(c.name, "--help")
 			assert.Equal(t, exitOK, code)
-			assert.Contains(t, stdout, "Usage: agyharness "+c.name)
+			assert.Equal(t, 1, strings.Count(stdout, "Usage: agyharness "+c.name), "the usage is printed once:\n%s", stdout)
 			assert.Contains(t, stdout, "Example:")
 			assert.Contains(t, stdout, "agyharness "+c.name, "the example uses the command")
 
@@ -45,9 +47,18 @@ func TestUsageAndHelp(t *testing.T) {
 	code, stdout, _ := runInProcess("help", "attach")
 	assert.Equal(t, exitOK, code)
 	assert.Contains(t, stdout, "--pid")
+	for _, name := range []string{"attach", "launch"} {
+		_, stdout, _ = runInProcess(name, "--help")
+		assert.Contains(t, stdout, "--csrf-token-file", name)
+		assert.Contains(t, stdout, "process list", "%s warns that --csrf-token shows", name)
+	}
 }
 
 func TestFlagValidation(t *testing.T) {
+	dir := t.TempDir()
+	emptyToken := filepath.Join(dir, "empty")
+	require.NoError(t, os.WriteFile(emptyToken, []byte("\n"), 0o600))
+	missingToken := filepath.Join(dir, "missing")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -61,9 +72,18 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"serve", "--listen", "0.0.0.0:7420"}, "needs --allow-remote and --token-file"},
 		{[]string{"serve", "--listen", "0.0.0.0:7420", "--allow-remote"}, "needs --allow-remote and --token-file"},
 		{[]string{"serve", "--listen", "nonsense"}, "--listen"},
+		{[]string{"serve", "--listen", "0.0.0.0:7420", "--allow-remote", "--token-file", missingToken}, "--insecure-remote"},
+		{[]string{"serve", "--tls-cert", missingToken}, "both --tls-cert and --tls-key"},
+		{[]string{"serve", "--listen", "127.0.0.1:0", "--tls-cert", missingToken, "--tls-key", missingToken}, "--tls-cert/--tls-key"},
+		{[]string{"serve", "--max-connections", "0"}, "at least 1"},
 		{[]string{"sim", "--scenario", "/no/such/file.json"}, "no such file"},
 		{[]string{"version", "extra"}, "takes no arguments"},
 		{[]string{"launch", "--tmux-session", "a:b"}, "use letters, digits"},
+		{[]string{"attach", "--port", "1", "--csrf-token", "x", "--csrf-token-file", emptyToken}, "not both"},
+		{[]string{"attach", "--port", "1", "--csrf-token-file", emptyToken}, "is empty"},
+		{[]string{"attach", "--port", "1", "--csrf-token-file", missingToken}, "no such file"},
+		{[]string{"launch", "--csrf-token-file", missingToken}, "no such file"},
+		{[]string{"launch", "--csrf-token", "x", "--csrf-token-file", emptyToken}, "not both"},
 	} {
 		code, _, stderr := runInProcess(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v", tc.args)

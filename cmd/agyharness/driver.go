@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -140,7 +141,7 @@ func (d *driver) run(ctx context.Context) error {
 
 	stopInput := make(chan struct{})
 	defer close(stopInput)
-	var lines <-chan string
+	var lines <-chan inputLine
 	if d.in != nil && (d.cfg.json || d.cfg.interactive || d.cfg.detachOnEOF) {
 		lines = readLines(d.in, stopInput)
 	}
@@ -156,14 +157,17 @@ func (d *driver) run(ctx context.Context) error {
 				return d.sess.Err()
 			}
 			d.onEvent(ev)
-		case line, ok := <-lines:
-			if !ok {
+		case in, ok := <-lines:
+			switch {
+			case !ok:
 				lines = nil
 				d.eof = true
 				d.maybeDetachOnEOF()
-				continue
+			case in.tooLong:
+				d.reportError(fmt.Errorf("a line longer than %d bytes was ignored", maxCommandLine))
+			default:
+				d.onLine(in.text)
 			}
-			d.onLine(line)
 		case res := <-d.results:
 			d.inflight--
 			d.onResult(res)
@@ -176,19 +180,65 @@ func (d *driver) run(ctx context.Context) error {
 	}
 }
 
-// readLines reads lines from r on a goroutine that ends at EOF (or when
-// stop is closed and a line is pending). A read in progress cannot be
-// cancelled: the goroutine lives until r yields, which for a process's
-// stdin is at most until exit.
-func readLines(r io.Reader, stop <-chan struct{}) <-chan string {
-	ch := make(chan string)
+// maxCommandLine bounds a stdin line (a command or a typed turn). A longer
+// line is discarded as it streams in and reported; the lines after it are
+// read as usual.
+const maxCommandLine = 1 << 20
+
+// readLine reads one line of at most max bytes, without its "\n" or
+// "\r\n". A longer line is read to its end but not kept: tooLong, and line
+// is nil. At the end of r it returns a last unterminated line, then io.EOF
+// (or the read error).
+func readLine(br *bufio.Reader, max int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(frag) > max+len("\r\n") {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil && !tooLong && len(line) == 0 {
+			return nil, false, err
+		}
+		// A whole line, or the last one (the next call reports the end).
+		if tooLong {
+			return nil, true, nil
+		}
+		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		if len(line) > max {
+			return nil, true, nil
+		}
+		return line, false, nil
+	}
+}
+
+// inputLine is one line of stdin, or the news that one was too long.
+type inputLine struct {
+	text    string
+	tooLong bool
+}
+
+// readLines reads lines from r on a goroutine that ends at EOF or on a read
+// error (or when stop is closed and a line is pending). A read in progress
+// cannot be cancelled: the goroutine lives until r yields, which for a
+// process's stdin is at most until exit.
+func readLines(r io.Reader, stop <-chan struct{}) <-chan inputLine {
+	ch := make(chan inputLine)
 	go func() {
 		defer close(ch)
-		sc := bufio.NewScanner(r)
-		sc.Buffer(make([]byte, 64*1024), 1<<20)
-		for sc.Scan() {
+		br := bufio.NewReaderSize(r, 64*1024)
+		for {
+			line, tooLong, err := readLine(br, maxCommandLine)
+			if err != nil {
+				return
+			}
 			select {
-			case ch <- sc.Text():
+			case ch <- inputLine{text: string(line), tooLong: tooLong}:
 			case <-stop:
 				return
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -167,4 +168,73 @@ func TestDriverAutoAnswersAndRunsTheScript(t *testing.T) {
 	assert.Contains(t, out.String(), "> one")
 	assert.Contains(t, out.String(), "✓ answered: Which?")
 	assert.Contains(t, out.String(), "done")
+}
+
+func TestDriverReportsAnOverlongCommandLineAndReadsOn(t *testing.T) {
+	sess := newScriptedSession()
+	inR, inW := io.Pipe()
+	out := &syncBuffer{}
+	d := newDriver(driverConfig{json: true, detachOnEOF: true}, sess, out, inR, nil, slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- d.run(context.Background()) }()
+
+	// A turn whose text makes the line one byte too long, sent in pieces
+	// as a pipe delivers it; then a line of exactly the limit; then a
+	// short one.
+	long := `{"type":"turn","text":"` + strings.Repeat("x", maxCommandLine) + `"}`
+	atLimit := `{"type":"turn","text":"` + strings.Repeat("y", maxCommandLine-len(`{"type":"turn","text":""}`)) + `"}`
+	require.Len(t, atLimit, maxCommandLine)
+	written := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < len(long) && err == nil; i += 4096 {
+			_, err = inW.Write([]byte(long[i:min(i+4096, len(long))]))
+		}
+		if err == nil {
+			_, err = inW.Write([]byte("\n" + atLimit + "\r\n" + `{"type":"turn","text":"after"}` + "\n"))
+		}
+		written <- err
+	}()
+	select {
+	case err := <-written:
+		require.NoError(t, err, "the driver reads on past the long line")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer blocked: the driver stopped reading stdin")
+	}
+	require.Eventually(t, func() bool { return len(sess.commands()) == 2 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, strings.Repeat("y", maxCommandLine-len(`{"type":"turn","text":""}`)), sess.commands()[0].Text, "a line of exactly the limit is taken")
+	assert.Equal(t, "after", sess.commands()[1].Text)
+	assert.Equal(t, 1, strings.Count(out.String(), `"type":"error"`))
+	assert.Contains(t, out.String(), "longer than 1048576 bytes")
+
+	require.NoError(t, inW.Close())
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "after", Origin: messages.OriginHarness})
+	sess.push(messages.Event{Type: messages.EventMessage, Text: "ok", Role: "assistant", ItemID: "i"})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the driver did not detach after EOF")
+	}
+}
+
+func TestReadLineKeepsAtMostItsLimit(t *testing.T) {
+	br := bufio.NewReaderSize(strings.NewReader("abc\nabcdef\r\nab\r\nxyz"), 16)
+	var got []string
+	for {
+		line, tooLong, err := readLine(br, 4)
+		if err != nil {
+			require.ErrorIs(t, err, io.EOF)
+			break
+		}
+		if tooLong {
+			assert.Nil(t, line, "nothing of a long line is kept")
+			got = append(got, "<too long>")
+			continue
+		}
+		got = append(got, string(line))
+	}
+	assert.Equal(t, []string{"abc", "<too long>", "ab", "xyz"}, got)
 }

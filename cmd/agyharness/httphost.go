@@ -4,12 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,12 +63,38 @@ func (a actorsSession) Subscribe(ctx context.Context, afterSeq uint64) (eventStr
 	return a.Session.Subscribe(ctx, afterSeq)
 }
 
+// serverConfig configures a server. Zero durations take the defaults
+// written beside them (withDefaults).
 type serverConfig struct {
 	host          hostAPI
 	token         string
 	log           *slog.Logger
 	heartbeat     time.Duration
 	attachTimeout time.Duration
+
+	// readHeaderTimeout bounds reading a request's headers (10s), and
+	// readTimeout its headers and body (30s): a client that stops sending
+	// is cut off. A handler that runs longer (an attach, a turn waiting for
+	// agy) lifts the read deadline once it has read the body.
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	// idleTimeout closes a keep-alive connection with no request (2m).
+	idleTimeout time.Duration
+	// maxConns caps the connections served at once; more wait to be
+	// accepted. 0: no cap.
+	maxConns int
+	// sseWriteTimeout bounds each write of an SSE stream (30s): a client
+	// that stops reading is cut off. sseEndGrace is how long a stream has
+	// to take its "event: end" when the server stops (1s).
+	sseWriteTimeout time.Duration
+	sseEndGrace     time.Duration
+	// httpShutdown bounds waiting for requests in flight when the server
+	// stops (5s); the sessions' detach then has hostShutdown of its own
+	// (10s).
+	httpShutdown time.Duration
+	hostShutdown time.Duration
+	// tls, when set, serves HTTPS.
+	tls *tls.Config
 }
 
 // server is the multi-session HTTP host (DESIGN.md section 6). Each
@@ -93,11 +123,28 @@ type served struct {
 	resolved map[string]bool      // elicitations that were closed
 }
 
+func (c serverConfig) withDefaults() serverConfig {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.readHeaderTimeout, 10*time.Second)
+	def(&c.readTimeout, 30*time.Second)
+	def(&c.idleTimeout, 2*time.Minute)
+	def(&c.sseWriteTimeout, 30*time.Second)
+	def(&c.sseEndGrace, time.Second)
+	def(&c.httpShutdown, 5*time.Second)
+	def(&c.hostShutdown, 10*time.Second)
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
 func newServer(cfg serverConfig) *server {
 	base, cancel := context.WithCancel(context.Background())
-	if cfg.log == nil {
-		cfg.log = slog.New(slog.DiscardHandler)
-	}
+	cfg = cfg.withDefaults()
 	return &server{
 		cfg: cfg, log: cfg.log,
 		tokenHash: sha256.Sum256([]byte(cfg.token)),
@@ -126,9 +173,15 @@ func (s *server) handler() http.Handler {
 	mux.Handle("POST /v1/sessions/{id}/elicitations/{eid}/resolve", s.auth(s.withSession(s.resolve)))
 	mux.Handle("POST /v1/sessions/{id}/interrupt", s.auth(s.withSession(s.interrupt)))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.EscapedPath())
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		// An SSE stream that ended on this connection left its write
+		// deadline behind.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // ---- plumbing ----
@@ -137,12 +190,19 @@ type apiError struct {
 	Error string `json:"error"`
 }
 
+// writeJSON writes v with <, > and & escaped (\u003c…): an error that
+// quotes the request cannot be read as markup.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// bodyRead lifts the read deadline of a request whose body is read (or
+// that has none): the handler may then run longer than the server's read
+// timeout (an attach, a turn waiting for agy).
+func bodyRead(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
@@ -153,8 +213,8 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 // token's length does not leak either).
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		h := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		got, ok := bearerToken(r.Header.Get("Authorization"))
+		h := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(h[:], s.tokenHash[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agyharness"`)
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
@@ -162,6 +222,17 @@ func (s *server) auth(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// bearerToken is the token of an "Authorization: Bearer T" header; the
+// scheme is case-insensitive (RFC 9110, section 11.1).
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(header), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
 }
 
 type sessionHandler func(w http.ResponseWriter, r *http.Request, sv *served)
@@ -193,9 +264,13 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		}
 	}
 	var tooBig *http.MaxBytesError
+	var netErr net.Error
 	switch {
 	case err == nil:
+		bodyRead(w)
 		return true
+	case errors.As(err, &netErr) && netErr.Timeout():
+		writeError(w, http.StatusRequestTimeout, "request body not received in time")
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
 	case errors.Is(err, io.EOF):
@@ -284,6 +359,10 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf(`"read_mode" %q: want both, stream or poll`, req.ReadMode))
 		return
 	}
+	if spec.SessionID != "" && !validSessionID(spec.SessionID) {
+		writeError(w, http.StatusUnprocessableEntity, `"session_id": 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" and "-" (not "." or "..")`)
+		return
+	}
 	if spec.SessionID != "" {
 		s.mu.Lock()
 		_, dup := s.sessions[spec.SessionID]
@@ -297,6 +376,10 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	sess, err := s.cfg.host.Attach(ctx, spec)
 	if err != nil {
+		if errors.Is(err, actors.ErrSessionExists) { // another request is attaching it
+			writeError(w, http.StatusConflict, fmt.Sprintf("session %q exists", spec.SessionID))
+			return
+		}
 		// Never echo the request: it may hold a CSRF token.
 		s.log.Warn("attach failed", "pid", req.PID, "port", req.Port, "err", err)
 		status := http.StatusBadGateway
@@ -307,8 +390,15 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sv := s.track(sess)
-	w.Header().Set("Location", "/v1/sessions/"+sess.ID())
+	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(sess.ID()))
 	writeJSON(w, http.StatusCreated, s.view(sv))
+}
+
+var sessionIDChars = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
+
+// validSessionID: a session id is a path segment of the API.
+func validSessionID(id string) bool {
+	return sessionIDChars.MatchString(id) && id != "." && id != ".."
 }
 
 // track registers a session and starts its watcher.
@@ -385,6 +475,7 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request, sv *served) 
 }
 
 func (s *server) deleteSession(w http.ResponseWriter, r *http.Request, sv *served) {
+	bodyRead(w)
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
 	if err := sv.sess.Detach(ctx); err != nil {
@@ -457,6 +548,7 @@ func (s *server) interrupt(w http.ResponseWriter, r *http.Request, sv *served) {
 			return
 		}
 	}
+	bodyRead(w)
 	if err := sv.sess.Do(r.Context(), messages.Command{Type: messages.CommandInterrupt}); err != nil {
 		writeError(w, commandStatus(err), err.Error())
 		return
@@ -466,9 +558,15 @@ func (s *server) interrupt(w http.ResponseWriter, r *http.Request, sv *served) {
 
 // events streams a session's events as SSE: "id: <seq>" and "data: <event
 // JSON>". Last-Event-ID (or ?after=N) resumes after that seq from the
-// session's bounded log; open prompts are re-sent. Heartbeat comments keep
-// proxies from closing an idle stream.
+// session's bounded log; a seq beyond the session's last event is refused
+// (the client holds an id of another session, or of one that was
+// restarted). Open prompts are re-sent with the id already reached, so a
+// client's Last-Event-ID never moves backwards. Heartbeat comments keep
+// proxies from closing an idle stream. A client that stops reading is cut
+// off (sseWriteTimeout); when the server stops, every stream ends with
+// "event: end".
 func (s *server) events(w http.ResponseWriter, r *http.Request, sv *served) {
+	bodyRead(w) // a GET: the stream outlives the server's read timeout
 	var after uint64
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
@@ -482,54 +580,112 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sv *served) {
 		}
 		after = v
 	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, http.StatusInternalServerError, "streaming unsupported")
-		return
-	}
 	sub, err := sv.sess.Subscribe(r.Context(), after)
 	if err != nil {
 		writeError(w, commandStatus(err), err.Error())
 		return
 	}
 	defer sub.Close()
+	// Every event the client saw was published before Subscribe returned.
+	if n := sv.sess.Stats().Events; after > n {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("Last-Event-ID %d is beyond the session's last event (%d): reconnect without it", after, n))
+		return
+	}
+	out := newSSEWriter(w, s.cfg.sseWriteTimeout)
+	defer out.finish()
+	stopWatch := context.AfterFunc(s.base, func() { out.stopping(s.cfg.sseEndGrace) })
+	defer stopWatch()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": agyharness events\n\n")
-	flusher.Flush()
+	if out.write(": agyharness events\n\n") != nil {
+		return
+	}
 
 	tick := time.NewTicker(s.cfg.heartbeat)
 	defer tick.Stop()
+	const end = "event: end\ndata: {}\n\n"
 	lastID := after
 	for {
 		select {
 		case ev, ok := <-sub.C():
 			if !ok {
-				fmt.Fprint(w, "event: end\ndata: {}\n\n")
-				flusher.Flush()
+				_ = out.write(end)
 				return
 			}
 			b, err := json.Marshal(ev)
 			if err != nil {
 				continue
 			}
-			// A re-sent prompt keeps its place in the sequence: an id that
-			// does not advance is left out, so a client's Last-Event-ID never
-			// moves backwards.
-			if ev.Seq > lastID {
-				fmt.Fprintf(w, "id: %d\n", ev.Seq)
-				lastID = ev.Seq
+			lastID = max(lastID, ev.Seq)
+			if out.write(fmt.Sprintf("id: %d\ndata: %s\n\n", lastID, b)) != nil {
+				return
 			}
-			fmt.Fprintf(w, "data: %s\n\n", b)
-			flusher.Flush()
 		case <-tick.C:
-			fmt.Fprint(w, ": ping\n\n")
-			flusher.Flush()
+			if out.write(": ping\n\n") != nil {
+				return
+			}
 		case <-r.Context().Done():
+			if s.base.Err() != nil { // the server stops
+				_ = out.write(end)
+			}
 			return
 		}
 	}
+}
+
+// sseWriter writes an SSE stream, each write under a deadline. Once the
+// server stops, every write (the one in progress included) has until a
+// grace deadline, so a client that does not read cannot hold the shutdown.
+type sseWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+
+	mu       sync.Mutex
+	stopAt   time.Time // zero until the server stops
+	finished bool      // the handler returned: rc is not to be used
+}
+
+func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
+	return &sseWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+// write writes msg and flushes it.
+func (o *sseWriter) write(msg string) error {
+	o.mu.Lock()
+	deadline := time.Now().Add(o.timeout)
+	if !o.stopAt.IsZero() {
+		deadline = o.stopAt
+	}
+	err := o.rc.SetWriteDeadline(deadline)
+	o.mu.Unlock()
+	if err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	if _, err := io.WriteString(o.w, msg); err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}
+
+// stopping gives the stream grace to end (called by the server's stop, on
+// another goroutine).
+func (o *sseWriter) stopping(grace time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.finished {
+		return
+	}
+	o.stopAt = time.Now().Add(grace)
+	_ = o.rc.SetWriteDeadline(o.stopAt) // ends a write in progress too
+}
+
+// finish marks the handler done.
+func (o *sseWriter) finish() {
+	o.mu.Lock()
+	o.finished = true
+	o.mu.Unlock()
 }

@@ -168,3 +168,52 @@ func TestLaunchWithoutCloseKeyLeavesTheWidget(t *testing.T) {
 	l.send(`{"type":"detach"}`)
 	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
 }
+
+// runLaunch runs "launch --json" on a private tmux server until it exits,
+// and returns its exit code, its stderr and the server's socket name.
+func runLaunch(t *testing.T, args ...string) (code int, stderr, socket string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	socket = fmt.Sprintf("agyharness-launch-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	a := startAttachArgs(t, append([]string{"launch", "--json", "--tmux-socket", socket, "--tmux-session", "main"}, args...)...)
+	require.NoError(t, a.stdin.Close())
+	return a.exit(wait), a.stderr.String(), socket
+}
+
+func TestLaunchSaysWhenAgyIsNotFound(t *testing.T) {
+	code, stderr, socket := runLaunch(t, "--agy", "/nonexistent/agy")
+	assert.Equal(t, exitFailure, code, stderr)
+	assert.Contains(t, stderr, "agy not found")
+	assert.Contains(t, stderr, "/nonexistent/agy")
+	assert.Error(t, exec.Command("tmux", "-L", socket, "has-session", "-t", "=main").Run(), "no tmux session was started")
+
+	code, stderr, _ = runLaunch(t, "--agy", "no-such-agy-on-the-path")
+	assert.Equal(t, exitFailure, code, stderr)
+	assert.Contains(t, stderr, "agy not found")
+	assert.Contains(t, stderr, "PATH")
+}
+
+func TestLaunchSaysWhenAgyExitsAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	for name, script := range map[string]string{
+		"at once": "#!/bin/sh\necho 'agy: unknown flag --frob' >&2\nexit 3\n",
+		"soon":    "#!/bin/sh\necho 'agy: starting'\nsleep 0.5\necho 'agy: unknown flag --frob' >&2\nexit 3\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			agy := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".sh")
+			require.NoError(t, os.WriteFile(agy, []byte(script), 0o755))
+			start := time.Now()
+			code, stderr, socket := runLaunch(t, "--agy", agy, "--attach-timeout", "40s")
+			assert.Equal(t, exitFailure, code, stderr)
+			assert.Less(t, time.Since(start), 20*time.Second, "the harness does not wait out --attach-timeout")
+			assert.Contains(t, stderr, "agy exited (status 3)")
+			assert.Contains(t, stderr, "agy: unknown flag --frob", "agy's last output is shown")
+			assert.NotContains(t, stderr, "Pane is dead")
+			assert.NotContains(t, stderr, "[agy exited", "the wrapper's exit line is not part of agy's output")
+			assert.Error(t, exec.Command("tmux", "-L", socket, "has-session", "-t", "=main").Run(), "the tmux session is gone")
+		})
+	}
+}

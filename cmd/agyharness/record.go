@@ -3,9 +3,13 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -54,6 +58,9 @@ type recorder struct {
 	wake chan struct{}
 	done chan struct{} // closed by Close
 	wg   sync.WaitGroup
+	// onError is told of the first write error (the session goes on; Close
+	// reports the error too).
+	onError func(error)
 
 	mu     sync.Mutex
 	queue  [][]byte
@@ -61,12 +68,69 @@ type recorder struct {
 	closed bool
 }
 
-func createRecorder(path string) (*recorder, error) {
-	f, err := os.Create(path)
+// recordFlags are --record and --force, on every command that records.
+type recordFlags struct {
+	path  string
+	force bool
+}
+
+func (r *recordFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&r.path, "record", "", "write every frame and snapshot received to this file (for replay); created 0600")
+	fs.BoolVar(&r.force, "force", false, "with --record: replace the file if it exists")
+}
+
+// openCapture opens path for a capture. A new file is created 0600 (a
+// capture holds a whole conversation). An existing regular file is
+// replaced (removed, then created anew, so neither its mode nor a hard
+// link to it carries over) only with force. A symbolic link is refused,
+// force or not: the capture would land wherever it points. Any other
+// existing file (a device, a FIFO) holds nothing to replace and is
+// written as it is. Refusals are usage errors.
+func openCapture(path string, force bool) (*os.File, error) {
+	const create = os.O_WRONLY | os.O_CREATE | os.O_EXCL | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("record: %w", err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return nil, usagef("record: %s is a symbolic link: give the path of the file itself", path)
+	case fi.Mode().IsRegular() && !force:
+		return nil, usagef("record: %s exists: add --force to replace it", path)
+	case fi.Mode().IsRegular():
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("record: replace %s: %w", path, err)
+		}
+	case fi.IsDir():
+		return nil, usagef("record: %s is a directory", path)
+	default:
+		f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("record: %w", err)
+		}
+		// What was opened is still what Lstat saw, not a file put there since.
+		if ofi, err := f.Stat(); err != nil || ofi.Mode().IsRegular() {
+			f.Close()
+			return nil, fmt.Errorf("record: %s changed while it was opened", path)
+		}
+		return f, nil
+	}
+	// O_EXCL: a file or link that appeared since Lstat is not opened.
+	f, err := os.OpenFile(path, create, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
-	r := &recorder{f: f, w: bufio.NewWriter(f), wake: make(chan struct{}, 1), done: make(chan struct{})}
+	return f, nil
+}
+
+// createRecorder opens path (openCapture) and starts writing a capture to
+// it. onError, if not nil, is called once, at the first write error.
+func createRecorder(path string, force bool, onError func(error)) (*recorder, error) {
+	f, err := openCapture(path, force)
+	if err != nil {
+		return nil, err
+	}
+	r := &recorder{f: f, w: bufio.NewWriter(f), wake: make(chan struct{}, 1), done: make(chan struct{}), onError: onError}
 	r.enqueue(captureRecord{Kind: "capture", Version: captureVersion, Time: time.Now().UTC()})
 	r.wg.Add(1)
 	go func() {
@@ -134,10 +198,14 @@ func (r *recorder) writeLoop() {
 
 func (r *recorder) fail(err error) {
 	r.mu.Lock()
-	if r.err == nil {
+	first := r.err == nil
+	if first {
 		r.err = fmt.Errorf("record: %w", err)
 	}
 	r.mu.Unlock()
+	if first && r.onError != nil {
+		r.onError(err)
+	}
 }
 
 // Close writes what is queued, closes the file and reports the first error.

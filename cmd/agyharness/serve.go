@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,12 +15,13 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"golang.org/x/net/netutil"
 )
 
 func serveCommand() *command {
 	c := &command{
 		name:     "serve",
-		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--allow-remote]",
+		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--tls-cert F --tls-key F] [--allow-remote [--insecure-remote]] [--max-connections N]",
 		summary:  "run the multi-session host: HTTP + SSE, loopback and a bearer token by default",
 		example: `agyharness serve --token-file ~/.config/agyharness/token &
 TOKEN=$(cat ~/.config/agyharness/token)
@@ -29,7 +32,11 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		fs := newFlagSet(e, c)
 		listen := fs.String("listen", "127.0.0.1:7420", "address to listen on (port 0 picks a free one)")
 		tokenFile := fs.String("token-file", "", "file holding the bearer token (default: a random token, printed to stderr)")
-		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --listen address (requires --token-file)")
+		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --listen address (requires --token-file, and --tls-cert/--tls-key or --insecure-remote)")
+		tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file (with --tls-key)")
+		tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
+		insecureRemote := fs.Bool("insecure-remote", false, "with --allow-remote, serve plain HTTP: the token and the turns cross the network in clear")
+		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); more wait to be accepted")
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
 		pos, err := parseFlags(fs, args)
@@ -43,8 +50,27 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		if err != nil {
 			return usagef("serve: --listen %q: %v", *listen, err)
 		}
-		if !isLoopbackListen(host) && (!*allowRemote || *tokenFile == "") {
-			return usagef("serve: --listen %s is not loopback: it needs --allow-remote and --token-file", *listen)
+		if (*tlsCert == "") != (*tlsKey == "") {
+			return usagef("serve: give both --tls-cert and --tls-key")
+		}
+		if !isLoopbackListen(host) {
+			if !*allowRemote || *tokenFile == "" {
+				return usagef("serve: --listen %s is not loopback: it needs --allow-remote and --token-file", *listen)
+			}
+			if *tlsCert == "" && !*insecureRemote {
+				return usagef("serve: --listen %s is not loopback: give --tls-cert and --tls-key, or --insecure-remote to send the token in clear", *listen)
+			}
+		}
+		if *maxConns < 1 {
+			return usagef("serve: --max-connections must be at least 1")
+		}
+		var tlsConfig *tls.Config
+		if *tlsCert != "" {
+			cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+			if err != nil {
+				return usagef("serve: --tls-cert/--tls-key: %v", err)
+			}
+			tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
 		}
 		if *heartbeat <= 0 || *attachTimeout <= 0 {
 			return usagef("serve: --heartbeat and --attach-timeout must be positive")
@@ -62,8 +88,13 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		s := newServer(serverConfig{
 			host: actorsHost{h}, token: token, log: log,
 			heartbeat: *heartbeat, attachTimeout: *attachTimeout,
+			maxConns: *maxConns, tls: tlsConfig,
 		})
-		fmt.Fprintf(e.stderr, "agyharness serve: listening on http://%s\n", ln.Addr())
+		scheme := "http"
+		if tlsConfig != nil {
+			scheme = "https"
+		}
+		fmt.Fprintf(e.stderr, "agyharness serve: listening on %s://%s\n", scheme, ln.Addr())
 		if generated {
 			// The one place a token is ever printed: the operator needs it.
 			fmt.Fprintf(e.stderr, "agyharness serve: token: %s\n", token)
@@ -104,13 +135,24 @@ func loadToken(path string) (token string, generated bool, err error) {
 }
 
 // serve runs the HTTP server on ln until ctx ends or a signal arrives,
-// then stops in order: SSE streams end, in-flight requests finish (10s at
-// most), every session detaches, session watchers stop.
+// then stops in order: SSE streams end (each has sseEndGrace to take its
+// "event: end"), requests in flight finish (httpShutdown at most, then
+// their connections are closed), every session detaches (hostShutdown of
+// its own), session watchers stop.
 func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.Signal, shutdownHost func(context.Context) error) error {
+	if s.cfg.maxConns > 0 {
+		ln = netutil.LimitListener(ln, s.cfg.maxConns)
+	}
+	if s.cfg.tls != nil {
+		ln = tls.NewListener(ln, s.cfg.tls)
+	}
 	hs := &http.Server{
 		Handler:           s.handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
+		ReadTimeout:       s.cfg.readTimeout,
+		IdleTimeout:       s.cfg.idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return s.base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -128,16 +170,19 @@ func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.S
 	}
 	s.log.Info("shutting down")
 	s.stop() // ends SSE streams, so Shutdown need not wait for them
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	hctx, cancel := context.WithTimeout(context.Background(), s.cfg.httpShutdown)
 	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		s.log.Warn("http shutdown", "err", err)
+	if err := hs.Shutdown(hctx); err != nil {
+		s.log.Warn("http shutdown: closing the connections left", "err", err)
+		_ = hs.Close()
 	}
 	if !served {
 		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 			serveErr = fmt.Errorf("serve: %w", err)
 		}
 	}
+	sctx, cancelHost := context.WithTimeout(context.Background(), s.cfg.hostShutdown)
+	defer cancelHost()
 	if err := shutdownHost(sctx); err != nil {
 		s.log.Warn("host shutdown", "err", err)
 	}

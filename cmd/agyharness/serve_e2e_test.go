@@ -4,8 +4,17 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -33,13 +42,15 @@ type hostProc struct {
 	done chan error
 }
 
-var listeningLine = regexp.MustCompile(`listening on (http://\S+)`)
+var listeningLine = regexp.MustCompile(`listening on (https?://\S+)`)
 
-func startServe(t *testing.T) *hostProc {
+// startServe runs "agyharness serve" on a free loopback port, with args
+// added.
+func startServe(t *testing.T, args ...string) *hostProc {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600))
-	cmd := exec.Command(harness(t), "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--heartbeat", "100ms")
+	cmd := exec.Command(harness(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--heartbeat", "100ms"}, args...)...)
 	cmd.Env = append(os.Environ(), "AGYHARNESS_LOG=info")
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -377,4 +388,58 @@ func committedSeqs(es []sseEvent) []uint64 {
 		out = append(out, e.ev.Seq)
 	}
 	return out
+}
+
+// selfSignedCert writes a certificate for 127.0.0.1 and its key as PEM
+// files, and returns their paths and a pool that trusts the certificate.
+func selfSignedCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "agyharness test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
+	require.NoError(t, err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	require.NoError(t, os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600))
+	pool = x509.NewCertPool()
+	pool.AddCert(cert)
+	return certFile, keyFile, pool
+}
+
+func TestServeHTTPS(t *testing.T) {
+	certFile, keyFile, pool := selfSignedCert(t)
+	h := startServe(t, "--tls-cert", certFile, "--tls-key", keyFile)
+	require.True(t, strings.HasPrefix(h.base, "https://"), h.base)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequest("GET", h.base+"/v1/sessions", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "bearer "+testToken)
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+	assert.NotNil(t, res.TLS)
+
+	// Plain HTTP gets no answer from the HTTPS port.
+	res, err = http.Get("http://" + strings.TrimPrefix(h.base, "https://") + "/healthz")
+	if err == nil {
+		res.Body.Close()
+		assert.NotEqual(t, http.StatusOK, res.StatusCode)
+	}
 }

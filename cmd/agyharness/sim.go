@@ -14,7 +14,7 @@ import (
 func simCommand() *command {
 	c := &command{
 		name:     "sim",
-		synopsis: "sim [--scenario F] [--json] [--yes] [--seed S] [--record F]",
+		synopsis: "sim [--scenario F] [--json] [--yes] [--seed S] [--record F [--force]]",
 		summary:  "drive one session on the embedded fake agy language server (no agy needed)",
 		example: `agyharness sim                      # watch a scenario, answer its prompts yourself
 agyharness sim --yes --json | jq -c '{seq, type}'
@@ -26,7 +26,8 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 		jsonOut := fs.Bool("json", false, "events as JSON lines on stdout")
 		yes := fs.Bool("yes", false, "answer prompts automatically: first option, allow (implied when stdin is not a terminal)")
 		seed := fs.Int64("seed", 1, "seed of the fake server (ids, usage numbers, timing quirks)")
-		record := fs.String("record", "", "write every frame and snapshot received to this file (for replay)")
+		var record recordFlags
+		record.register(fs)
 		chunkDelay := fs.Duration("chunk-delay", 0, "pause between streamed chunks (default: the fake's 15ms; negative: none)")
 		readMode := fs.String("read-mode", "both", "how to read the fake: both, stream or poll")
 		pos, err := parseFlags(fs, args)
@@ -77,7 +78,7 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 		}
 		return attachAndDrive(ctx, e, attachOptions{
 			spec:    actors.Spec{Port: srv.Port(), ConversationID: srv.ConversationID(), ReadMode: mode},
-			record:  *record,
+			record:  record,
 			timeout: 10 * time.Second,
 			driver:  cfg,
 		})

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,4 +294,69 @@ func summary(evs []*messages.Event) string {
 		b.WriteString(" ")
 	}
 	return b.String()
+}
+
+// runSimStatus runs "sim --json --yes" plus args and returns its exit code
+// and stderr.
+func runSimStatus(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(harness(t), append([]string{"sim", "--json", "--yes", "--chunk-delay", "1ms"}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), stderr.String()
+		}
+		require.NoError(t, err)
+		return 0, stderr.String()
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("sim did not finish; stderr:\n%s", stderr.String())
+		return -1, ""
+	}
+}
+
+func TestSimRecordWriteErrorExitsOne(t *testing.T) {
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full on this system")
+	}
+	code, stderr := runSimStatus(t, "--record", "/dev/full")
+	assert.Equal(t, exitFailure, code, "stderr:\n%s", stderr)
+	assert.Contains(t, stderr, "no space left on device")
+}
+
+func TestSimRecordRefusesToReplaceWithoutForce(t *testing.T) {
+	dir := t.TempDir()
+	capture := filepath.Join(dir, "capture.jsonl")
+	require.NoError(t, os.WriteFile(capture, []byte("keep me\n"), 0o644))
+	code, stderr := runSimStatus(t, "--record", capture)
+	assert.Equal(t, exitUsage, code, "stderr:\n%s", stderr)
+	assert.Contains(t, stderr, "--force")
+	got, err := os.ReadFile(capture)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me\n", string(got), "the file is untouched")
+
+	link := filepath.Join(dir, "link.jsonl")
+	require.NoError(t, os.Symlink(capture, link))
+	code, stderr = runSimStatus(t, "--record", link, "--force")
+	assert.Equal(t, exitUsage, code, "stderr:\n%s", stderr)
+	assert.Contains(t, stderr, "symbolic link")
+	got, err = os.ReadFile(capture)
+	require.NoError(t, err)
+	assert.Equal(t, "keep me\n", string(got), "the link's target is untouched")
+
+	code, stderr = runSimStatus(t, "--record", capture, "--force")
+	require.Equal(t, exitOK, code, "stderr:\n%s", stderr)
+	fi, err := os.Stat(capture)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a capture is the user's alone")
+	got, err = os.ReadFile(capture)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(got), `{"kind":"capture"`), "replaced with a capture: %.40q", got)
 }

@@ -128,8 +128,11 @@ func (a *Agent) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	// Handlers take a.mu to read conn, so none runs before it is set. The
 	// SDK starts reading at once and reads its logger unsynchronized, so
 	// its reader waits at the gate until the logger is set.
-	gate := &gatedReader{r: in, open: make(chan struct{})}
-	a.conn = sdk.NewAgentSideConnection(a, out, gate)
+	// The SDK ends the connection on a line over its scanner's size: the
+	// limiter answers such a line itself, between the SDK's writes.
+	lw := &lockedWriter{w: out}
+	gate := &gatedReader{r: limitLines(in, lw, a.log), open: make(chan struct{})}
+	a.conn = sdk.NewAgentSideConnection(a, lw, gate)
 	a.conn.SetLogger(a.log)
 	close(gate.open)
 	done := a.conn.Done()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
 // Exit codes of Main.
@@ -52,7 +53,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	port := fs.Int("attach-port", 0, "attach to agy's language server on this HTTPS port instead of launching agy")
 	pid := fs.Int("attach-pid", 0, "attach to this agy process (or the terminal pane running it) instead of launching agy")
 	prefix := fs.String("tmux-session-prefix", "agyharness-acp", "name prefix of the tmux sessions agy is launched in")
-	csrf := fs.String("csrf-token", "", "CSRF token for agy's language server, when it requires one (default $ANTIGRAVITY_CSRF_TOKEN)")
+	csrf := fs.String("csrf-token", "", "CSRF token for agy's language server, when it requires one; it shows in the process list: prefer --csrf-token-file or $ANTIGRAVITY_CSRF_TOKEN")
+	csrfFile := fs.String("csrf-token-file", "", "file holding the CSRF token (one trailing newline is dropped)")
 	attachTimeout := fs.Duration("attach-timeout", 60*time.Second, "how long to look for agy's language server for a session")
 	cancelDeadline := fs.Duration("cancel-deadline", 10*time.Second, "how long a cancelled prompt waits for agy to stop")
 	contextWindow := fs.Int("context-window", 1<<20, "context window size reported to the client (agy does not report it)")
@@ -83,7 +85,18 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "agyharness acp: --agy is empty")
 		return exitUsage
 	}
-	if *csrf == "" {
+	switch {
+	case *csrf != "" && *csrfFile != "":
+		fmt.Fprintln(stderr, "agyharness acp: give --csrf-token or --csrf-token-file, not both")
+		return exitUsage
+	case *csrfFile != "":
+		t, err := tokenfile.Read(*csrfFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "agyharness acp: --csrf-token-file: %v\n", err)
+			return exitUsage
+		}
+		*csrf = t
+	case *csrf == "":
 		*csrf = os.Getenv("ANTIGRAVITY_CSRF_TOKEN")
 	}
 	level := slog.LevelInfo
