@@ -45,6 +45,10 @@ type discovery struct {
 	probeTimeout time.Duration
 }
 
+// listenersOf lists a process tree's loopback listeners (a variable for
+// tests: a restricted /proc cannot be made as root).
+var listenersOf = rpc.CandidatePorts
+
 // maxProbeTimeout caps how long one probe may wait for a slow agy.
 const maxProbeTimeout = 30 * time.Second
 
@@ -123,9 +127,9 @@ const probeParallel = 8
 //     (the kernel's socket table), the port agy logged (spec.LogFile) and
 //     the one in agy's environment (ANTIGRAVITY_LS_ADDRESS) included.
 //   - spec.LogFile alone: the port agy last logged (the log is the user's).
-//   - a PID whose listeners cannot be tied to it (a restricted /proc): every
-//     loopback listener that answers as a language server hosting the
-//     conversation, probed without the token.
+//   - a PID whose listeners cannot be read (a restricted /proc): the
+//     loopback listeners that answer as a language server hosting the
+//     session's conversation (one must be named), probed without the token.
 func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr func(string, error), probeTimeout time.Duration) (*messages.PortFound, error) {
 	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
 		return nil, fmt.Errorf("%w: host %q is not loopback", errBadConfig, spec.Host)
@@ -142,9 +146,14 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 		return probeAll(ctx, c, []int{spec.Port}, conv, newOnly, onErr)
 	}
 	var owned []int // agy's process tree's loopback listeners
+	hidden := false // they cannot be read: a restricted /proc
 	if spec.PID > 0 {
 		var err error
-		if owned, err = candidatePorts(spec); err != nil {
+		owned, err = candidatePorts(spec)
+		switch {
+		case errors.Is(err, rpc.ErrListenersHidden):
+			hidden = true
+		case err != nil:
 			return nil, err
 		}
 	}
@@ -167,12 +176,12 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 		}
 	}
 	for _, p := range hints {
-		if spec.PID > 0 && len(owned) > 0 && !slices.Contains(owned, p) {
+		if hidden {
+			break // tried with the fallback below
+		}
+		if spec.PID > 0 && !slices.Contains(owned, p) {
 			errs = append(errs, fmt.Errorf("port %d (agy's log or environment) is not a listener of process %d or its descendants: not probed", p, spec.PID))
 			continue
-		}
-		if spec.PID > 0 && len(owned) == 0 {
-			continue // tried with the fallback below
 		}
 		found, err := probeAll(ctx, cfg, []int{p}, conv, newOnly, onErr)
 		if err == nil {
@@ -183,8 +192,8 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 	if spec.PID <= 0 {
 		return nil, errors.Join(append(errs, errors.New("no port in agy's log file works"))...)
 	}
-	if len(owned) == 0 {
-		found, err := probeUnowned(ctx, cfg, hints, spec.PID, conv, newOnly, onErr)
+	if hidden {
+		found, err := probeUnowned(ctx, cfg, hints, spec.PID, conv, onErr)
 		if err != nil {
 			return nil, errors.Join(append(errs, err)...)
 		}
@@ -192,7 +201,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 	}
 	ports := slices.DeleteFunc(owned, func(p int) bool { return slices.Contains(hints, p) })
 	if len(ports) == 0 {
-		return nil, errors.Join(errs...)
+		return nil, errors.Join(append(errs, fmt.Errorf("no loopback listener found for pid %d", spec.PID))...)
 	}
 	found, err := probeAll(ctx, cfg, ports, conv, newOnly, onErr)
 	if err != nil {
@@ -202,46 +211,30 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 }
 
 // maxUnownedProbes bounds the loopback listeners probed when agy's own
-// cannot be tied to its process.
+// cannot be read.
 const maxUnownedProbes = 32
 
-// probeUnowned is discovery's last resort for a live process whose
-// listeners cannot be tied to it (a restricted /proc in a container, or a
-// language server whose socket agy's process does not hold): the machine's
-// loopback listeners (hints first), each a language server only if it
-// answers Heartbeat, and agy's only if it hosts conv. Without conv, exactly
-// one language server must answer. The CSRF token is never sent to a port
-// not known to be agy's: with a token the fallback is refused.
-func probeUnowned(ctx context.Context, cfg rpc.Config, hints []int, pid int, conv string, newOnly bool, onErr func(string, error)) (*messages.PortFound, error) {
-	if !rpc.ProcessAlive(pid) {
-		return nil, fmt.Errorf("process %d is gone", pid)
+// probeUnowned is discovery's last resort for a process whose listeners
+// cannot be read (a restricted /proc in a container): the machine's loopback
+// listeners (the address agy's environment names first), agy's only if it
+// answers as a language server hosting conv, which must be named (any
+// language server of the machine would do otherwise). The CSRF token is
+// never sent to a port not known to be agy's: with a token the fallback is
+// refused.
+func probeUnowned(ctx context.Context, cfg rpc.Config, hints []int, pid int, conv string, onErr func(string, error)) (*messages.PortFound, error) {
+	if conv == "" {
+		return nil, fmt.Errorf("the listeners of process %d cannot be read (a restricted /proc?): name agy's conversation, or its port", pid)
 	}
 	if cfg.CSRFToken != "" {
-		return nil, fmt.Errorf("no loopback listener is tied to process %d (a restricted /proc?), and its CSRF token goes only to a port known to be agy's: attach with --port", pid)
+		return nil, fmt.Errorf("the listeners of process %d cannot be read (a restricted /proc?), and its CSRF token goes only to a port known to be agy's: attach with --port", pid)
 	}
-	ports := append(slices.Clone(hints), rpc.LoopbackListeners(maxUnownedProbes)...)
-	slices.Sort(ports)
-	ports = slices.Compact(ports)
-	if conv != "" {
-		found, err := probeAll(ctx, cfg, ports, conv, newOnly, onErr)
-		if err != nil {
-			return nil, fmt.Errorf("no loopback listener is tied to process %d, and none hosts conversation %s: %w", pid, conv, err)
-		}
-		return found, nil
+	others := slices.DeleteFunc(rpc.LoopbackListeners(maxUnownedProbes), func(p int) bool { return slices.Contains(hints, p) })
+	ports := append(slices.Clone(hints), others...)
+	found, err := probeAll(ctx, cfg, ports, conv, false, onErr)
+	if err != nil {
+		return nil, fmt.Errorf("the listeners of process %d cannot be read, and no loopback listener hosts conversation %s: %w", pid, conv, err)
 	}
-	var servers []int
-	for _, p := range ports {
-		if ok, _ := rpc.Probe(ctx, rpc.Config{Host: cfg.Host, Port: p, ProbeTimeout: cfg.ProbeTimeout}, ""); ok {
-			servers = append(servers, p)
-		}
-	}
-	switch len(servers) {
-	case 0:
-		return nil, fmt.Errorf("no loopback listener is tied to process %d, and none answers as a language server", pid)
-	case 1:
-		return probeAll(ctx, cfg, servers, conv, newOnly, onErr)
-	}
-	return nil, fmt.Errorf("no loopback listener is tied to process %d, and %d language servers answer (ports %v): name the conversation or the port", pid, len(servers), servers)
+	return found, nil
 }
 
 // probeAll probes ports, probeParallel at a time, and returns the first that
@@ -325,7 +318,7 @@ func candidatePorts(spec Spec) ([]int, error) {
 	if spec.Port > 0 {
 		return []int{spec.Port}, nil
 	}
-	ports, err := rpc.CandidatePorts(spec.PID)
+	ports, err := listenersOf(spec.PID)
 	if err != nil {
 		return nil, fmt.Errorf("scan pid %d: %w", spec.PID, err)
 	}

@@ -16,7 +16,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -178,36 +177,4 @@ func nextPortFromLog(t *testing.T, path string, not int) int {
 		return port != 0
 	}, waitLong, 10*time.Millisecond, "no new port in agy's log")
 	return port
-}
-
-// Where agy's listeners cannot be tied to its process (a restricted /proc,
-// or a language server whose socket agy's process does not hold), the
-// session falls back to the loopback listeners that answer as a language
-// server hosting its conversation (the address agy's environment names
-// first), and never sends them the CSRF token.
-func TestDiscoveryFallsBackWhenAgysListenersCannotBeTiedToIt(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond})
-	agy := exec.Command("sleep", "60") // a live process holding no listener
-	agy.Env = append(os.Environ(), "ANTIGRAVITY_LS_ADDRESS=127.0.0.1:"+strconv.Itoa(srv.Port()))
-	require.NoError(t, agy.Start())
-	t.Cleanup(func() { _ = agy.Process.Kill(); _ = agy.Wait() })
-
-	host := actors.NewHost(testConfig())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	s, err := host.Attach(ctx, actors.Spec{PID: agy.Process.Pid, ConversationID: srv.ConversationID()})
-	require.NoError(t, err)
-	collect(s.Events()) // read until the host's shutdown closes it
-	assert.Equal(t, srv.Port(), s.Port())
-
-	short, cancelShort := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancelShort()
-	_, err = host.Attach(short, actors.Spec{PID: agy.Process.Pid, ConversationID: srv.ConversationID(), CSRFToken: secret})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "known to be agy's", "no token to a port not tied to agy")
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -19,6 +20,11 @@ import (
 	"strconv"
 	"strings"
 )
+
+// ErrListenersHidden: the process's file descriptors cannot be read (a
+// restricted /proc, as in some containers), so its listeners cannot be told
+// from other processes'.
+var ErrListenersHidden = errors.New("rpc: a process's listeners cannot be read")
 
 // EnvAddress names the environment variable that can carry the language
 // server's address ("127.0.0.1:1234", "https://127.0.0.1:1234" or "1234").
@@ -48,8 +54,10 @@ func CandidatePorts(pid int) ([]int, error) {
 	}
 	pids := processTree(pid)
 	inodes := make(map[uint64]bool)
-	for _, p := range pids {
-		socketInodes(p, inodes)
+	for i, p := range pids {
+		if err := socketInodes(p, inodes); i == 0 && errors.Is(err, fs.ErrPermission) {
+			return nil, fmt.Errorf("%w: process %d: %v", ErrListenersHidden, pid, err)
+		}
 	}
 	if len(inodes) == 0 {
 		return nil, nil
@@ -91,12 +99,13 @@ func processTree(pid int) []int {
 }
 
 // socketInodes adds the inodes of pid's sockets to into. Unreadable fds
-// (another user's process, or one that exited) are skipped.
-func socketInodes(pid int, into map[uint64]bool) {
+// (another user's process, or one that exited) are skipped; the error
+// says why the table could not be read.
+func socketInodes(pid int, into map[uint64]bool) error {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid), "fd")
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return
+		return err
 	}
 	for _, e := range entries {
 		link, err := os.Readlink(filepath.Join(dir, e.Name()))
@@ -107,6 +116,7 @@ func socketInodes(pid int, into map[uint64]bool) {
 			into[ino] = true
 		}
 	}
+	return nil
 }
 
 // tcpListen is the kernel's TCP_LISTEN state as /proc/net/tcp prints it.
