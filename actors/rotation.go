@@ -22,6 +22,11 @@ import (
 // appeared after the watcher's first read. Subagent children (a parentConversationId, or a rootConversationId
 // not their own) are never rotation targets.
 //
+// Without a conversation (a fresh agy), a ReadNow from the session says the
+// first turn was typed: agy mints its conversation now, and the watcher
+// reads every Config.PollFast until it finds it, so little of the first
+// turn is streamed before the session follows it.
+//
 // While the bound conversation streams (streaming says a frame of it came
 // within the last RotationInterval), only every rotationSkips+1-th tick
 // reads: agy is at work in the bound conversation, and on a host of
@@ -44,6 +49,9 @@ type rotationWatcher struct {
 	known    map[string]bool // conversations present at the first read
 	busy     bool
 	reported bool
+	// eager: a first turn was typed into a fresh agy (ReadNow without a
+	// conversation): its conversation is looked for every Config.PollFast.
+	eager bool
 }
 
 // rotationSkips is how many ticks in a row the watcher skips while the
@@ -84,6 +92,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		w.read(ctx)
 	case *messages.ReadNow:
 		if m.Gen == w.gen {
+			w.eager = w.conv == ""
 			w.read(ctx)
 		}
 	case *rotationRead:
@@ -97,7 +106,11 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 			ctx.Send(ctx.Parent(), &messages.ConversationRotated{Gen: w.gen, From: w.conv, To: to})
 			return
 		}
-		w.t.tick(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
+		interval := w.cfg.RotationInterval
+		if w.eager {
+			interval = min(interval, w.cfg.PollFast)
+		}
+		w.t.tick(interval, ctx.Self(), &rotationTick{})
 	}
 }
 

@@ -707,6 +707,10 @@ func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
 	ctx.Send(s.terminal, &typeTurn{id: tt.id, text: m.Text, reply: sender})
 	s.t.after(s.cfg.TypedTurnTimeout, s.self, &typedTurnCheck{id: tt.id})
+	if s.conv() == "" && s.rotation != nil {
+		// agy mints its first conversation for this turn: look for it now.
+		ctx.Send(s.rotation, &messages.ReadNow{Gen: s.core.gen})
+	}
 }
 
 // sawTyped notes that agy took a typed turn with text.

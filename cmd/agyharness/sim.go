@@ -50,16 +50,17 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 		}
 		log := newLogger(e)
 		models := agytest.DefaultModels()
+		// A fresh agy, as launch starts one: no conversation until the
+		// first turn is typed into its terminal.
 		srv, err := agytest.NewServer(agytest.Options{
-			Conversation: true,
-			Seed:         *seed, Scenario: sc, Models: models, ChunkDelay: *chunkDelay,
+			Seed: *seed, Scenario: sc, Models: models, ChunkDelay: *chunkDelay,
 			Logger: log.With("component", "fakeagy"),
 		})
 		if err != nil {
 			return fmt.Errorf("sim: start the fake language server: %w", err)
 		}
 		defer srv.Close()
-		log.Info("fake agy language server", "port", srv.Port(), "conversation", srv.ConversationID())
+		log.Info("fake agy language server", "port", srv.Port())
 
 		auto := *yes || !e.stdinTTY
 		cfg := humanOrJSON(e, *jsonOut, driverConfig{
@@ -77,7 +78,7 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 				scenarioName(sc), srv.Port(), map[bool]string{true: "automatically", false: "by you"}[auto])
 		}
 		return attachAndDrive(ctx, e, attachOptions{
-			spec:    actors.Spec{Port: srv.Port(), ConversationID: srv.ConversationID(), ReadMode: mode},
+			spec:    actors.Spec{Port: srv.Port(), NewConversation: true, Terminal: srv.Terminal(), ReadMode: mode},
 			record:  record,
 			timeout: 10 * time.Second,
 			driver:  cfg,

@@ -69,7 +69,9 @@ func TestSimJSONShowsEveryKindOfEvent(t *testing.T) {
 		assert.Greater(t, ev.Seq, last, "seq strictly increasing at %s", ev.ID)
 		last = ev.Seq
 		assert.NotEmpty(t, ev.SessionID)
-		assert.NotEmpty(t, ev.ConversationID)
+		if ev.State != messages.StateNoConversation {
+			assert.NotEmpty(t, ev.ConversationID)
+		}
 		assert.NotEmpty(t, ev.ID)
 		assert.False(t, ev.Time.IsZero())
 		assert.NotEqual(t, messages.EventError, ev.Type, "unexpected error: %s", ev.Message)

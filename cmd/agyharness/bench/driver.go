@@ -143,19 +143,12 @@ func (f fake) close() {
 	}
 }
 
-// typingTerminal is agy's terminal for a fresh in-process fake: a turn
-// typed there is the fake's TypeTurn (no dialogs to close).
-type typingTerminal struct{ srv *agytest.Server }
-
-func (t typingTerminal) Type(_ context.Context, text string) error { return t.srv.TypeTurn(text) }
-func (t typingTerminal) Press(context.Context, ...string) error    { return nil }
-
 func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int, fault string, mode actors.ReadMode) (*driver, error) {
 	spec := actors.Spec{Port: f.port, ReadMode: mode}
 	if f.live.coldStart {
 		// A fresh agy the harness started: its first turn is typed, and
 		// the conversation it mints is bound.
-		spec.NewConversation, spec.Terminal = true, typingTerminal{f.srv}
+		spec.NewConversation, spec.Terminal = true, f.srv.Terminal()
 	}
 	if fault == FaultPortChurn {
 		// By port a session cannot follow agy to a new one. Churned
