@@ -24,8 +24,8 @@ import (
 //
 // Without a conversation (a fresh agy), a ReadNow from the session says the
 // first turn was typed: agy mints its conversation now, and the watcher
-// reads every Config.PollFast until it finds it, so little of the first
-// turn is streamed before the session follows it.
+// reads every 50ms (or Config.PollFast, when shorter) until it finds it, so
+// little of the first turn is streamed before the session follows it.
 //
 // While the bound conversation streams (streaming says a frame of it came
 // within the last RotationInterval), only every rotationSkips+1-th tick
@@ -53,6 +53,10 @@ type rotationWatcher struct {
 	// conversation): its conversation is looked for every Config.PollFast.
 	eager bool
 }
+
+// firstConversationPoll is how often a fresh agy is read for the
+// conversation its first turn mints, once typed: for a second or so.
+const firstConversationPoll = 50 * time.Millisecond
 
 // rotationSkips is how many ticks in a row the watcher skips while the
 // bound conversation streams: it reads at least every 5 intervals.
@@ -108,7 +112,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		}
 		interval := w.cfg.RotationInterval
 		if w.eager {
-			interval = min(interval, w.cfg.PollFast)
+			interval = min(interval, w.cfg.PollFast, firstConversationPoll)
 		}
 		w.t.tick(interval, ctx.Self(), &rotationTick{})
 	}

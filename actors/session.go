@@ -258,10 +258,7 @@ func (s *session) bindConversation(conv string) {
 	for _, tt := range s.typed {
 		s.core.root.ExpectTurn(tt.text) // typed before this conversation was bound
 	}
-	if conv == "" {
-		return
-	}
-	s.record("bind", conv, nil, time.Now())
+	s.record("bind", conv, nil, time.Now()) // "": agy's port, no conversation yet
 }
 
 // ---- binding ----
@@ -431,10 +428,16 @@ func (s *session) awaitConversation(ctx actor.Context) {
 		return // still waiting, on a new port
 	}
 	s.noConvSince = time.Now()
-	s.publishStatus(messages.StateNoConversation)
+	s.publish(NoConversationEvent(s.noConvSince))
 	if d := s.core.spec.WaitConversation; d > 0 {
 		s.t.after(d, ctx.Self(), &conversationWaitOver{since: s.noConvSince})
 	}
+}
+
+// NoConversationEvent is the status event of a session that found agy
+// without a conversation (at t): once per session, with an id of its own.
+func NoConversationEvent(t time.Time) *messages.Event {
+	return &messages.Event{Type: messages.EventStatus, ID: "status/" + messages.StateNoConversation, State: messages.StateNoConversation, Time: t}
 }
 
 // rotate follows agy into a new root conversation (/clear), or into its

@@ -98,6 +98,8 @@ type replayer struct {
 	recs      map[string]*mapper.Reconciler
 	models    map[string]rpc.ModelInfo
 	header    bool
+	unbound   []string // turns the session typed before agy had a conversation
+	noConv    bool     // the session's no_conversation status was published
 }
 
 func newReplayer(sessionID string, emit func(*messages.Event)) *replayer {
@@ -115,6 +117,12 @@ func (p *replayer) publish(evs ...messages.Event) {
 }
 
 func (p *replayer) bind(conv string, t messages.Event) {
+	if conv == "" && p.root == "" && !p.noConv {
+		// The session found agy without a conversation.
+		p.noConv = true
+		p.publish(*actors.NoConversationEvent(t.Time))
+		return
+	}
 	if conv == "" || conv == p.root {
 		return
 	}
@@ -124,6 +132,10 @@ func (p *replayer) bind(conv string, t messages.Event) {
 	}
 	p.root = conv
 	p.recs[conv] = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: p.models})
+	for _, text := range p.unbound {
+		p.recs[conv].ExpectTurn(text) // typed into a fresh agy before it had a conversation
+	}
+	p.unbound = nil
 }
 
 func (p *replayer) apply(rec captureRecord) error {
@@ -185,6 +197,8 @@ func (p *replayer) apply(rec captureRecord) error {
 		}
 		if r := p.recs[p.root]; r != nil {
 			r.ExpectTurn(turn.Text)
+		} else {
+			p.unbound = append(p.unbound, turn.Text)
 		}
 	case "delivering":
 		var res resolvedPayload
