@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -37,6 +38,11 @@ type Options struct {
 	// PollInterval is how often Type reads the pane while it waits.
 	// Default 50ms.
 	PollInterval time.Duration
+	// KeepDeadPane runs the command under a shell that prints its exit
+	// status when it exits, and keeps the pane (tmux remain-on-exit) until
+	// KeepDeadPane(ctx, false): WatchExit can then say how and with what
+	// last words the command ended (an agy that fails to start).
+	KeepDeadPane bool
 }
 
 // Session is a tmux session running agy. Its methods may be called from
@@ -51,8 +57,9 @@ type Session struct {
 var ErrNoTmux = errors.New("tmux not found")
 
 // Start runs argv in a new detached tmux session (200x50; argv runs
-// directly, without a shell) and returns it once tmux reports the pane's
-// PID: usually agy itself, else its parent (a PID scan covers descendants).
+// directly, without a shell, unless Options.KeepDeadPane) and returns it
+// once tmux reports the pane's PID: agy itself, or the shell that runs it
+// (a PID scan covers descendants).
 func Start(ctx context.Context, opts Options, argv []string) (*Session, error) {
 	if opts.Tmux == "" {
 		opts.Tmux = "tmux"
@@ -77,7 +84,14 @@ func Start(ctx context.Context, opts Options, argv []string) (*Session, error) {
 	if opts.Dir != "" {
 		args = append(args, "-c", opts.Dir)
 	}
-	args = append(append(args, "--"), argv...)
+	args = append(args, "--")
+	if opts.KeepDeadPane {
+		// Set in the same tmux command: before argv can exit.
+		args = append(append(args, "sh", "-c", paneWrapper, "sh"), argv...)
+		args = append(args, ";", "set-option", "-w", "-t", s.target(), "remain-on-exit", "on")
+	} else {
+		args = append(args, argv...)
+	}
 	if _, err := s.run(ctx, nil, args...); err != nil {
 		return nil, err
 	}
@@ -191,6 +205,84 @@ func (s *Session) Kill(ctx context.Context) error {
 	_, err := s.run(ctx, nil, "kill-session", "-t", "="+s.opts.Name)
 	return err
 }
+
+// KeepDeadPane sets remain-on-exit on the session's window: on, the pane
+// stays (dead) when its command exits.
+func (s *Session) KeepDeadPane(ctx context.Context, on bool) error {
+	v := map[bool]string{true: "on", false: "off"}[on]
+	_, err := s.run(ctx, nil, "set-option", "-w", "-t", s.target(), "remain-on-exit", v)
+	return err
+}
+
+// WatchExit checks the pane every interval until ctx ends (nil), and
+// returns an error that says so when the command in it has exited (with
+// its status and the last lines it printed: Options.KeepDeadPane keeps
+// them) or the session is gone.
+func (s *Session) WatchExit(ctx context.Context, interval time.Duration) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		out, err := s.run(ctx, nil, "list-panes", "-t", "="+s.opts.Name, "-F", "#{pane_dead} #{pane_dead_status}")
+		dead, status, _ := strings.Cut(strings.TrimSpace(strings.SplitN(out, "\n", 2)[0]), " ")
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			return fmt.Errorf("agy's tmux session %s is gone", s.opts.Name)
+		case dead == "1":
+			last, wrapped := s.lastOutput(ctx, 15)
+			if wrapped != "" {
+				status = wrapped // tmux does not always collect it
+			}
+			msg := "agy exited before its language server was found"
+			if status != "" {
+				msg = fmt.Sprintf("agy exited (status %s) before its language server was found", status)
+			}
+			if last != "" {
+				msg += "; its last output:\n  " + strings.ReplaceAll(last, "\n", "\n  ")
+			}
+			return errors.New(msg)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// lastOutput is the last n non-empty lines of the pane (scrollback
+// included), without the exit line of paneWrapper, whose status it
+// returns, or tmux's own "Pane is dead".
+func (s *Session) lastOutput(ctx context.Context, n int) (last, status string) {
+	out, err := s.run(ctx, nil, "capture-pane", "-p", "-J", "-S", "-200", "-t", s.target())
+	if err != nil {
+		return "", ""
+	}
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimRight(l, " ")
+		if m := exitLine.FindStringSubmatch(l); m != nil {
+			status = m[1]
+			continue
+		}
+		if l == "" || strings.HasPrefix(l, "Pane is dead") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n"), status
+}
+
+// paneWrapper runs agy's argv ("$@") in the pane. When agy exits it prints
+// agy's status and stays a moment, so that tmux reads agy's last output:
+// a pty's last bytes can reach tmux after the exit, and tmux drops them.
+const paneWrapper = `"$@"; s=$?; printf '\n[agy exited with status %d]\n' "$s"; sleep 0.2 2>/dev/null || sleep 1; exit "$s"`
+
+var exitLine = regexp.MustCompile(`^\[agy exited with status (\d+)\]$`)
 
 func (s *Session) run(ctx context.Context, stdin *strings.Reader, args ...string) (string, error) {
 	if s.opts.Socket != "" {
