@@ -91,8 +91,8 @@ type driver struct {
 	lastSigint  time.Time
 	errN        int
 
-	prompts  []*pendingPrompt // open prompts the person answers in order (human mode)
-	handled  map[string]bool  // elicitations already queued, answered or withdrawn
+	prompts []*pendingPrompt // open prompts the person answers in order (human mode)
+	handled map[string]bool  // elicitations already queued, answered or withdrawn
 
 	work    chan work
 	results chan result
@@ -104,9 +104,9 @@ func newDriver(cfg driverConfig, sess sessionAPI, out io.Writer, in io.Reader, s
 	}
 	d := &driver{
 		cfg: cfg, sess: sess, out: out, in: in, signals: signals, log: log,
-		handled:  make(map[string]bool),
-		work:     make(chan work, 64),
-		results:  make(chan result, 64),
+		handled: make(map[string]bool),
+		work:    make(chan work, 64),
+		results: make(chan result, 64),
 	}
 	if cfg.json {
 		d.enc = json.NewEncoder(out)
