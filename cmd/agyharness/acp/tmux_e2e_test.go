@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,9 +40,11 @@ func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
 	tm := Tmux{Agy: []string{fake, "--tui", "--earlier-runs", "2", "--seed", "3", "--chunk-delay", "2ms", "--scenario", sc, "--log", log},
 		SessionPrefix: "acp-e2e", Socket: socket}
+	var logs syncBuffer
 	r := startRigOn(t, agytest.Options{}, func(_ *agytest.Server, o *Options) {
 		o.AttachPort, o.Launcher, o.SessionDir = 0, tm, filepath.Join(dir, "sessions")
 		o.AttachTimeout = 30 * time.Second
+		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 
 	sess := r.newSession(t)
@@ -57,7 +60,7 @@ func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
 	}
 
 	res, err := r.prompt(t, sess.SessionId, "hello")
-	require.NoError(t, err, "pane:\n%s", pane())
+	require.NoError(t, err, "pane:\n%s\nupdates:%s\nlog:\n%s", pane(), dump(r.client.snapshot()), logs.String())
 	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
 	message, _ := texts(r.client.snapshot())
 	assert.Contains(t, message, "Hello, person.")
