@@ -598,36 +598,7 @@ func (f launcherFunc) Launch(ctx context.Context, cwd, conversation string) (*La
 	return f(ctx, cwd, conversation)
 }
 
-// agyTerminal is a launched fake agy's terminal: a typed turn is a person
-// typing in agy's terminal (TypeTurn), keys are recorded.
-type agyTerminal struct {
-	srv   *agytest.Server
-	mu    sync.Mutex
-	typed []string
-	keys  [][]string
-}
-
-func (f *agyTerminal) Type(_ context.Context, text string) error {
-	f.mu.Lock()
-	f.typed = append(f.typed, text)
-	f.mu.Unlock()
-	return f.srv.TypeTurn(text)
-}
-
-func (f *agyTerminal) Press(_ context.Context, keys ...string) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.keys = append(f.keys, keys)
-	return nil
-}
-
-func (f *agyTerminal) typedTurns() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.typed...)
-}
-
-// launched records what a test launcher was asked to launch.
+// launches records what a test launcher was asked to launch.
 type launches struct {
 	mu            sync.Mutex
 	cwds          []string
@@ -681,9 +652,9 @@ func TestNewSessionOnAFreshAgyTypesItsFirstPrompt(t *testing.T) {
 		{Actions: []agytest.Action{agytest.Say("Again.", 1)}},
 	}})
 	opts.Conversation, opts.EarlierRuns = false, 2
-	var term *agyTerminal
+	var term *agytest.Terminal
 	r := startRigOn(t, opts, func(srv *agytest.Server, o *Options) {
-		term = &agyTerminal{srv: srv}
+		term = srv.Terminal()
 		o.AttachPort, o.Launcher = 0, fakeLauncher(srv, term, &l)
 	})
 	earlier := r.srv.Conversations()
@@ -695,7 +666,7 @@ func TestNewSessionOnAFreshAgyTypesItsFirstPrompt(t *testing.T) {
 	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
 	message, _ := texts(r.client.snapshot())
 	assert.Contains(t, message, "Hello, person.")
-	assert.Equal(t, []string{"hello"}, term.typedTurns(), "the first prompt typed into agy's terminal")
+	assert.Equal(t, []string{"hello"}, term.Typed(), "the first prompt typed into agy's terminal")
 	minted := r.srv.ConversationID()
 	require.NotEmpty(t, minted)
 	assert.NotContains(t, earlier, minted)
@@ -706,7 +677,7 @@ func TestNewSessionOnAFreshAgyTypesItsFirstPrompt(t *testing.T) {
 	res, err = r.prompt(t, sess.SessionId, "once more")
 	require.NoError(t, err)
 	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
-	assert.Equal(t, []string{"hello"}, term.typedTurns(), "later prompts go over RPC")
+	assert.Equal(t, []string{"hello"}, term.Typed(), "later prompts go over RPC")
 	assert.Equal(t, 1, r.srv.Calls("SendUserCascadeMessage"))
 
 	_, err = r.conn.CloseSession(ctx(t), sdk.CloseSessionRequest{SessionId: sess.SessionId})
@@ -732,9 +703,9 @@ func TestTurnsTUITypesEveryPrompt(t *testing.T) {
 	var l launches
 	opts := fake(scenario(agytest.Say("Typed.", 1)))
 	opts.Conversation = false
-	var term *agyTerminal
+	var term *agytest.Terminal
 	r := startRigOn(t, opts, func(srv *agytest.Server, o *Options) {
-		term = &agyTerminal{srv: srv}
+		term = srv.Terminal()
 		o.Turns, o.AttachPort, o.Launcher = actors.TurnsTUI, 0, fakeLauncher(srv, term, &l)
 	})
 	sess := r.newSession(t)
@@ -743,7 +714,7 @@ func TestTurnsTUITypesEveryPrompt(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
 	}
-	assert.Equal(t, []string{"one", "two"}, term.typedTurns())
+	assert.Equal(t, []string{"one", "two"}, term.Typed())
 	assert.Zero(t, r.srv.Calls("SendUserCascadeMessage"))
 }
 
