@@ -286,3 +286,22 @@ func TestTypedTurnThatNeverShowsIsAnError(t *testing.T) {
 	assert.Contains(t, e.Message, "did not show in agy's conversation")
 	assert.Equal(t, []string{"hello"}, term.typedTurns(), "typed once")
 }
+
+// The keys that close agy's dialog are pressed even when agy's frame
+// showing the prompt answered arrives before the answer's reply (a denied
+// command ends at once).
+func TestDialogClosedWhenTheFrameBeatsTheAnswersReply(t *testing.T) {
+	sc := scenario(agytest.Run(agytest.CommandAction{Line: "rm -rf /", Output: "", NeedsApproval: true}), agytest.Say("Not run.", 1))
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	term := &fakeTerminal{srv: srv}
+	for i := range 2 {
+		r := newRigOn(t, srv, actors.Spec{Terminal: term})
+		seq := r.turn(fmt.Sprintf("clean up %d", i))
+		perm := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+		srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlowReply, Method: "HandleCascadeUserInteraction", Duration: 300 * time.Millisecond})
+		require.NoError(t, r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Action: messages.ActionDecline}))
+		r.ev.waitIdleAfter(t, perm.Seq)
+		require.Eventually(t, func() bool { return len(term.pressed()) == i+1 }, waitLong, time.Millisecond, "pressed %v", term.pressed())
+		assert.Equal(t, []string{"4", "Enter"}, term.pressed()[i])
+	}
+}

@@ -13,7 +13,7 @@ import (
 func attachCommand() *command {
 	c := &command{
 		name:     "attach",
-		synopsis: "attach (--pid N | --port P) [--conversation ID] [--csrf-token-file F] [--json] [--record F [--force]] [--read-mode both|stream|poll]",
+		synopsis: "attach (--pid N | --port P) [--conversation ID] [--wait D] [--csrf-token-file F] [--json] [--record F [--force]] [--read-mode both|stream|poll]",
 		summary:  "drive a running agy: events out, turns and answers in",
 		example: `agyharness attach --pid $(pgrep -n agy)          # human mode: type a line to send a turn
 agyharness attach --port 41237 --json < commands.jsonl > events.jsonl
@@ -31,6 +31,7 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan)")
 		fs.StringVar(&spec.ConversationID, "conversation", "", "conversation to bind (default: the most recently active)")
 		csrf.register(fs)
+		fs.DurationVar(&spec.WaitConversation, "wait", 0, "how long to wait for agy's first conversation when it has none yet (0: as long as agy runs)")
 		fs.StringVar(&spec.LogFile, "agy-log", "", "agy's log file: the port it last logged is tried first (with --pid)")
 		fs.BoolVar(&jsonOut, "json", false, "events as JSON lines on stdout; JSON commands on stdin")
 		record.register(fs)
@@ -48,6 +49,9 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		}
 		if spec.PID < 0 || spec.Port < 0 || spec.Port > 65535 {
 			return usagef("attach: --pid and --port must be positive (port at most 65535)")
+		}
+		if spec.WaitConversation < 0 {
+			return usagef("attach: --wait %s is negative", spec.WaitConversation)
 		}
 		if spec.LogFile != "" && spec.Port > 0 {
 			return usagef("attach: --agy-log goes with --pid (an explicit --port is never re-read)")

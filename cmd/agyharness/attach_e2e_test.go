@@ -258,3 +258,17 @@ func TestAttachFollowsAgysLogFile(t *testing.T) {
 	a.send(messages.Command{Type: messages.CommandDetach})
 	assert.Equal(t, 0, a.exit(wait), "stderr:\n%s", a.stderr.String())
 }
+
+// A fresh agy (no conversation of earlier runs either) has no
+// conversation until a turn is typed into its terminal: attach says so,
+// and --wait bounds the wait.
+func TestAttachToAFreshAgyWaitsForItsFirstConversation(t *testing.T) {
+	fake := startFakeAgy(t, "--conversation=false")
+	a := startAttach(t, "--port", strconv.Itoa(fake.port), "--wait", "500ms")
+	ev := a.er.until(wait, "no conversation yet", isStatus(messages.StateNoConversation))
+	assert.Empty(t, ev.ConversationID)
+	ev = a.er.until(wait, "the wait is over", isType(messages.EventError))
+	assert.Contains(t, ev.Message, "agy has no conversation after 500ms")
+	assert.NotEqual(t, 0, a.exit(wait), "the session ended with an error")
+	assert.Contains(t, a.stderr.String(), "no conversation")
+}

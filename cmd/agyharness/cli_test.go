@@ -84,6 +84,8 @@ func TestFlagValidation(t *testing.T) {
 		{[]string{"attach", "--port", "1", "--csrf-token-file", missingToken}, "no such file"},
 		{[]string{"launch", "--csrf-token-file", missingToken}, "no such file"},
 		{[]string{"launch", "--csrf-token", "x", "--csrf-token-file", emptyToken}, "not both"},
+		{[]string{"launch", "--turns", "telepathy"}, "want rpc or tui"},
+		{[]string{"attach", "--port", "1", "--wait", "-1s"}, "--wait -1s is negative"},
 	} {
 		code, _, stderr := runInProcess(tc.args...)
 		assert.Equal(t, exitUsage, code, "%v", tc.args)

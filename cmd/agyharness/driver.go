@@ -50,9 +50,9 @@ type driverConfig struct {
 	echoTurns bool
 	// interruptWindow: a second Ctrl-C within it detaches. Default 2s.
 	interruptWindow time.Duration
-	// onResolved runs after an answer reached agy (launch closes the
-	// prompt in agy's TUI). Called on the driver's goroutine.
-	onResolved func(ev *messages.Event)
+	// typesTurns: the session types turns into agy's terminal (launch),
+	// so a first turn can be sent to an agy without a conversation.
+	typesTurns bool
 }
 
 // work is one command for the worker; result is its outcome.
@@ -91,9 +91,8 @@ type driver struct {
 	lastSigint  time.Time
 	errN        int
 
-	prompts  []*pendingPrompt // open prompts the person answers in order (human mode)
-	handled  map[string]bool  // elicitations already queued, answered or withdrawn
-	resolved map[string]bool  // elicitations whose answer the driver sent
+	prompts []*pendingPrompt // open prompts the person answers in order (human mode)
+	handled map[string]bool  // elicitations already queued, answered or withdrawn
 
 	work    chan work
 	results chan result
@@ -105,10 +104,9 @@ func newDriver(cfg driverConfig, sess sessionAPI, out io.Writer, in io.Reader, s
 	}
 	d := &driver{
 		cfg: cfg, sess: sess, out: out, in: in, signals: signals, log: log,
-		handled:  make(map[string]bool),
-		resolved: make(map[string]bool),
-		work:     make(chan work, 64),
-		results:  make(chan result, 64),
+		handled: make(map[string]bool),
+		work:    make(chan work, 64),
+		results: make(chan result, 64),
 	}
 	if cfg.json {
 		d.enc = json.NewEncoder(out)
@@ -117,6 +115,9 @@ func newDriver(cfg driverConfig, sess sessionAPI, out io.Writer, in io.Reader, s
 		d.render = newRenderer(out, cfg.color)
 		if cfg.noTypedTurns {
 			d.render.idleHint = ""
+		}
+		if cfg.typesTurns {
+			d.render.noConversationHint = "the first turn you send is typed into agy"
 		}
 	}
 	return d
@@ -359,7 +360,6 @@ func (d *driver) onPrompt(ev *messages.Event) {
 	switch {
 	case d.cfg.auto:
 		r := autoResolve(ev)
-		d.resolved[ev.ElicitationID] = true
 		d.submit(messages.Command{Type: messages.CommandResolve, ElicitationID: r.ElicitationID, Action: r.Action, Answers: r.Answers})
 	case d.cfg.interactive && d.render != nil:
 		d.prompts = append(d.prompts, &pendingPrompt{ev: ev})
@@ -371,11 +371,6 @@ func (d *driver) onPrompt(ev *messages.Event) {
 
 func (d *driver) onPromptClosed(ev *messages.Event) {
 	d.handled[ev.ElicitationID] = true
-	// by is not required to be harness: the session may attribute an answer
-	// it delivered to agy's terminal when agy's frame beats the reply.
-	if d.resolved[ev.ElicitationID] && ev.By != messages.ByExpired && d.cfg.onResolved != nil {
-		d.cfg.onResolved(ev)
-	}
 	for i, p := range d.prompts {
 		if p.ev.ElicitationID != ev.ElicitationID {
 			continue
@@ -411,7 +406,6 @@ func (d *driver) onLine(line string) {
 		}
 		d.prompts = d.prompts[1:]
 		r := p.resolve()
-		d.resolved[r.ElicitationID] = true
 		d.submit(messages.Command{Type: messages.CommandResolve, ElicitationID: r.ElicitationID, Action: r.Action, Answers: r.Answers})
 		if len(d.prompts) > 0 {
 			d.render.ask(d.prompts[0].hint())
@@ -450,9 +444,6 @@ func (d *driver) onJSONLine(line string) {
 	case messages.CommandTurn:
 		d.sendTurn(c)
 	default:
-		if c.Type == messages.CommandResolve {
-			d.resolved[c.ElicitationID] = true
-		}
 		d.submit(c)
 	}
 }
@@ -468,9 +459,6 @@ func (d *driver) onResult(res result) {
 	}
 	if res.cmd.Type == messages.CommandTurn {
 		d.turnPending, d.turnSeen, d.turnActive = false, false, false
-	}
-	if res.cmd.Type == messages.CommandResolve {
-		delete(d.resolved, res.cmd.ElicitationID)
 	}
 	d.reportError(fmt.Errorf("%s failed: %w", res.cmd.Type, res.err))
 	d.maybeDetachOnEOF()

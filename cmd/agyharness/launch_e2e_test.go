@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,7 +26,10 @@ type launched struct {
 	log  string // fakeagy's log lines
 }
 
-func startLaunch(t *testing.T, harnessArgs ...string) *launched {
+// startLaunch runs the harness's launch with harnessArgs on fakeagy --tui
+// with fakeArgs (a fresh agy, with no conversation, unless they say
+// --conversation).
+func startLaunch(t *testing.T, harnessArgs, fakeArgs []string) *launched {
 	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (.ci/run installs it)")
@@ -35,8 +39,8 @@ func startLaunch(t *testing.T, harnessArgs ...string) *launched {
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", pane.socket, "kill-server").Run() })
 	args := append([]string{"launch", "--json", "--tmux-socket", pane.socket, "--tmux-session", "main", "--agy", fake}, harnessArgs...)
 	log := filepath.Join(t.TempDir(), "fakeagy.log")
-	args = append(args, "--", "--tui", "--conversation", "--seed", "5", "--chunk-delay", "2ms", "--prompt-timeout", "-1s", "--log", log)
-	l := &launched{attached: startAttachArgs(t, args...), pane: pane, log: log}
+	args = append(args, "--", "--tui", "--seed", "5", "--chunk-delay", "2ms", "--prompt-timeout", "-1s", "--log", log)
+	l := &launched{attached: startAttachArgs(t, append(args, fakeArgs...)...), pane: pane, log: log}
 	l.waitScreen("agy's TUI is up", func(s string) bool { return strings.Contains(s, "-- idle --") })
 	// Registered after the tmux server's cleanup, so it runs first: agy
 	// must go when its tmux session does (tmux hangs up on it), whether
@@ -53,6 +57,39 @@ func startLaunch(t *testing.T, harnessArgs ...string) *launched {
 		}
 	})
 	return l
+}
+
+// earlierRuns are the conversations of earlier runs fakeagy logged.
+func (l *launched) earlierRuns() []string {
+	l.t.Helper()
+	b, err := os.ReadFile(l.log)
+	require.NoError(l.t, err)
+	var ids []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if id, ok := strings.CutPrefix(line, "fakeagy: earlier run conversation "); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// launchScenario is what fakeagy does in the launch tests: "thanks" and a
+// person's "hello" get a short answer; any other turn asks to run a
+// command, then asks a question.
+func launchScenario(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "scenario.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"name": "launch", "turns": [
+  {"match": "thanks", "actions": [{"say": "You are welcome.", "chunks": 2}]},
+  {"match": "hello", "actions": [{"say": "Hello, person.", "chunks": 2}]},
+  {"actions": [
+    {"say": "Let me look first.", "chunks": 2},
+    {"run_command": {"line": "ls -la", "cwd": "/workspace", "output": "main.go\n", "needs_approval": true}},
+    {"ask": {"questions": [{"question": "Which part should I focus on?", "options": ["The Go code", "The build setup", "The tests"]}]}},
+    {"say": "Done looking.", "chunks": 2}
+  ]}
+]}`), 0o600))
+	return path
 }
 
 // running reports whether the process pid exists and is not a zombie.
@@ -108,39 +145,78 @@ func showsNone(parts ...string) func(string) bool {
 	}
 }
 
-// TestLaunchUnderTmux launches fakeagy --tui in tmux: the harness finds its
-// language server by the pane's PID, prompts answered over JSON close in
-// agy's TUI by the harness's Escape (else they stay drawn, as agy's do), and
-// a turn a person types in the pane comes out as a terminal user_message.
-func TestLaunchUnderTmux(t *testing.T) {
-	l := startLaunch(t)
+// TestLaunchFromColdStart drives launch end to end on a fresh agy (no
+// conversation; earlier runs on disk): the first turn is typed into agy's
+// pane and binds the conversation agy mints for it, never an earlier one;
+// an approval answered over JSON is closed in agy's terminal with agy's
+// keys (1 Enter); an interrupt while a question is open declines it and
+// closes its dialog (Escape); a second turn goes over RPC; a person's turn
+// typed in the pane afterwards is a turn (no stale dialog swallows it);
+// the pane shows what agy's would.
+func TestLaunchFromColdStart(t *testing.T) {
+	l := startLaunch(t, nil, []string{"--earlier-runs", "2", "--scenario", launchScenario(t)})
+	cold := l.er.until(wait, "no conversation yet", isStatus(messages.StateNoConversation))
+	assert.Empty(t, cold.ConversationID)
+	l.waitScreen("a fresh agy", shows("no conversation yet"))
+	earlier := l.earlierRuns()
+	require.Len(t, earlier, 2)
 
 	l.send(messages.Command{Type: messages.CommandTurn, Text: "Show me what you can do"})
+	user := l.er.until(wait, "the first turn", isType(messages.EventUserMessage))
+	assert.Equal(t, "Show me what you can do", user.Text)
+	assert.Equal(t, messages.OriginHarness, user.Origin, "typed by the harness")
+	require.NotEmpty(t, user.ConversationID)
+	assert.NotContains(t, earlier, user.ConversationID, "never a conversation of an earlier run")
+	l.waitScreen("the typed turn in the conversation agy minted", shows("conversation "+user.ConversationID, "\n> Show me what you can do\n"))
+
 	perm := l.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
 	require.Equal(t, messages.KindPermission, perm.Kind)
-	l.waitScreen("the permission widget", shows("| Allow command ls -la? [y/n]"))
+	l.waitScreen("agy's permission dialog", shows("| command ls -la\n| Do you want to proceed?", "|   4. No"))
 	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionAccept})
 	res := l.er.until(wait, "permission resolved", isType(messages.EventElicitationResolved))
 	assert.Equal(t, messages.ByHarness, res.By)
-	l.waitScreen("no permission widget after the harness's Escape", showsNone("[y/n]", "answered elsewhere"))
+	assert.Equal(t, messages.ActionAccept, res.Action)
 
 	q := l.er.until(wait, "question prompt", isType(messages.EventElicitationRequest))
 	require.Equal(t, messages.KindQuestion, q.Kind)
-	l.waitScreen("the question widget", shows("| Which part should I focus on?", "|   3) The tests"))
-	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: q.ElicitationID, Action: messages.ActionAccept,
-		Answers: []messages.Answer{{SelectedOptionIDs: []string{"3"}}}})
-	l.er.until(wait, "question resolved", isType(messages.EventElicitationResolved))
-	l.er.until(wait, "idle", isStatus("idle"))
-	l.waitScreen("no open widget, the answer in the conversation",
+	l.waitScreen("the permission dialog closed by its keys, the question's open",
 		func(s string) bool {
-			return shows("? Which part should I focus on? -> The tests", "-- idle --")(s) && showsNone("agy asks", "answered elsewhere")(s)
+			return shows("| Which part should I focus on?", "|   3. The tests")(s) && showsNone("Do you want to proceed?", "answered elsewhere")(s)
 		})
 
+	l.send(messages.Command{Type: messages.CommandInterrupt})
+	declined := l.er.until(wait, "the question declined", isType(messages.EventElicitationResolved))
+	assert.Equal(t, q.ElicitationID, declined.ElicitationID)
+	assert.Equal(t, messages.ActionCancel, declined.Action)
+	l.er.until(wait, "idle after the interrupt", isStatus(messages.StateIdle))
+	l.waitScreen("no dialog after the interrupt (Escape closed it)", func(s string) bool {
+		return shows("-- idle --")(s) && showsNone("agy asks")(s)
+	})
+
+	l.send(messages.Command{Type: messages.CommandTurn, Text: "thanks"})
+	second := l.er.until(wait, "the second turn", isType(messages.EventUserMessage))
+	assert.Equal(t, "thanks", second.Text)
+	assert.Equal(t, messages.OriginHarness, second.Origin)
+	assert.Equal(t, user.ConversationID, second.ConversationID)
+	answer := l.er.until(wait, "the answer", isType(messages.EventMessage))
+	assert.Equal(t, "You are welcome.", answer.Text)
+	l.er.until(wait, "idle", isStatus(messages.StateIdle))
+
 	l.pane.keys("hello from the pane", "Enter")
-	typed := l.er.until(wait, "the typed turn", isType(messages.EventUserMessage))
+	typed := l.er.until(wait, "the person's turn", isType(messages.EventUserMessage))
 	assert.Equal(t, "hello from the pane", typed.Text)
 	assert.Equal(t, messages.OriginTerminal, typed.Origin)
+	l.er.until(wait, "idle", isStatus(messages.StateIdle))
+	l.waitScreen("the whole conversation, as agy's terminal shows it", func(s string) bool {
+		return shows("> Show me what you can do\nLet me look first.\n$ ls -la\n  main.go\n", "\n> thanks\nYou are welcome.\n",
+			"\n> hello from the pane\nHello, person.\n", "-- idle --")(s) && showsNone("agy asks")(s)
+	})
 
+	for _, ev := range l.er.events {
+		if ev.Type == messages.EventError {
+			t.Errorf("unexpected error event: %s", ev.Message)
+		}
+	}
 	l.send(`{"type":"detach"}`)
 	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
 	assert.Contains(t, l.stderr.String(), "tmux session main")
@@ -148,23 +224,80 @@ func TestLaunchUnderTmux(t *testing.T) {
 	assert.Error(t, err, "the harness's tmux session is gone after it exits")
 }
 
-// TestLaunchWithoutCloseKeyLeavesTheWidget shows why the harness sends
-// Escape: without it, a prompt answered over JSON stays drawn in agy's TUI
-// until a person closes it.
-func TestLaunchWithoutCloseKeyLeavesTheWidget(t *testing.T) {
-	l := startLaunch(t, "--close-prompt-key", "")
+// With --turns tui every turn is typed into agy's pane; a question
+// answered over JSON is closed with its option's digit and Enter, so the
+// turn typed next is a turn, not swallowed by a stale dialog.
+func TestLaunchTypesEveryTurnWithTurnsTUI(t *testing.T) {
+	l := startLaunch(t, []string{"--turns", "tui"}, []string{"--scenario", launchScenario(t)})
+	l.er.until(wait, "no conversation yet", isStatus(messages.StateNoConversation))
 
 	l.send(messages.Command{Type: messages.CommandTurn, Text: "Show me what you can do"})
 	perm := l.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
-	l.waitScreen("the permission widget", shows("| Allow command ls -la? [y/n]"))
+	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionDecline})
+	res := l.er.until(wait, "permission resolved", isType(messages.EventElicitationResolved))
+	assert.Equal(t, messages.ActionDecline, res.Action)
+	q := l.er.until(wait, "question prompt", isType(messages.EventElicitationRequest))
+	l.waitScreen("the question's dialog, the permission's closed", func(s string) bool {
+		return shows("|   3. The tests")(s) && showsNone("Do you want to proceed?")(s)
+	})
+	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: q.ElicitationID, Action: messages.ActionAccept,
+		Answers: []messages.Answer{{SelectedOptionIDs: []string{"3"}}}})
+	l.er.until(wait, "question resolved", isType(messages.EventElicitationResolved))
+	l.er.until(wait, "idle", isStatus(messages.StateIdle))
+	l.waitScreen("no dialog", func(s string) bool {
+		return shows("? Which part should I focus on? -> The tests")(s) && showsNone("agy asks")(s)
+	})
+
+	l.send(messages.Command{Type: messages.CommandTurn, Text: "thanks"})
+	second := l.er.until(wait, "the second turn", func(ev *messages.Event) bool {
+		return ev.Type == messages.EventUserMessage && ev.Text == "thanks"
+	})
+	assert.Equal(t, messages.OriginHarness, second.Origin, "typed by the harness, and taken by agy")
+	l.er.until(wait, "idle", isStatus(messages.StateIdle))
+	l.waitScreen("the typed turn and its answer", shows("\n> thanks\nYou are welcome.\n"))
+	l.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
+}
+
+// TestLaunchWithoutCloseKeysLeavesTheDialog shows why the harness presses
+// agy's keys: with none (--close-prompt-key ""), a prompt answered over
+// JSON stays drawn in agy's terminal until a person closes it.
+func TestLaunchWithoutCloseKeysLeavesTheDialog(t *testing.T) {
+	l := startLaunch(t, []string{"--close-prompt-key", ""}, []string{"--conversation", "--scenario", launchScenario(t)})
+
+	l.send(messages.Command{Type: messages.CommandTurn, Text: "Show me what you can do"})
+	perm := l.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
+	l.waitScreen("the permission dialog", shows("Do you want to proceed?"))
 	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Action: messages.ActionAccept})
 	l.er.until(wait, "question prompt", isType(messages.EventElicitationRequest))
-	l.waitScreen("the stale permission widget", shows("| Allow command ls -la? [y/n]", "| (prompt answered elsewhere - Esc to close)"))
+	l.waitScreen("the stale permission dialog", shows("Do you want to proceed?", "| (answered elsewhere: 1-4 then Enter, or Esc, closes this)"))
 
 	l.pane.keys("Escape")
-	l.waitScreen("the question once the person closed the stale widget",
-		func(s string) bool { return shows("|   1) The Go code")(s) && showsNone("[y/n]")(s) })
+	l.waitScreen("the question once the person closed the stale dialog",
+		func(s string) bool { return shows("|   1. The Go code")(s) && showsNone("Do you want to proceed?")(s) })
 
+	l.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
+}
+
+// launch --conversation ID resumes ID in agy (agy --conversation ID) and
+// binds it at once.
+func TestLaunchResumesAConversation(t *testing.T) {
+	// fakeagy's earlier runs depend on its seed alone: the launched one
+	// (seed 5) keeps the same.
+	srv, err := agytest.NewServer(agytest.Options{EarlierRuns: 2, Seed: 5})
+	require.NoError(t, err)
+	earlier := srv.Conversations()
+	require.NoError(t, srv.Close())
+	require.Len(t, earlier, 2)
+
+	l := startLaunch(t, []string{"--conversation", earlier[0]}, []string{"--earlier-runs", "2"})
+	idle := l.er.until(wait, "bound", isStatus(messages.StateIdle))
+	assert.Equal(t, earlier[0], idle.ConversationID)
+	for _, ev := range l.er.events {
+		assert.NotEqual(t, messages.StateNoConversation, ev.State, "bound at once")
+	}
+	l.waitScreen("agy on the resumed conversation", shows("conversation "+earlier[0], "> Earlier run 1: tidy the workspace"))
 	l.send(`{"type":"detach"}`)
 	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
 }

@@ -39,6 +39,8 @@ type renderer struct {
 	perms    map[string]bool      // elicitation ids that are permissions
 	calls    map[string]*callView // tool calls without their output yet
 	idleHint string               // shown on the idle status line
+	// noConversationHint says how agy gets its first conversation.
+	noConversationHint string
 }
 
 func newRenderer(w io.Writer, color bool) *renderer {
@@ -50,6 +52,8 @@ func newRenderer(w io.Writer, color bool) *renderer {
 		perms:    make(map[string]bool),
 		calls:    make(map[string]*callView),
 		idleHint: "type a message, Ctrl-C twice to leave",
+
+		noConversationHint: "waiting for the first turn typed in agy's terminal",
 	}
 }
 
@@ -173,6 +177,10 @@ func (r *renderer) event(ev *messages.Event) {
 // status draws the status line.
 func (r *renderer) status(state string) {
 	p := r.p
+	if state == messages.StateNoConversation {
+		r.line("%s── agy has no conversation yet: %s ──%s", p.dim, r.noConversationHint, p.reset)
+		return
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "── %s", state)
 	if r.model != "" {

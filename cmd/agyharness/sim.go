@@ -69,6 +69,7 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 			exitAfterTurns: true,
 			echoTurns:      !*jsonOut,
 			noTypedTurns:   true,
+			typesTurns:     true,
 		})
 		if auto {
 			cfg.interactive = false

@@ -1,11 +1,13 @@
-// Command fakeagy runs the fake agy language server (rpc/agytest) as its own
+// Command fakeagy runs the fake language server (rpc/agytest) as its own
 // process, for demos, manual tests and tests that discover agy by PID.
 //
 // With no flags it starts as a fresh agy does, with no conversation until the
 // first turn is typed into its terminal (--tui) and then runs the default
 // scenario; --conversation starts it with one root conversation instead, and
 // --earlier-runs N lists N idle conversations of earlier runs, as agy lists
-// those it keeps on disk. It prints agy's log lines to stderr:
+// those it keeps on disk (their ids are logged; --conversation ID starts on
+// one of them, as agy's --conversation ID resumes a conversation). It prints
+// agy's log lines to stderr:
 //
 //	Language server listening on random port at <N> for HTTPS
 //	Language server listening on random port at <M> for HTTP
@@ -15,7 +17,7 @@
 // exits as SIGTERM does; SIGTERM and SIGINT stop it cleanly (exit status 0). --log FILE
 // writes those lines to FILE instead.
 //
-// With --tui it also plays agy's terminal UI, as far as the harness needs,
+// With --tui it also plays agy's terminal, as far as the harness needs,
 // drawn as plain text (clear and redraw on every change, read from the
 // server every --tui-refresh) on stdout, with stdin put in cbreak mode by
 // stty (so --tui needs a terminal, e.g. a tmux pane):
@@ -30,22 +32,36 @@
 //
 //	-- running --                        the cascade's run status
 //	+-- agy asks --------------------------------
-//	| Allow command ls -la? [y/n]        a permission prompt; a question
-//	+--------------------------------------------  lists options 1) 2) ...
-//	> _                                  the line being typed
+//	| command ls -la                     agy's permission dialog; a question
+//	| Do you want to proceed?            lists its options 1. 2. ... instead
+//	|   1. Yes
+//	|   2. Yes, and always allow this in this conversation
+//	|   3. Yes, and always allow this
+//	|   4. No
+//	| [1-4 then Enter; Esc declines]
+//	+--------------------------------------------
+//	> _                                  the draft
 //
-// Keys: typed text and Enter send a turn as a person in agy's terminal
-// (agytest.Server.TypeTurn). While a prompt widget is drawn it takes the
-// keyboard: y or n answers a permission, a digit picks that option of a
-// single question (agytest.Server.AnswerFromTerminal), and Escape closes the
-// widget without answering (the prompt stays open over RPC). Ctrl-C,
+// Keys, as agy takes them: typed text and Enter send a turn as a person in
+// agy's terminal (agytest.Server.TypeTurn; the first one mints a fresh
+// agy's conversation). It asks for bracketed paste: a paste (ESC[200~ ...
+// ESC[201~, what tmux paste-buffer -p sends) goes into the draft, line
+// breaks included; C-a goes to the start of the draft's line, C-e to its
+// end, C-k kills to its end. While a dialog is drawn it takes the keyboard:
+// a digit picks an option (several, for a multi-select question), Enter
+// acts on it (agytest.Server.AnswerFromTerminal: permission options 1 to 3
+// allow, 4 denies; a question gets the options picked), Escape declines
+// the prompt (a question with no responses, a permission denied). Ctrl-C,
 // SIGINT, SIGTERM and SIGHUP (the terminal gone, e.g. its tmux session
 // killed) exit and restore the terminal.
 //
-// The quirk the harness relies on: a prompt answered over RPC leaves its
-// widget drawn, marked "(prompt answered elsewhere - Esc to close)", until
-// Escape closes it, as agy's own TUI keeps it open; a prompt that opens
-// meanwhile is drawn once the stale widget is closed.
+// The quirks the harness relies on, as agy's terminal does them: a prompt
+// answered over RPC leaves its dialog drawn, marked "(answered elsewhere:
+// ...)", until exactly its keys close it (an option's digit(s) then Enter,
+// or Escape); while a dialog is drawn, what is typed or pasted goes into
+// it and Enter drops it there, so a turn typed then is lost; a prompt that
+// opens meanwhile is drawn once the stale dialog is closed. The words of
+// permission options 2 and 3 are a guess (agy's were not recorded).
 package main
 
 import (
@@ -84,14 +100,15 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	tuiMode := fs.Bool("tui", false, "draw agy's terminal UI on stdout and take keys on stdin (needs a terminal)")
 	refresh := fs.Duration("tui-refresh", 50*time.Millisecond, "how often --tui reads the server for changes")
 	logFile := fs.String("log", "", "write the log lines to this file instead of stderr")
-	conversation := fs.Bool("conversation", false, "start with one root conversation (default: none until the first turn is typed, as a fresh agy)")
+	conversation := &conversationFlag{}
+	fs.Var(conversation, "conversation", "start with one root conversation (default: none until the first turn is typed, as a fresh agy); --conversation ID resumes conversation ID of an earlier run, as agy's --conversation ID does")
 	earlier := fs.Int("earlier-runs", 0, "list this many idle conversations of earlier runs, as agy lists those it keeps on disk")
 	maxSteps := fs.Int("max-steps-per-read", 0, "cap on the steps of one GetCascadeTrajectorySteps answer (0: 600, negative: none)")
 	unstreamed := fs.Float64("unstreamed-prompts", 0, "probability that a WAITING prompt is never streamed (0: 0.5, negative: never)")
 	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
 	movingMod := fs.Bool("moving-modified-time", false, "report the read's time as every conversation's lastModifiedTime (no agy is known to)")
 	multi := addMultiFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(joinConversationID(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -110,7 +127,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		logw = f
 	}
 	opts := agytest.Options{
-		Conversation:       *conversation,
+		Conversation:       conversation.fresh,
 		EarlierRuns:        *earlier,
 		MaxStepsPerRead:    *maxSteps,
 		UnstreamedPrompts:  *unstreamed,
@@ -151,12 +168,22 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
+	if conversation.id != "" {
+		if err := srv.Resume(conversation.id); err != nil {
+			return fmt.Errorf("--conversation %s: %w", conversation.id, err)
+		}
+	}
 	// Signals are caught before the ports are announced: whoever reads the
 	// log line may signal at once.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	printPorts(logw, srv)
+	for _, id := range srv.Conversations() {
+		if id != srv.ConversationID() {
+			fmt.Fprintf(logw, "fakeagy: earlier run conversation %s\n", id)
+		}
+	}
 	if id := srv.ConversationID(); id != "" {
 		fmt.Fprintf(logw, "fakeagy: conversation %s\n", id)
 	} else {
@@ -168,7 +195,6 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	var tuiDone chan error
 	if tty != nil {
 		term := newTerminal(srv, stdout, *refresh)
-		term.header = strings.TrimSpace("fakeagy (agy stand-in) conversation " + srv.ConversationID())
 		term.height = tty.rows
 		tuiDone = make(chan error, 1)
 		go func() { tuiDone <- term.run(ctx, stdin) }()
@@ -213,6 +239,56 @@ wait:
 		return fmt.Errorf("shutdown timed out")
 	}
 	return nil
+}
+
+// conversationFlag is --conversation: a flag with no value (start with a
+// root conversation), or agy's --conversation ID (resume conversation ID).
+type conversationFlag struct {
+	fresh bool
+	id    string
+}
+
+func (c *conversationFlag) String() string {
+	if c == nil || c.id == "" {
+		return ""
+	}
+	return c.id
+}
+
+func (c *conversationFlag) Set(v string) error {
+	switch v {
+	case "true":
+		c.fresh, c.id = true, ""
+	case "false", "":
+		c.fresh, c.id = false, ""
+	default:
+		c.fresh, c.id = false, v
+	}
+	return nil
+}
+
+// IsBoolFlag lets --conversation stand alone.
+func (c *conversationFlag) IsBoolFlag() bool { return true }
+
+// joinConversationID rewrites agy's "--conversation ID" as
+// "--conversation=ID" (the flag package takes a flag that may stand alone
+// only in that form). fakeagy takes no arguments, so a word after
+// --conversation that is not a flag is its ID.
+func joinConversationID(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "--conversation" || a == "-conversation") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+			out = append(out, a+"="+args[i+1])
+			i++
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func printPorts(w io.Writer, srv *agytest.Server) {

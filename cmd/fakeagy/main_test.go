@@ -7,6 +7,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -157,4 +158,57 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	assert.Error(t, run([]string{"extra"}, nil, io.Discard, &stderr))
 	assert.Error(t, run([]string{"--scenario", filepath.Join(t.TempDir(), "missing.json")}, nil, io.Discard, &stderr))
 	assert.Error(t, run([]string{"--host", "192.0.2.1"}, nil, io.Discard, &stderr))
+}
+
+// lines reads stderr lines until one starts with stop, and returns those
+// that start with prefix.
+func (p *process) linesUntil(t *testing.T, prefix, stop string) []string {
+	t.Helper()
+	var got []string
+	deadline := time.After(20 * time.Second)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			require.True(t, ok, "fakeagy exited before logging %q", stop)
+			if strings.HasPrefix(line, prefix) {
+				got = append(got, strings.TrimPrefix(line, prefix))
+			}
+			if strings.HasPrefix(line, stop) {
+				return got
+			}
+		case <-deadline:
+			t.Fatalf("no %q line", stop)
+		}
+	}
+}
+
+// agy's --conversation ID starts agy on a conversation it keeps: fakeagy
+// logs the conversations of earlier runs, and resumes one by its id.
+func TestConversationIDResumesAnEarlierRun(t *testing.T) {
+	p := startFakeagy(t, "--conversation=false", "--earlier-runs", "2", "--seed", "4")
+	earlier := p.linesUntil(t, "fakeagy: earlier run conversation ", "fakeagy: no conversation yet")
+	require.Len(t, earlier, 2)
+	p.stop(t)
+
+	p = startFakeagy(t, "--earlier-runs", "2", "--seed", "4", "--conversation", earlier[1], "--chunk-delay", "1ms")
+	others := p.linesUntil(t, "fakeagy: earlier run conversation ", "fakeagy: conversation "+earlier[1])
+	assert.Equal(t, earlier[:1], others, "the same earlier runs, one of them resumed")
+	p.stop(t)
+
+	var stderr bytes.Buffer
+	err := run([]string{"--conversation", "no-such-conversation"}, nil, io.Discard, &stderr)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "no root conversation no-such-conversation")
+}
+
+func TestJoinConversationID(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"--conversation"}, []string{"--conversation"}},
+		{[]string{"--conversation", "--tui"}, []string{"--conversation", "--tui"}},
+		{[]string{"--tui", "--conversation", "abc", "--seed", "5"}, []string{"--tui", "--conversation=abc", "--seed", "5"}},
+		{[]string{"-conversation", "abc"}, []string{"-conversation=abc"}},
+		{[]string{"--", "--conversation", "abc"}, []string{"--", "--conversation", "abc"}},
+	} {
+		assert.Equal(t, tc.want, joinConversationID(tc.in), "%q", tc.in)
+	}
 }

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/agyharness/agyharness/rpc"
@@ -26,32 +28,56 @@ type agyServer interface {
 // errQuit is returned by terminal.run when the person pressed Ctrl-C.
 var errQuit = errors.New("quit")
 
+// Keys, and the two ends of a bracketed paste (ESC[200~ and ESC[201~,
+// which tmux paste-buffer -p sends once the program asked for them).
 const (
+	keyCtrlA     = 0x01
 	keyCtrlC     = 0x03
-	keyBackspace = 0x7f
+	keyCtrlE     = 0x05
 	keyCtrlH     = 0x08
+	keyCtrlK     = 0x0b
 	keyEscape    = 0x1b
+	keyBackspace = 0x7f
+
+	keyPasteStart rune = -1
+	keyPasteEnd   rune = -2
 )
 
 // clearScreen homes the cursor and clears the screen: every draw is a whole
 // screen, which is all a minimal TUI needs.
 const clearScreen = "\x1b[H\x1b[2J"
 
+// Bracketed paste on and off: the program asks the terminal to mark pastes.
+const (
+	bracketedPasteOn  = "\x1b[?2004h"
+	bracketedPasteOff = "\x1b[?2004l"
+)
+
+// permissionOptions are the options of agy's permission dialog. agy's
+// are "1. Yes" ... "4. No" (recorded live); the words of 2 and 3, two
+// "always allow" variants, were not recorded: these are a guess.
+var permissionOptions = []string{
+	"Yes",
+	"Yes, and always allow this in this conversation",
+	"Yes, and always allow this",
+	"No",
+}
+
 // terminal is the minimal TUI of agy that fakeagy --tui draws: the active
-// conversation, a status line, the open prompt's widget and the line being
+// conversation, a status line, the open prompt's dialog and the draft being
 // typed. All its state is owned by run's goroutine.
 type terminal struct {
 	srv     agyServer
 	out     io.Writer
 	refresh time.Duration // how often the server is read for changes
 	height  int           // screen rows; 0: never trim the conversation
-	header  string        // first line of the screen
 
-	input     []rune
-	widget    *widget
-	dismissed map[promptKey]bool // prompts closed with Escape while still WAITING
-	notice    string             // the last error, shown until the next key
-	drawn     string             // the screen last written
+	draft   []rune // the turn being typed
+	cursor  int    // in draft
+	pasting bool   // between ESC[200~ and ESC[201~
+	dialog  *dialog
+	notice  string // the last error, shown until the next key
+	drawn   string // the screen last written
 }
 
 // promptKey names one WAITING step.
@@ -60,34 +86,39 @@ type promptKey struct {
 	index int
 }
 
-// widget is the prompt dialog on screen. Like agy's, it stays drawn after
-// its prompt was answered elsewhere (stale) until a key closes it.
-type widget struct {
-	key   promptKey
-	ask   rpc.Interaction
-	stale bool
+// dialog is agy's prompt dialog on screen. Like agy's, it takes the
+// keyboard while drawn (what is typed goes into it, never into a turn), and
+// it stays drawn after its prompt was answered elsewhere (stale) until the
+// keys that close it: an option's digit(s) then Enter, or Escape.
+type dialog struct {
+	key    promptKey
+	ask    rpc.Interaction
+	multi  bool   // its (first) question takes several options
+	stale  bool   // answered elsewhere
+	picked []int  // the options picked (1-based), in order
+	typed  []rune // text typed into the dialog: agy's filter/amend line, lost on Enter
 }
 
 func newTerminal(srv agyServer, out io.Writer, refresh time.Duration) *terminal {
 	if refresh <= 0 {
 		refresh = 50 * time.Millisecond
 	}
-	return &terminal{srv: srv, out: out, refresh: refresh, dismissed: map[promptKey]bool{}}
+	return &terminal{srv: srv, out: out, refresh: refresh}
 }
 
-// run draws the screen, then redraws on every change it sees (read every
-// refresh interval) and handles the keys read from in, until ctx ends (nil)
-// or Ctrl-C arrives (errQuit). The goroutine reading in ends when in
-// returns an error or EOF, or at once after run returned if it is blocked
-// delivering a chunk; a read blocked on a terminal outlives run until the
-// process exits.
+// run asks for bracketed paste, draws the screen, then redraws on every
+// change it sees (read every refresh interval) and handles the keys read
+// from in, until ctx ends (nil) or Ctrl-C arrives (errQuit). The goroutine
+// reading in ends when in returns an error or EOF, or at once after run
+// returned if it is blocked delivering a chunk; a read blocked on a
+// terminal outlives run until the process exits.
 func (t *terminal) run(ctx context.Context, in io.Reader) error {
 	chunks := make(chan []byte)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		defer close(chunks)
-		buf := make([]byte, 256)
+		buf := make([]byte, 4096)
 		for {
 			n, err := in.Read(buf)
 			if n > 0 {
@@ -102,9 +133,12 @@ func (t *terminal) run(ctx context.Context, in io.Reader) error {
 			}
 		}
 	}()
+	_, _ = io.WriteString(t.out, bracketedPasteOn)
+	defer func() { _, _ = io.WriteString(t.out, bracketedPasteOff) }()
 	tick := time.NewTicker(t.refresh)
 	defer tick.Stop()
 	t.update()
+	var rest []byte // an escape sequence or a character cut by the end of a read
 	for {
 		select {
 		case <-ctx.Done():
@@ -116,7 +150,9 @@ func (t *terminal) run(ctx context.Context, in io.Reader) error {
 				chunks = nil // input ended: keep drawing until ctx ends
 				continue
 			}
-			for _, k := range parseKeys(b) {
+			var keys []key
+			keys, rest = parseKeys(append(rest, b...))
+			for _, k := range keys {
 				if k.r == keyCtrlC {
 					return errQuit
 				}
@@ -127,14 +163,17 @@ func (t *terminal) run(ctx context.Context, in io.Reader) error {
 	}
 }
 
-// key is one key press: a rune, or Escape (r == keyEscape). Other escape
-// sequences (arrows, function keys) are dropped.
+// key is one key press: a rune, Escape (keyEscape), or an end of a
+// bracketed paste. Other escape sequences (arrows, function keys) are
+// dropped.
 type key struct{ r rune }
 
-// parseKeys splits one read into keys. A lone ESC (or ESC before anything
-// but '[' or 'O') is Escape; ESC [ ... and ESC O x are sequences agy's
-// widgets do not use here.
-func parseKeys(b []byte) []key {
+// parseKeys splits input into keys, and returns what is left of it: an
+// escape sequence or a UTF-8 character cut short by the end of the input,
+// to be completed by the next read. A lone ESC (or ESC before anything but
+// '[' or 'O') is Escape; ESC [ 200~ and ESC [ 201~ start and end a
+// bracketed paste; other ESC [ ... and ESC O x sequences are dropped.
+func parseKeys(b []byte) ([]key, []byte) {
 	var keys []key
 	for len(b) > 0 {
 		if b[0] == keyEscape {
@@ -143,10 +182,22 @@ func parseKeys(b []byte) []key {
 				for i < len(b) && (b[i] < 0x40 || b[i] > 0x7e) {
 					i++
 				}
-				b = b[min(i+1, len(b)):]
+				if i == len(b) {
+					return keys, b // cut short
+				}
+				switch string(b[2 : i+1]) {
+				case "200~":
+					keys = append(keys, key{keyPasteStart})
+				case "201~":
+					keys = append(keys, key{keyPasteEnd})
+				}
+				b = b[i+1:]
 				continue
 			}
-			if len(b) > 2 && b[1] == 'O' {
+			if len(b) > 1 && b[1] == 'O' {
+				if len(b) == 2 {
+					return keys, b
+				}
 				b = b[3:]
 				continue
 			}
@@ -154,44 +205,40 @@ func parseKeys(b []byte) []key {
 			b = b[1:]
 			continue
 		}
+		if !utf8.FullRune(b) {
+			return keys, b
+		}
 		r, n := utf8.DecodeRune(b)
 		keys = append(keys, key{r})
 		b = b[n:]
 	}
-	return keys
+	return keys, nil
 }
 
-// handle applies one key: to the widget when one is drawn (as agy's dialogs
-// take the keyboard), else to the line being typed.
+// handle applies one key: to the dialog when one is drawn (as agy's dialogs
+// take the keyboard), else to the draft.
 func (t *terminal) handle(k key) {
 	t.notice = ""
-	if w := t.widget; w != nil {
-		switch {
-		case k.r == keyEscape:
-			if !w.stale {
-				t.dismissed[w.key] = true
-			}
-			t.widget = nil
-		case w.stale:
-		case w.ask.Permission != nil && (k.r == 'y' || k.r == 'Y' || k.r == 'n' || k.r == 'N'):
-			t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: k.r == 'y' || k.r == 'Y'}})
-		case w.ask.AskQuestion != nil && len(w.ask.AskQuestion.Questions) == 1 && k.r >= '1' && k.r <= '9':
-			q := w.ask.AskQuestion.Questions[0]
-			n := int(k.r - '0')
-			if n > len(q.Options) {
-				t.notice = fmt.Sprintf("no option %d", n)
-				return
-			}
-			t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{
-				Question: q.Question, SelectedOptionIDs: []string{q.Options[n-1].ID},
-			}}}})
-		}
+	switch k.r {
+	case keyPasteStart:
+		t.pasting = true
+		return
+	case keyPasteEnd:
+		t.pasting = false
+		return
+	}
+	if t.pasting {
+		t.paste(k.r)
+		return
+	}
+	if t.dialog != nil {
+		t.dialogKey(k)
 		return
 	}
 	switch k.r {
 	case '\r', '\n':
-		text := strings.TrimSpace(string(t.input))
-		t.input = t.input[:0]
+		text := strings.TrimSpace(string(t.draft))
+		t.draft, t.cursor = t.draft[:0], 0
 		if text == "" {
 			return
 		}
@@ -199,50 +246,225 @@ func (t *terminal) handle(k key) {
 			t.notice = err.Error()
 		}
 	case keyBackspace, keyCtrlH:
-		if len(t.input) > 0 {
-			t.input = t.input[:len(t.input)-1]
+		if t.cursor > 0 {
+			t.draft = slices.Delete(t.draft, t.cursor-1, t.cursor)
+			t.cursor--
 		}
+	case keyCtrlA:
+		t.cursor = t.lineStart()
+	case keyCtrlE:
+		t.cursor = t.lineEnd()
+	case keyCtrlK:
+		end := t.lineEnd()
+		if end == t.cursor && end < len(t.draft) {
+			end++ // at the end of a line: join the next
+		}
+		t.draft = slices.Delete(t.draft, t.cursor, end)
 	default:
-		if k.r >= ' ' && k.r != keyBackspace && k.r != utf8.RuneError {
-			t.input = append(t.input, k.r)
+		if printable(k.r) {
+			t.insert(k.r)
 		}
 	}
 }
 
-// answer answers the open widget's prompt from this terminal; the widget
-// closes, as agy's does when the person answers in it.
-func (t *terminal) answer(resp rpc.InteractionResponse) {
-	if err := t.srv.AnswerFromTerminal(t.widget.key.conv, resp); err != nil {
-		t.notice = err.Error()
+func printable(r rune) bool { return r >= ' ' && r != utf8.RuneError && !unicode.IsControl(r) }
+
+func (t *terminal) insert(r rune) {
+	t.draft = slices.Insert(t.draft, t.cursor, r)
+	t.cursor++
+}
+
+func (t *terminal) lineStart() int {
+	i := t.cursor
+	for i > 0 && t.draft[i-1] != '\n' {
+		i--
+	}
+	return i
+}
+
+func (t *terminal) lineEnd() int {
+	i := t.cursor
+	for i < len(t.draft) && t.draft[i] != '\n' {
+		i++
+	}
+	return i
+}
+
+// paste takes one pasted character: into the dialog when one is drawn,
+// else into the draft (a line break stays a line break: Enter inside a
+// paste sends nothing).
+func (t *terminal) paste(r rune) {
+	if r == '\r' {
+		r = '\n'
+	}
+	if r != '\n' && r != '\t' && !printable(r) {
 		return
 	}
-	t.widget = nil
+	if d := t.dialog; d != nil {
+		d.typed = append(d.typed, r)
+		return
+	}
+	t.insert(r)
 }
 
-// update reads the server, moves the widget on, and redraws when the screen
-// changed.
+// dialogKey applies a key to the dialog: a digit picks an option (toggles
+// it in a multi-select question), Enter acts on what was picked (answers
+// the prompt, or closes a stale dialog), Escape declines the prompt (or
+// closes a stale dialog). Anything else typed goes into the dialog's line,
+// and Enter then only clears that line: the dialog swallows it.
+func (t *terminal) dialogKey(k key) {
+	d := t.dialog
+	t.checkStale()
+	switch {
+	case k.r == keyEscape:
+		if !d.stale {
+			t.decline()
+		}
+		t.dialog = nil
+	case k.r == '\r' || k.r == '\n':
+		t.confirm()
+	case k.r == keyBackspace || k.r == keyCtrlH:
+		if len(d.typed) > 0 {
+			d.typed = d.typed[:len(d.typed)-1]
+		}
+	case k.r == keyCtrlK:
+		d.typed = d.typed[:0]
+	case len(d.typed) == 0 && k.r >= '1' && k.r <= '9':
+		n := int(k.r - '0')
+		switch {
+		case n > len(d.options()):
+			t.notice = fmt.Sprintf("no option %d", n)
+		case !d.multi:
+			d.picked = []int{n}
+		case slices.Contains(d.picked, n):
+			d.picked = slices.DeleteFunc(d.picked, func(p int) bool { return p == n })
+		default:
+			d.picked = append(d.picked, n)
+		}
+	case printable(k.r):
+		d.typed = append(d.typed, k.r)
+	}
+}
+
+// confirm is Enter in the dialog.
+func (t *terminal) confirm() {
+	d := t.dialog
+	switch {
+	case len(d.typed) > 0:
+		d.typed = d.typed[:0] // what was typed into the dialog is lost
+	case len(d.picked) == 0:
+		t.notice = fmt.Sprintf("pick an option (1-%d), or Esc", len(d.options()))
+	case d.stale:
+		t.dialog = nil
+	case d.ask.Permission != nil:
+		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: d.picked[0] != len(permissionOptions)}})
+	default:
+		q := d.ask.AskQuestion.Questions[0]
+		var ids []string
+		for _, n := range d.picked {
+			ids = append(ids, q.Options[n-1].ID)
+		}
+		t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{
+			Question: q.Question, SelectedOptionIDs: ids,
+		}}}})
+	}
+}
+
+// decline is Escape on an open prompt: agy declines it (a question with no
+// responses; a permission denied, as agy reports "User declined the tool
+// call").
+func (t *terminal) decline() {
+	if t.dialog.ask.Permission != nil {
+		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}})
+		return
+	}
+	t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{}}})
+}
+
+// answer answers the dialog's prompt from this terminal, and closes the
+// dialog, as agy's closes when the person answers in it. An answer agy
+// refuses (the prompt was answered elsewhere meanwhile) closes it too.
+func (t *terminal) answer(resp rpc.InteractionResponse) {
+	if err := t.srv.AnswerFromTerminal(t.dialog.key.conv, resp); err != nil {
+		t.notice = err.Error()
+	}
+	t.dialog = nil
+}
+
+// checkStale marks the dialog stale once its step left WAITING (answered
+// over RPC, or gone).
+func (t *terminal) checkStale() {
+	d := t.dialog
+	if d == nil || d.stale {
+		return
+	}
+	if s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index); !ok || s.Status != rpc.StatusWaiting {
+		d.stale = true
+	}
+}
+
+func stepAt(steps []rpc.Step, index int) (rpc.Step, bool) {
+	for _, s := range steps {
+		if s.Index() == index {
+			return s, true
+		}
+	}
+	return rpc.Step{}, false
+}
+
+// options are the dialog's options: a permission's four, or its first
+// question's (agy's dialog shows one question at a time).
+func (d *dialog) options() []string {
+	if d.ask.Permission != nil {
+		return permissionOptions
+	}
+	var texts []string
+	if qs := d.ask.AskQuestion.Questions; len(qs) > 0 {
+		for _, o := range qs[0].Options {
+			texts = append(texts, o.Text)
+		}
+	}
+	return texts
+}
+
+// newDialog is the dialog of a WAITING step.
+func newDialog(conv string, s rpc.Step) *dialog {
+	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction}
+	if d.ask.AskQuestion != nil && s.Metadata.ToolCall != nil {
+		// Whether a question takes several options is only in the tool
+		// call's arguments, as agy records it.
+		var args struct {
+			Questions []struct {
+				MultiSelect bool `json:"is_multi_select"`
+			} `json:"questions"`
+		}
+		if json.Unmarshal([]byte(s.Metadata.ToolCall.ArgumentsJSON), &args) == nil && len(args.Questions) > 0 {
+			d.multi = args.Questions[0].MultiSelect
+		}
+	}
+	return d
+}
+
+// update reads the server, opens the dialog of a prompt, marks a dialog
+// stale, and redraws when the screen changed.
 func (t *terminal) update() {
 	conv := t.srv.ConversationID()
 	steps := t.srv.Steps(conv)
-	if w := t.widget; w != nil && !w.stale {
-		if w.key.conv != conv || w.key.index >= len(steps) || steps[w.key.index].Status != rpc.StatusWaiting {
-			w.stale = true
-		}
-	}
-	if t.widget == nil {
+	t.checkStale()
+	if t.dialog == nil {
 		for _, s := range steps {
-			k := promptKey{conv, s.Index()}
-			if s.Status == rpc.StatusWaiting && s.RequestedInteraction != nil && !t.dismissed[k] {
-				t.widget = &widget{key: k, ask: *s.RequestedInteraction}
+			if s.Status == rpc.StatusWaiting && s.RequestedInteraction != nil {
+				t.dialog = newDialog(conv, s)
+				break
 			}
 		}
 	}
 	screen := render(screenView{
-		header: t.header,
+		conv:   conv,
 		steps:  steps,
 		status: t.srv.RunStatus(conv),
-		widget: t.widget,
-		input:  string(t.input),
+		dialog: t.dialog,
+		draft:  string(t.draft),
 		notice: t.notice,
 		height: t.height,
 	})
@@ -255,34 +477,40 @@ func (t *terminal) update() {
 
 // screenView is everything one screen shows.
 type screenView struct {
-	header string
+	conv   string // the active conversation, "" before the first turn
 	steps  []rpc.Step
 	status rpc.RunStatus
-	widget *widget
-	input  string
+	dialog *dialog
+	draft  string
 	notice string
 	height int
 }
 
-// render draws a screen: the conversation (trimmed to its last lines when
-// the screen is short), a status line, the widget and the input line.
+// render draws a screen: a title, the conversation (trimmed to its last
+// lines when the screen is short), a status line, the dialog and the draft.
 func render(v screenView) string {
+	head := []string{"fakeagy (agy stand-in) no conversation yet: the first turn typed starts one", ""}
+	if v.conv != "" {
+		head[0] = "fakeagy (agy stand-in) conversation " + v.conv
+	}
 	var conv []string
 	for _, s := range v.steps {
 		conv = append(conv, stepLines(s)...)
 	}
 	var foot []string
 	foot = append(foot, "", "-- "+statusWord(v.status)+" --")
-	if w := v.widget; w != nil {
-		foot = append(foot, widgetLines(w)...)
+	if d := v.dialog; d != nil {
+		foot = append(foot, dialogLines(d)...)
 	}
 	if v.notice != "" {
 		foot = append(foot, "! "+v.notice)
 	}
-	foot = append(foot, "> "+v.input)
-	var head []string
-	if v.header != "" {
-		head = []string{v.header, ""}
+	for i, line := range strings.Split(v.draft, "\n") {
+		if i == 0 {
+			foot = append(foot, "> "+line)
+		} else {
+			foot = append(foot, "  "+line)
+		}
 	}
 	if v.height > 0 {
 		if room := max(v.height-len(head)-len(foot), 0); len(conv) > room {
@@ -360,33 +588,45 @@ func statusWord(st rpc.RunStatus) string {
 	return strings.ToLower(strings.TrimPrefix(string(st), "CASCADE_RUN_STATUS_"))
 }
 
-// widgetLines draws the prompt dialog: a permission as "Allow <action>
-// <target>? [y/n]", a question with numbered options.
-func widgetLines(w *widget) []string {
+// dialogLines draws agy's prompt dialog: a permission asks "Do you want to
+// proceed?" with options 1 to 4, a question lists its options 1 to N (its
+// first question: agy's dialog shows one at a time); a picked option is
+// marked with *, text typed into the dialog shows on its own line.
+func dialogLines(d *dialog) []string {
 	lines := []string{"+-- agy asks ---------------------------------"}
+	opts := d.options()
 	switch {
-	case w.ask.Permission != nil:
-		what := w.ask.Permission.ActionDescription
-		if r := w.ask.Permission.Resource; r != nil {
+	case d.ask.Permission != nil:
+		what := d.ask.Permission.ActionDescription
+		if r := d.ask.Permission.Resource; r != nil {
 			what = strings.TrimSpace(r.Action + " " + r.Target)
 		}
-		lines = append(lines, "| Allow "+what+"? [y/n]")
-	case w.ask.AskQuestion != nil:
-		qs := w.ask.AskQuestion.Questions
-		for _, q := range qs {
-			lines = append(lines, "| "+q.Question)
-			for i, o := range q.Options {
-				lines = append(lines, "|   "+strconv.Itoa(i+1)+") "+o.Text)
-			}
+		lines = append(lines, "| "+what, "| Do you want to proceed?")
+	case d.ask.AskQuestion != nil && len(d.ask.AskQuestion.Questions) > 0:
+		qs := d.ask.AskQuestion.Questions
+		if len(qs) > 1 {
+			lines = append(lines, fmt.Sprintf("| (question 1 of %d)", len(qs)))
 		}
-		if len(qs) == 1 {
-			lines = append(lines, fmt.Sprintf("| [1-%d, Esc to close]", len(qs[0].Options)))
-		} else {
-			lines = append(lines, "| (several questions: answer them over RPC; Esc to close)")
-		}
+		lines = append(lines, "| "+qs[0].Question)
 	}
-	if w.stale {
-		lines = append(lines, "| (prompt answered elsewhere - Esc to close)")
+	for i, o := range opts {
+		mark := " "
+		if slices.Contains(d.picked, i+1) {
+			mark = "*"
+		}
+		lines = append(lines, fmt.Sprintf("| %s %d. %s", mark, i+1, o))
+	}
+	if len(d.typed) > 0 {
+		lines = append(lines, "| > "+strings.ReplaceAll(string(d.typed), "\n", " "))
+	}
+	several := ""
+	if d.multi {
+		several = ", several"
+	}
+	if d.stale {
+		lines = append(lines, fmt.Sprintf("| (answered elsewhere: 1-%d%s then Enter, or Esc, closes this)", len(opts), several))
+	} else {
+		lines = append(lines, fmt.Sprintf("| [1-%d%s then Enter; Esc declines]", len(opts), several))
 	}
 	return append(lines, "+---------------------------------------------")
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -32,6 +33,12 @@ func (b *screenBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+func (b *screenBuffer) all() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 func (b *screenBuffer) screen() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -43,8 +50,12 @@ func (b *screenBuffer) screen() string {
 }
 
 func newTestTerminal(t *testing.T) (*agytest.Server, *terminal, *screenBuffer) {
+	return newTestTerminalWith(t, nil)
+}
+
+func newTestTerminalWith(t *testing.T, sc *agytest.Scenario) (*agytest.Server, *terminal, *screenBuffer) {
 	t.Helper()
-	srv := agytest.Start(t, agytest.Options{Conversation: true, Seed: 7, ChunkDelay: -1, PromptTimeout: -1})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Seed: 7, ChunkDelay: -1, PromptTimeout: -1, Scenario: sc})
 	out := &screenBuffer{}
 	return srv, newTerminal(srv, out, time.Millisecond), out
 }
@@ -78,31 +89,61 @@ func committed(t *testing.T, srv *agytest.Server, idx int) rpc.Step {
 }
 
 func press(term *terminal, keys string) {
-	for _, k := range parseKeys([]byte(keys)) {
+	ks, rest := parseKeys([]byte(keys))
+	if len(rest) > 0 {
+		panic(fmt.Sprintf("press %q: %q left over", keys, rest))
+	}
+	for _, k := range ks {
 		term.handle(k)
 	}
 	term.update()
 }
+
+// paste is what tmux paste-buffer -p sends for text.
+func paste(text string) string { return "\x1b[200~" + text + "\x1b[201~" }
 
 func TestTypedTextAndEnterSendATerminalTurn(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
 	term.update()
 	assert.Contains(t, out.screen(), "-- idle --")
 	press(term, "helo\x7flo")
-	assert.True(t, strings.HasSuffix(out.screen(), "> hello"), "the line being typed, backspace applied:\n%s", out.screen())
+	assert.True(t, strings.HasSuffix(out.screen(), "\n> hello"), "the draft, backspace applied:\n%s", out.screen())
+	press(term, "\x01say \x05!")
+	assert.True(t, strings.HasSuffix(out.screen(), "\n> say hello!"), "C-a goes home, C-e to the end:\n%s", out.screen())
 
 	press(term, "\r")
 	steps := srv.Steps(srv.ConversationID())
 	require.NotEmpty(t, steps, "Enter sends the turn at once")
 	first := steps[0]
 	assert.Equal(t, rpc.StepUserInput, first.Type)
-	assert.Equal(t, "hello", first.UserInput.UserResponse)
+	assert.Equal(t, "say hello!", first.UserInput.UserResponse)
 	assert.Equal(t, rpc.SourceUserExplicit, first.Metadata.Source, "typed in agy's terminal")
-	assert.True(t, strings.HasSuffix(out.screen(), "\n> "), "the input line is empty again")
-	assert.True(t, strings.HasPrefix(out.screen(), "> hello\n"), "the turn is in the conversation:\n%s", out.screen())
+	assert.True(t, strings.HasSuffix(out.screen(), "\n> "), "the draft is empty again")
+	assert.Contains(t, out.screen(), "\n> say hello!\n", "the turn is in the conversation")
 
 	press(term, "   \r")
 	assert.Equal(t, 1, countUserInputs(srv), "a blank line sends nothing")
+}
+
+func TestCtrlKKillsToTheEndOfTheLine(t *testing.T) {
+	_, term, out := newTestTerminal(t)
+	press(term, "leftover draft\x01\x0b")
+	assert.True(t, strings.HasSuffix(out.screen(), "\n> "), "C-a C-k clears a one-line draft:\n%s", out.screen())
+	press(term, "keep this\x01\x05 and\x01\x0bnew")
+	assert.True(t, strings.HasSuffix(out.screen(), "\n> new"), "C-k kills from the cursor:\n%s", out.screen())
+}
+
+// A bracketed paste goes into the draft, line breaks and all; Enter after
+// it sends the turn.
+func TestBracketedPasteGoesIntoTheDraft(t *testing.T) {
+	srv, term, out := newTestTerminal(t)
+	press(term, paste("fix the build\rthen run 1 test\x07"))
+	assert.True(t, strings.HasSuffix(out.screen(), "\n> fix the build\n  then run 1 test"), "a two-line draft:\n%s", out.screen())
+	assert.Zero(t, countUserInputs(srv), "a line break in a paste sends nothing")
+	press(term, "\r")
+	steps := srv.Steps(srv.ConversationID())
+	require.NotEmpty(t, steps)
+	assert.Equal(t, "fix the build\nthen run 1 test", steps[0].UserInput.UserResponse)
 }
 
 func countUserInputs(srv *agytest.Server) int {
@@ -115,20 +156,24 @@ func countUserInputs(srv *agytest.Server) int {
 	return n
 }
 
+const permissionDialog = "| command ls -la\n| Do you want to proceed?\n|   1. Yes\n|   2. Yes, and always allow this in this conversation\n|   3. Yes, and always allow this\n|   4. No\n"
+
 func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
 	require.NoError(t, srv.TypeTurn("what is here?"))
 	perm := openPrompt(t, srv, rpc.StepRunCommand)
 	term.update()
 	screen := out.screen()
-	assert.Contains(t, screen, "| Allow command ls -la? [y/n]")
+	assert.Contains(t, screen, permissionDialog+"| [1-4 then Enter; Esc declines]")
 	assert.Contains(t, screen, "$ ls -la")
 	assert.Contains(t, screen, "-- running --")
 
-	press(term, "x") // not a key of the widget, and not typed either
-	assert.True(t, strings.HasSuffix(out.screen(), "\n> "))
-	press(term, "y")
-	assert.NotContains(t, out.screen(), "[y/n]", "answering in the widget closes it")
+	press(term, "\r")
+	assert.Contains(t, out.screen(), "! pick an option (1-4), or Esc")
+	press(term, "1")
+	assert.Contains(t, out.screen(), "| * 1. Yes", "a digit picks its option")
+	press(term, "\r")
+	assert.NotContains(t, out.screen(), "Do you want to proceed?", "answering in the dialog closes it")
 	got := committed(t, srv, perm.Index())
 	require.Len(t, got.CompletedInteractions, 1)
 	require.NotNil(t, got.CompletedInteractions[0].Response.Permission)
@@ -138,10 +183,13 @@ func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	q := openPrompt(t, srv, rpc.StepAskQuestion)
 	term.update()
 	screen = out.screen()
-	assert.Contains(t, screen, "| Which part should I focus on?\n|   1) The Go code\n|   2) The build setup\n|   3) The tests\n| [1-3, Esc to close]")
+	assert.Contains(t, screen, "| Which part should I focus on?\n|   1. The Go code\n|   2. The build setup\n|   3. The tests\n| [1-3 then Enter; Esc declines]")
 	press(term, "4")
 	assert.Contains(t, out.screen(), "! no option 4")
+	press(term, "3")
 	press(term, "2")
+	assert.Contains(t, out.screen(), "|   3. The tests", "a single-choice question keeps the last digit")
+	press(term, "\r")
 	assert.NotContains(t, out.screen(), "[1-3")
 	got = committed(t, srv, q.Index())
 	assert.Equal(t, []string{"2"}, got.AskQuestion.Questions[0].SelectedOptionIDs)
@@ -151,12 +199,75 @@ func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	assert.Contains(t, out.screen(), "-- idle --")
 }
 
-func TestWidgetAnsweredElsewhereStaysUntilEscape(t *testing.T) {
+func TestOptionFourDeniesAPermission(t *testing.T) {
+	srv, term, _ := newTestTerminal(t)
+	require.NoError(t, srv.TypeTurn("what is here?"))
+	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	term.update()
+	press(term, "4\r")
+	got := committed(t, srv, perm.Index())
+	require.Len(t, got.CompletedInteractions, 1)
+	require.NotNil(t, got.CompletedInteractions[0].Response.Permission)
+	assert.False(t, got.CompletedInteractions[0].Response.Permission.Allow)
+}
+
+func TestMultiSelectQuestionTakesSeveralDigits(t *testing.T) {
+	srv, term, out := newTestTerminalWith(t, &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Ask(agytest.QuestionSpec{Question: "Which checks?", Options: []string{"vet", "lint", "test"}, MultiSelect: true}),
+		agytest.Say("Checked.", 1),
+	}}}})
+	require.NoError(t, srv.TypeTurn("check it"))
+	q := openPrompt(t, srv, rpc.StepAskQuestion)
+	term.update()
+	assert.Contains(t, out.screen(), "| [1-3, several then Enter; Esc declines]")
+	press(term, "132")
+	press(term, "3")
+	assert.Contains(t, out.screen(), "| * 1. vet\n| * 2. lint\n|   3. test", "a digit again unpicks its option")
+	press(term, "\r")
+	got := committed(t, srv, q.Index())
+	assert.Equal(t, []string{"1", "2"}, got.AskQuestion.Questions[0].SelectedOptionIDs)
+}
+
+// Escape on an open question declines it, on an open permission denies it
+// (agy: "User declined the tool call").
+func TestEscapeDeclinesAnOpenPrompt(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
 	require.NoError(t, srv.TypeTurn("what is here?"))
 	perm := openPrompt(t, srv, rpc.StepRunCommand)
 	term.update()
-	require.Contains(t, out.screen(), "[y/n]")
+	press(term, "\x1b")
+	assert.NotContains(t, out.screen(), "Do you want to proceed?")
+	got := committed(t, srv, perm.Index())
+	require.Len(t, got.CompletedInteractions, 1)
+	require.NotNil(t, got.CompletedInteractions[0].Response.Permission)
+	assert.False(t, got.CompletedInteractions[0].Response.Permission.Allow)
+
+	srv2, term2, out2 := newTestTerminalWith(t, &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Ask(agytest.QuestionSpec{Question: "Which one?", Options: []string{"a", "b"}}),
+		agytest.Say("Fine.", 1),
+	}}}})
+	require.NoError(t, srv2.TypeTurn("pick"))
+	q := openPrompt(t, srv2, rpc.StepAskQuestion)
+	term2.update()
+	require.Contains(t, out2.screen(), "| Which one?")
+	press(term2, "\x1b")
+	assert.NotContains(t, out2.screen(), "Which one?\n|", "Escape closes the dialog")
+	require.Eventually(t, func() bool {
+		s, ok := stepAt(srv2.Steps(srv2.ConversationID()), q.Index())
+		return ok && s.Status != rpc.StatusWaiting
+	}, wait, time.Millisecond, "the question was declined")
+	_, open := srv2.OpenPrompt(srv2.ConversationID())
+	assert.False(t, open)
+}
+
+// agy keeps a dialog answered over RPC drawn until its keys close it, and
+// while it is drawn what is typed goes into it: a turn typed then is lost.
+func TestStaleDialogSwallowsTypingUntilItsKeysCloseIt(t *testing.T) {
+	srv, term, out := newTestTerminal(t)
+	require.NoError(t, srv.TypeTurn("what is here?"))
+	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	term.update()
+	require.Contains(t, out.screen(), "Do you want to proceed?")
 
 	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
@@ -164,26 +275,49 @@ func TestWidgetAnsweredElsewhereStaysUntilEscape(t *testing.T) {
 	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), rpc.InteractionResponse{
 		TrajectoryID: perm.TrajectoryID(), StepIndex: rpc.Int(perm.Index()), Permission: &rpc.PermissionAnswer{Allow: true},
 	}))
-	openPrompt(t, srv, rpc.StepAskQuestion) // the turn went on to its question
+	q := openPrompt(t, srv, rpc.StepAskQuestion) // the turn went on to its question
 	term.update()
 	screen := out.screen()
-	assert.Contains(t, screen, "| Allow command ls -la? [y/n]\n| (prompt answered elsewhere - Esc to close)", "agy keeps the answered widget")
-	assert.NotContains(t, screen, "focus on?\n|", "the next prompt waits behind the stale widget")
+	assert.Contains(t, screen, permissionDialog+"| (answered elsewhere: 1-4 then Enter, or Esc, closes this)", "agy keeps the answered dialog")
+	assert.NotContains(t, screen, "focus on?\n|", "the next prompt waits behind the stale dialog")
 
-	press(term, "n")
-	assert.Contains(t, out.screen(), "answered elsewhere", "a stale widget takes no answer")
-	press(term, "\x1b")
+	before := countUserInputs(srv)
+	press(term, "\x01\x0b"+paste("and now the tests"))
+	assert.Contains(t, out.screen(), "| > and now the tests\n", "the typed turn went into the dialog")
+	press(term, "\r")
+	assert.Equal(t, before, countUserInputs(srv), "and is lost: no turn")
+	assert.Contains(t, out.screen(), "answered elsewhere", "the dialog stays")
+	press(term, "7")
+	assert.Contains(t, out.screen(), "! no option 7")
+	press(term, "\r")
+	assert.Contains(t, out.screen(), "answered elsewhere", "Enter with no option picked leaves it")
+	press(term, "1\r")
 	screen = out.screen()
-	assert.NotContains(t, screen, "[y/n]")
-	assert.NotContains(t, screen, "answered elsewhere")
-	assert.Contains(t, screen, "|   1) The Go code", "once closed, the open question is drawn")
+	assert.NotContains(t, screen, "Do you want to proceed?", "its keys close it")
+	assert.Contains(t, screen, "|   1. The Go code", "once closed, the open question is drawn")
 
-	press(term, "\x1b")
-	assert.NotContains(t, out.screen(), "1) The Go code", "Escape closes an open widget without answering")
+	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), rpc.InteractionResponse{
+		TrajectoryID: q.TrajectoryID(), StepIndex: rpc.Int(q.Index()),
+		AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: "Which part should I focus on?", SelectedOptionIDs: []string{"3"}}}},
+	}))
+	committed(t, srv, q.Index())
 	term.update()
-	assert.NotContains(t, out.screen(), "1) The Go code", "and it stays closed")
-	_, open := srv.OpenPrompt(srv.ConversationID())
-	assert.True(t, open, "the prompt is still open over RPC")
+	assert.Contains(t, out.screen(), "| (answered elsewhere: 1-3 then Enter, or Esc, closes this)")
+	press(term, "\x1b")
+	assert.NotContains(t, out.screen(), "agy asks", "Escape closes a stale dialog")
+	press(term, "hello\r")
+	turns := func() []string {
+		var texts []string
+		for _, s := range srv.Steps(srv.ConversationID()) {
+			if s.Type == rpc.StepUserInput {
+				texts = append(texts, s.UserInput.UserResponse)
+			}
+		}
+		return texts
+	}
+	// agy's turn may still be running: the typed one is queued behind it.
+	require.Eventually(t, func() bool { return len(turns()) > before }, wait, time.Millisecond, "with no dialog, a typed turn is a turn")
+	assert.Equal(t, []string{"what is here?", "hello"}, turns(), "the turn typed into the dialog never became one")
 }
 
 func TestRunTakesKeysUntilCtrlC(t *testing.T) {
@@ -193,13 +327,18 @@ func TestRunTakesKeysUntilCtrlC(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- term.run(context.Background(), r) }()
 
-	_, err := w.Write([]byte("hi there\r"))
-	require.NoError(t, err)
+	// A paste cut by the ends of reads still is one paste.
+	for _, part := range []string{"\x1b[20", "0~hi th", "ere\x1b[2", "01~", "\r"} {
+		_, err := w.Write([]byte(part))
+		require.NoError(t, err)
+	}
 	require.Eventually(t, func() bool { return countUserInputs(srv) == 1 }, wait, time.Millisecond)
+	assert.Equal(t, "hi there", srv.Steps(srv.ConversationID())[0].UserInput.UserResponse)
 	require.Eventually(t, func() bool {
-		return strings.Contains(out.screen(), "| Allow command ls -la? [y/n]")
+		return strings.Contains(out.screen(), "Do you want to proceed?")
 	}, wait, time.Millisecond, "the ticker redraws when the server changes")
-	_, err = w.Write([]byte("\x1b[A\x03"))
+	assert.True(t, strings.HasPrefix(out.all(), bracketedPasteOn), "it asks for bracketed paste")
+	_, err := w.Write([]byte("\x1b[A\x03"))
 	require.NoError(t, err)
 	select {
 	case err := <-done:
@@ -207,6 +346,7 @@ func TestRunTakesKeysUntilCtrlC(t *testing.T) {
 	case <-time.After(wait):
 		t.Fatal("Ctrl-C did not end the terminal")
 	}
+	assert.True(t, strings.HasSuffix(out.all(), bracketedPasteOff), "and stops asking when it ends")
 	require.NoError(t, w.Close())
 }
 
@@ -228,26 +368,35 @@ func TestRunEndsWithItsContext(t *testing.T) {
 }
 
 func TestParseKeys(t *testing.T) {
-	for in, want := range map[string][]rune{
-		"ab\r":        {'a', 'b', '\r'},
-		"\x1b":        {keyEscape},
-		"\x1b\x1b":    {keyEscape, keyEscape},
-		"\x1b[A1":     {'1'},
-		"\x1b[1;5Cy":  {'y'},
-		"\x1bOPn":     {'n'},
-		"é\x7f":       {'é', keyBackspace},
-		"\x1b[":       nil,
-		"\x03":        {keyCtrlC},
-		"\x1by":       {keyEscape, 'y'},
-		"":            nil,
-		"\x1b[200~x":  {'x'},
-		"\x1b[12;34R": nil,
+	for in, want := range map[string]struct {
+		keys []rune
+		rest string
+	}{
+		"ab\r":                {[]rune{'a', 'b', '\r'}, ""},
+		"\x1b":                {[]rune{keyEscape}, ""},
+		"\x1b\x1b":            {[]rune{keyEscape, keyEscape}, ""},
+		"\x1b[A1":             {[]rune{'1'}, ""},
+		"\x1b[1;5Cy":          {[]rune{'y'}, ""},
+		"\x1bOPn":             {[]rune{'n'}, ""},
+		"é\x7f":               {[]rune{'é', keyBackspace}, ""},
+		"\x1b[":               {nil, "\x1b["},
+		"a\x1bO":              {[]rune{'a'}, "\x1bO"},
+		"\x03":                {[]rune{keyCtrlC}, ""},
+		"\x1by":               {[]rune{keyEscape, 'y'}, ""},
+		"":                    {nil, ""},
+		"\x1b[200~x\x1b[201~": {[]rune{keyPasteStart, 'x', keyPasteEnd}, ""},
+		"\x1b[12;34R":         {nil, ""},
+		"x\x1b[20":            {[]rune{'x'}, "\x1b[20"},
+		"x\xc3":               {[]rune{'x'}, "\xc3"},
+		"\x01\x0b":            {[]rune{keyCtrlA, keyCtrlK}, ""},
 	} {
+		keys, rest := parseKeys([]byte(in))
 		var got []rune
-		for _, k := range parseKeys([]byte(in)) {
+		for _, k := range keys {
 			got = append(got, k.r)
 		}
-		assert.Equal(t, want, got, "%q", in)
+		assert.Equal(t, want.keys, got, "%q", in)
+		assert.Equal(t, want.rest, string(rest), "%q", in)
 	}
 }
 
@@ -256,8 +405,10 @@ func TestRenderTrimsTheConversationToTheScreen(t *testing.T) {
 	for _, text := range []string{"one", "two", "three"} {
 		steps = append(steps, rpc.Step{Type: rpc.StepUserInput, UserInput: &rpc.UserInput{UserResponse: text}})
 	}
-	got := render(screenView{header: "head", steps: steps, status: rpc.RunIdle, input: "x", height: 6})
-	assert.Equal(t, "head\n\n> three\n\n-- idle --\n> x", got)
+	got := render(screenView{conv: "c1", steps: steps, status: rpc.RunIdle, draft: "x", height: 6})
+	assert.Equal(t, "fakeagy (agy stand-in) conversation c1\n\n> three\n\n-- idle --\n> x", got)
+	got = render(screenView{status: rpc.RunIdle})
+	assert.Equal(t, "fakeagy (agy stand-in) no conversation yet: the first turn typed starts one\n\n\n-- idle --\n> ", got)
 }
 
 func TestTUINeedsATerminal(t *testing.T) {

@@ -35,6 +35,10 @@ const (
 	// FaultPromptTimeout expires the next prompt as soon as it opens, before
 	// anyone can answer it; agy's retry follows at a higher stepIndex.
 	FaultPromptTimeout
+	// FaultSlowReply delays the reply of the next Count calls (default 1)
+	// of Method ("" for any) by Duration, after the call took effect: agy's
+	// frames then show its effect (an answer) before the caller hears back.
+	FaultSlowReply
 )
 
 // FaultDropStream is another name for FaultDropStreamAfter.
@@ -57,6 +61,8 @@ func (k FaultKind) String() string {
 		return "oversized_frame"
 	case FaultPromptTimeout:
 		return "prompt_timeout"
+	case FaultSlowReply:
+		return "slow_reply"
 	}
 	return "unknown_fault"
 }
@@ -125,6 +131,17 @@ func (s *Server) takeFault(kind FaultKind) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.takeFaultLocked(kind, "") != nil
+}
+
+// replyDelay is how long the reply of a call of method waits after the call
+// took effect.
+func (s *Server) replyDelay(method string) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.takeFaultLocked(FaultSlowReply, method); f != nil {
+		return f.Duration
+	}
+	return 0
 }
 
 // callFaults returns what the armed faults do to a call of method: a delay

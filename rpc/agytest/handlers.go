@@ -109,6 +109,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, cerr := s.unary(ctx, method, body)
+	if d := s.replyDelay(method); d > 0 {
+		_ = s.sleep(ctx, d)
+	}
 	if cerr != nil {
 		s.log.Debug("call failed", "method", method, "code", cerr.code, "msg", cerr.msg)
 		writeUnaryError(w, cerr)

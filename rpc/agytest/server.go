@@ -544,6 +544,20 @@ func (s *Server) Clear() string {
 	return c.id
 }
 
+// Resume makes a root conversation the server hosts (one of an earlier
+// run) the one agy's terminal shows, as `agy --conversation ID` starts on
+// it: turns typed go there. It is meant for a server's start.
+func (s *Server) Resume(conversationID string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.convs[conversationID]
+	if c == nil || c.parentID != "" {
+		return fmt.Errorf("agytest: no root conversation %s to resume", conversationID)
+	}
+	s.active = c.id
+	return nil
+}
+
 // startCascade mints a new root conversation without making it active: agy's
 // terminal never shows a conversation made with StartCascade. id is the
 // caller's choice of id ("" to mint one).

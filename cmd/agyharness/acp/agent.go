@@ -29,8 +29,20 @@ type Options struct {
 	CSRFToken string
 	// Launcher starts agy for session/new and session/load when neither
 	// AttachPort nor AttachPID is set. Default: Tmux{} (agy in a tmux
-	// session).
+	// session). A new session's first prompt is typed into the agy it
+	// launched (a fresh agy has no conversation before it), and binds the
+	// conversation agy mints for it; session/load launches agy on the
+	// session's conversation (agy --conversation ID).
 	Launcher Launcher
+	// Turns is how prompts after a session's first reach an agy the
+	// adapter launched: actors.TurnsRPC (default) or actors.TurnsTUI (typed
+	// into agy's terminal; not with AttachPort or AttachPID).
+	Turns actors.TurnMode
+	// SessionDir keeps, one file per session, the conversation of each
+	// session whose id is not its conversation's (a session opened on a
+	// fresh agy), so that session/load finds it after the adapter started
+	// again. "": kept in memory only.
+	SessionDir string
 	// Logger receives the adapter's logs (never stdout). Default: discard.
 	Logger *slog.Logger
 
@@ -72,6 +84,9 @@ func (o Options) withDefaults() Options {
 	if o.Launcher == nil {
 		o.Launcher = Tmux{}
 	}
+	if o.Turns == "" {
+		o.Turns = actors.TurnsRPC
+	}
 	return o
 }
 
@@ -90,6 +105,8 @@ type Agent struct {
 	clientCaps sdk.ClientCapabilities
 	sessions   map[string]*session
 	closed     bool
+
+	store *sessionStore // the conversations of sessions opened on a fresh agy
 }
 
 var (
@@ -108,9 +125,18 @@ func NewAgent(opts Options) (*Agent, error) {
 	if opts.AttachPID < 0 {
 		return nil, fmt.Errorf("acp: attach pid %d is invalid", opts.AttachPID)
 	}
+	switch opts.Turns {
+	case "", actors.TurnsRPC:
+	case actors.TurnsTUI:
+		if opts.AttachPort != 0 || opts.AttachPID != 0 {
+			return nil, errors.New("acp: turns typed into agy's terminal need an agy the adapter launches (not --attach-port or --attach-pid)")
+		}
+	default:
+		return nil, fmt.Errorf("acp: unknown turn mode %q (want rpc or tui)", opts.Turns)
+	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Agent{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, sessions: make(map[string]*session)}, nil
+	return &Agent{opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel, sessions: make(map[string]*session), store: newSessionStore(opts.SessionDir)}, nil
 }
 
 // Serve speaks ACP on in/out until the client disconnects (in reaches EOF)
@@ -210,8 +236,10 @@ func (a *Agent) Authenticate(ctx context.Context, p sdk.AuthenticateRequest) (sd
 	return sdk.AuthenticateResponse{}, nil
 }
 
-// NewSession implements sdk.Agent: launch or attach to agy and bind its
-// current conversation; the session id is that conversation's id.
+// NewSession implements sdk.Agent: launch or attach to agy. An attached
+// agy's current conversation is bound, and is the session's id; a launched
+// agy (or an attached one without a conversation) has none until the
+// session's first prompt, and the session gets an id of its own.
 func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
 	s, err := a.open(ctx, p.Cwd, "", false)
 	if err != nil {
@@ -221,8 +249,9 @@ func (a *Agent) NewSession(ctx context.Context, p sdk.NewSessionRequest) (sdk.Ne
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.id), ConfigOptions: opts, Models: models}, nil
 }
 
-// LoadSession implements sdk.AgentLoader: bind the conversation named by
-// the session id and replay its history before answering.
+// LoadSession implements sdk.AgentLoader: bind the session's conversation
+// (the one an earlier session of that id followed, or the conversation
+// with that id) and replay its history before answering.
 func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	if p.SessionId == "" {
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams(map[string]any{"error": "sessionId is required"})
@@ -237,7 +266,8 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 
 // open starts a harness session on agy (attached or launched), waits until
 // its history is read (replaying it when replay is set) and registers it.
-func (a *Agent) open(ctx context.Context, cwd, conversationID string, replay bool) (*session, error) {
+// sessionID is the session to load ("" for a new one).
+func (a *Agent) open(ctx context.Context, cwd, sessionID string, replay bool) (*session, error) {
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -245,16 +275,25 @@ func (a *Agent) open(ctx context.Context, cwd, conversationID string, replay boo
 	}
 	a.mu.Unlock()
 
+	conversationID := sessionID
+	if c, ok := a.store.conversation(sessionID); ok {
+		conversationID = c
+	}
 	spec := actors.Spec{Port: a.opts.AttachPort, PID: a.opts.AttachPID, ConversationID: conversationID, CSRFToken: a.opts.CSRFToken}
 	var launched *Launched
 	if spec.Port == 0 && spec.PID == 0 {
-		l, err := a.opts.Launcher.Launch(ctx, cwd)
+		l, err := a.opts.Launcher.Launch(ctx, cwd, conversationID)
 		if err != nil {
 			return nil, sdk.NewInternalError(map[string]any{"error": err.Error()})
 		}
 		launched = l
 		spec.PID = l.PID
-		a.log.Info("launched agy", "where", l.Name, "pid", l.PID, "cwd", cwd)
+		spec.Terminal = l.Terminal
+		spec.Turns = a.opts.Turns
+		// A fresh agy lists the conversations of earlier runs: bind only
+		// the one it mints for this session's first prompt.
+		spec.NewConversation = conversationID == ""
+		a.log.Info("launched agy", "where", l.Name, "pid", l.PID, "cwd", cwd, "conversation", conversationID)
 	}
 	actx, cancel := context.WithTimeout(ctx, a.opts.AttachTimeout)
 	hs, err := a.opts.Host.Attach(actx, spec)
@@ -265,7 +304,14 @@ func (a *Agent) open(ctx context.Context, cwd, conversationID string, replay boo
 		}
 		return nil, sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("attaching to agy: %v", err)})
 	}
-	s := newSession(a, hs, launched, replay)
+	id := sessionID
+	if id == "" {
+		id = hs.ConversationID()
+	}
+	if id == "" {
+		id = newSessionID() // agy has no conversation yet
+	}
+	s := newSession(a, id, hs, launched, replay)
 	if err := s.start(ctx); err != nil {
 		s.close()
 		return nil, err

@@ -168,12 +168,20 @@ type rig struct {
 
 func startRig(t *testing.T, fake agytest.Options, tune func(*Options)) *rig {
 	t.Helper()
+	return startRigOn(t, fake, func(_ *agytest.Server, o *Options) {
+		if tune != nil {
+			tune(o)
+		}
+	})
+}
+
+// startRigOn is startRig with options that depend on the fake agy.
+func startRigOn(t *testing.T, fake agytest.Options, tune func(*agytest.Server, *Options)) *rig {
+	t.Helper()
 	srv := agytest.Start(t, fake)
 	host := actors.NewHost(fastHost())
 	opts := Options{Host: host, AttachPort: srv.Port(), HistoryTimeout: 5 * time.Second, CancelDeadline: 5 * time.Second, RequestTimeout: 5 * time.Second, AttachTimeout: 5 * time.Second}
-	if tune != nil {
-		tune(&opts)
-	}
+	tune(srv, &opts)
 	agent, err := NewAgent(opts)
 	require.NoError(t, err)
 
@@ -584,50 +592,170 @@ func TestPromptOnUnknownSessionIsAnError(t *testing.T) {
 }
 
 // launcherFunc adapts a function to Launcher.
-type launcherFunc func(ctx context.Context, cwd string) (*Launched, error)
+type launcherFunc func(ctx context.Context, cwd, conversation string) (*Launched, error)
 
-func (f launcherFunc) Launch(ctx context.Context, cwd string) (*Launched, error) { return f(ctx, cwd) }
+func (f launcherFunc) Launch(ctx context.Context, cwd, conversation string) (*Launched, error) {
+	return f(ctx, cwd, conversation)
+}
+
+// launches records what a test launcher was asked to launch.
+type launches struct {
+	mu            sync.Mutex
+	cwds          []string
+	conversations []string
+	stopped       int
+}
+
+// fakeLauncher "launches" the in-process fake agy: discovery by this
+// process's PID finds its port among our listeners.
+func fakeLauncher(srv *agytest.Server, term actors.Terminal, l *launches) Launcher {
+	return launcherFunc(func(ctx context.Context, cwd, conversation string) (*Launched, error) {
+		l.mu.Lock()
+		l.cwds = append(l.cwds, cwd)
+		l.conversations = append(l.conversations, conversation)
+		l.mu.Unlock()
+		return &Launched{PID: os.Getpid(), Name: "test", Terminal: term, Stop: func(context.Context) error {
+			l.mu.Lock()
+			l.stopped++
+			l.mu.Unlock()
+			return nil
+		}}, nil
+	})
+}
 
 func TestNewSessionLaunchesAgyAndStopsItOnClose(t *testing.T) {
-	var mu sync.Mutex
-	var launchedIn string
-	stopped := 0
-	r := startRig(t, fake(scenario(agytest.Say("ok", 1))), func(o *Options) {
-		o.AttachPort = 0
-		o.Launcher = launcherFunc(func(ctx context.Context, cwd string) (*Launched, error) {
-			mu.Lock()
-			launchedIn = cwd
-			mu.Unlock()
-			// The fake language server runs in this process: discovery by
-			// this PID finds its port among our listeners.
-			return &Launched{PID: os.Getpid(), Name: "test", Stop: func(context.Context) error {
-				mu.Lock()
-				stopped++
-				mu.Unlock()
-				return nil
-			}}, nil
-		})
+	var l launches
+	r := startRigOn(t, fake(scenario(agytest.Say("ok", 1))), func(srv *agytest.Server, o *Options) {
+		o.AttachPort, o.Launcher = 0, fakeLauncher(srv, nil, &l)
 	})
 	r.init(t, sdk.ClientCapabilities{})
 	cwd := t.TempDir()
 	sess, err := r.conn.NewSession(ctx(t), sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
 	require.NoError(t, err)
-	assert.Equal(t, r.srv.ConversationID(), string(sess.SessionId))
-	res, err := r.prompt(t, sess.SessionId, "hi")
-	require.NoError(t, err)
-	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
 	_, err = r.conn.CloseSession(ctx(t), sdk.CloseSessionRequest{SessionId: sess.SessionId})
 	require.NoError(t, err)
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, cwd, launchedIn)
-	assert.Equal(t, 1, stopped, "the launched agy is stopped when its session closes")
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Equal(t, []string{cwd}, l.cwds)
+	assert.Equal(t, []string{""}, l.conversations, "a new session launches a fresh agy")
+	assert.Equal(t, 1, l.stopped, "the launched agy is stopped when its session closes")
+}
+
+// A new session on the fresh agy it launched (no conversation; earlier
+// runs listed) types its first prompt into agy's terminal and follows the
+// conversation agy mints for it; later prompts go over RPC; session/load
+// of the session launches agy on that conversation.
+func TestNewSessionOnAFreshAgyTypesItsFirstPrompt(t *testing.T) {
+	var l launches
+	opts := fake(&agytest.Scenario{Turns: []agytest.TurnScript{
+		{Match: "hello", Actions: []agytest.Action{agytest.Say("Hello, person.", 2)}},
+		{Actions: []agytest.Action{agytest.Say("Again.", 1)}},
+	}})
+	opts.Conversation, opts.EarlierRuns = false, 2
+	var term *agytest.Terminal
+	r := startRigOn(t, opts, func(srv *agytest.Server, o *Options) {
+		term = srv.Terminal()
+		o.AttachPort, o.Launcher = 0, fakeLauncher(srv, term, &l)
+	})
+	earlier := r.srv.Conversations()
+
+	sess := r.newSession(t)
+	assert.NotContains(t, earlier, string(sess.SessionId), "no conversation yet: an id of its own")
+	res, err := r.prompt(t, sess.SessionId, "hello")
+	require.NoError(t, err)
+	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
+	message, _ := texts(r.client.snapshot())
+	assert.Contains(t, message, "Hello, person.")
+	assert.Equal(t, []string{"hello"}, term.Typed(), "the first prompt typed into agy's terminal")
+	minted := r.srv.ConversationID()
+	require.NotEmpty(t, minted)
+	assert.NotContains(t, earlier, minted)
+	conv, ok := r.agent.store.conversation(string(sess.SessionId))
+	require.True(t, ok, "the session's conversation is remembered")
+	assert.Equal(t, minted, conv, "the conversation agy minted, never an earlier one")
+
+	res, err = r.prompt(t, sess.SessionId, "once more")
+	require.NoError(t, err)
+	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
+	assert.Equal(t, []string{"hello"}, term.Typed(), "later prompts go over RPC")
+	assert.Equal(t, 1, r.srv.Calls("SendUserCascadeMessage"))
+
+	_, err = r.conn.CloseSession(ctx(t), sdk.CloseSessionRequest{SessionId: sess.SessionId})
+	require.NoError(t, err)
+	r.client.reset()
+	_, err = r.conn.LoadSession(ctx(t), sdk.LoadSessionRequest{SessionId: sess.SessionId, Cwd: t.TempDir(), McpServers: []sdk.McpServer{}})
+	require.NoError(t, err)
+	l.mu.Lock()
+	assert.Equal(t, []string{"", minted}, l.conversations, "session/load launches agy on the session's conversation")
+	l.mu.Unlock()
+	r.client.waitFor(t, "the history replayed", func(us []sdk.SessionNotification) bool {
+		for _, u := range us {
+			if c := u.Update.UserMessageChunk; c != nil && c.Content.Text.Text == "hello" {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// With --turns tui every prompt is typed into agy's terminal.
+func TestTurnsTUITypesEveryPrompt(t *testing.T) {
+	var l launches
+	opts := fake(scenario(agytest.Say("Typed.", 1)))
+	opts.Conversation = false
+	var term *agytest.Terminal
+	r := startRigOn(t, opts, func(srv *agytest.Server, o *Options) {
+		term = srv.Terminal()
+		o.Turns, o.AttachPort, o.Launcher = actors.TurnsTUI, 0, fakeLauncher(srv, term, &l)
+	})
+	sess := r.newSession(t)
+	for _, text := range []string{"one", "two"} {
+		res, err := r.prompt(t, sess.SessionId, text)
+		require.NoError(t, err)
+		assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
+	}
+	assert.Equal(t, []string{"one", "two"}, term.Typed())
+	assert.Zero(t, r.srv.Calls("SendUserCascadeMessage"))
+}
+
+// An attached agy with no conversation (and no terminal of ours to type
+// into) tells the user to start in agy's own terminal, and the session
+// follows the conversation agy starts then.
+func TestAttachedAgyWithoutAConversationSaysHowToStart(t *testing.T) {
+	opts := fake(scenario(agytest.Say("Started.", 1)))
+	opts.Conversation = false
+	r := startRig(t, opts, nil)
+	sess := r.newSession(t)
+	res, err := r.prompt(t, sess.SessionId, "hello")
+	require.NoError(t, err)
+	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
+	message, _ := texts(r.client.snapshot())
+	assert.Contains(t, message, "type your first message in agy's own terminal")
+	require.NoError(t, r.srv.TypeTurn("typed in agy"))
+	r.client.waitFor(t, "agy's first turn and its answer", func(us []sdk.SessionNotification) bool {
+		m, _ := texts(us)
+		for _, u := range us {
+			if c := u.Update.UserMessageChunk; c != nil && c.Content.Text.Text == "typed in agy" {
+				return strings.Contains(m, "Started.")
+			}
+		}
+		return false
+	})
+}
+
+func TestTurnModeIsChecked(t *testing.T) {
+	_, err := NewAgent(Options{Host: &actors.Host{}, AttachPort: 1, Turns: actors.TurnsTUI})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "need an agy the adapter launches")
+	_, err = NewAgent(Options{Host: &actors.Host{}, Turns: "telepathy"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "want rpc or tui")
 }
 
 func TestLaunchFailureIsAClearError(t *testing.T) {
 	r := startRig(t, fake(scenario(agytest.Say("ok", 1))), func(o *Options) {
 		o.AttachPort = 0
-		o.Launcher = launcherFunc(func(ctx context.Context, cwd string) (*Launched, error) {
+		o.Launcher = launcherFunc(func(ctx context.Context, cwd, conversation string) (*Launched, error) {
 			return nil, fmt.Errorf("launch: tmux not found")
 		})
 	})

@@ -86,7 +86,7 @@ func (r *mainRig) exit(t *testing.T) int {
 }
 
 func TestMainReadsTheCSRFTokenFromAFile(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Scenario: scenario(agytest.Say("hi", 1)), CSRFToken: "S3CRET-in-a-file"})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("hi", 1)), CSRFToken: "S3CRET-in-a-file"})
 	tokenFile := filepath.Join(t.TempDir(), "csrf")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("S3CRET-in-a-file\n"), 0o600))
 	r := startMain(t, "--attach-port", strconv.Itoa(srv.Port()), "--csrf-token-file", tokenFile, "--attach-timeout", "10s")

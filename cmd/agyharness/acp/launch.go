@@ -6,16 +6,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os/exec"
-	"strconv"
-	"strings"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 )
 
 // Launcher starts agy for a new ACP session. The harness then attaches to
 // the process it names (discovery scans the PID's descendants).
 type Launcher interface {
-	// Launch starts agy with cwd as its working directory.
-	Launch(ctx context.Context, cwd string) (*Launched, error)
+	// Launch starts agy with cwd as its working directory: on conversation
+	// when it is set (an earlier conversation agy keeps, which agy's
+	// --conversation ID resumes), else fresh (agy then has no conversation
+	// until its first turn is typed into its terminal).
+	Launch(ctx context.Context, cwd, conversation string) (*Launched, error)
 }
 
 // Launched is an agy started by a Launcher.
@@ -24,6 +27,10 @@ type Launched struct {
 	PID int
 	// Name says where it runs, for logs and users ("tmux session X").
 	Name string
+	// Terminal is agy's own terminal, when the launcher owns it: the
+	// session types a fresh agy's first turn there (and every turn with
+	// --turns tui), and closes agy's dialogs there. Nil: none.
+	Terminal actors.Terminal
 	// Stop ends it. It is called once, when the ACP session closes or the
 	// adapter exits.
 	Stop func(ctx context.Context) error
@@ -31,6 +38,7 @@ type Launched struct {
 
 // Tmux launches agy in a detached tmux session the harness owns, so a person
 // can `tmux attach -t NAME` and use agy's own interface at the same time.
+// The pane is the session's Terminal.
 type Tmux struct {
 	// Agy is agy's command line: the binary, then its arguments.
 	// Default: ["agy"].
@@ -44,13 +52,9 @@ type Tmux struct {
 	Socket string
 }
 
-// Launch runs `tmux new-session -d -s NAME -c CWD -- AGY...` and returns the
-// pane's PID.
-func (t Tmux) Launch(ctx context.Context, cwd string) (*Launched, error) {
-	tmux := t.Tmux
-	if tmux == "" {
-		tmux = "tmux"
-	}
+// Launch runs `tmux new-session -d -s NAME -c CWD -- AGY [--conversation
+// ID] ARGS...` and returns the pane's PID and the pane as agy's terminal.
+func (t Tmux) Launch(ctx context.Context, cwd, conversation string) (*Launched, error) {
 	agy := t.Agy
 	if len(agy) == 0 || agy[0] == "" {
 		agy = []string{"agy"}
@@ -62,39 +66,19 @@ func (t Tmux) Launch(ctx context.Context, cwd string) (*Launched, error) {
 	if cwd == "" {
 		return nil, errors.New("launch: cwd is required")
 	}
-	if _, err := exec.LookPath(tmux); err != nil {
-		return nil, fmt.Errorf("launch: tmux not found (%w); install tmux, or run with --attach-port/--attach-pid", err)
+	argv := []string{agy[0]}
+	if conversation != "" {
+		argv = append(argv, "--conversation", conversation)
 	}
-	name := prefix + "-" + randomSuffix()
-	var global []string
-	if t.Socket != "" {
-		global = []string{"-L", t.Socket}
+	argv = append(argv, agy[1:]...)
+	pane, err := tmuxpane.Start(ctx, tmuxpane.Options{Name: prefix + "-" + randomSuffix(), Socket: t.Socket, Tmux: t.Tmux, Dir: cwd}, argv)
+	if errors.Is(err, tmuxpane.ErrNoTmux) {
+		return nil, fmt.Errorf("launch: %w; install tmux, or run with --attach-port/--attach-pid", err)
 	}
-	run := func(ctx context.Context, args ...string) *exec.Cmd {
-		return exec.CommandContext(ctx, tmux, append(append([]string{}, global...), args...)...)
-	}
-	args := append([]string{"new-session", "-d", "-s", name, "-x", "200", "-y", "50", "-c", cwd, "--"}, agy...)
-	if out, err := run(ctx, args...).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("launch: tmux new-session: %w: %s", err, strings.TrimSpace(string(out)))
-	}
-	stop := func(ctx context.Context) error {
-		out, err := run(ctx, "kill-session", "-t", "="+name).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("tmux kill-session %s: %w: %s", name, err, strings.TrimSpace(string(out)))
-		}
-		return nil
-	}
-	out, err := run(ctx, "list-panes", "-t", "="+name, "-F", "#{pane_pid}").Output()
 	if err != nil {
-		_ = stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("launch: tmux list-panes %s: %w", name, err)
+		return nil, fmt.Errorf("launch: %w", err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0]))
-	if err != nil || pid <= 0 {
-		_ = stop(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("launch: tmux gave no pane pid for %s (%q)", name, out)
-	}
-	return &Launched{PID: pid, Name: "tmux session " + name, Stop: stop}, nil
+	return &Launched{PID: pane.PID(), Name: "tmux session " + pane.Name(), Terminal: pane, Stop: pane.Kill}, nil
 }
 
 func randomSuffix() string {

@@ -21,13 +21,14 @@ const (
 	exitUsage   = 2
 )
 
-const usage = `usage: agyharness acp [--agy PATH] [--attach-port P | --attach-pid N] [flags] [-- AGY_ARGS]
+const usage = `usage: agyharness acp [--agy PATH] [--turns rpc|tui] [--attach-port P | --attach-pid N] [flags] [-- AGY_ARGS]
 
 Speaks the Agent Client Protocol on stdin/stdout, so an ACP client (Zed and
 others) can drive agy. Each new session launches agy in a tmux session the
-harness owns (tmux attach -t NAME to watch it), in the session's cwd; with
---attach-port or --attach-pid every session attaches to a running agy
-instead. Logs go to stderr.
+harness owns (tmux attach -t NAME to watch it), in the session's cwd: its
+first prompt is typed into agy's terminal (a fresh agy has no conversation
+before it), later ones go per --turns. With --attach-port or --attach-pid
+every session attaches to a running agy instead. Logs go to stderr.
 
 Example (Zed settings.json):
 
@@ -58,6 +59,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	attachTimeout := fs.Duration("attach-timeout", 60*time.Second, "how long to look for agy's language server for a session")
 	cancelDeadline := fs.Duration("cancel-deadline", 10*time.Second, "how long a cancelled prompt waits for agy to stop")
 	contextWindow := fs.Int("context-window", 1<<20, "context window size reported to the client (agy does not report it)")
+	turns := fs.String("turns", "rpc", "how prompts after a session's first reach a launched agy: rpc (SendUserCascadeMessage) or tui (typed into agy's terminal)")
+	sessionDir := fs.String("session-dir", "", `where the conversations of sessions opened on a fresh agy are kept, for session/load after a restart (default <user config dir>/agyharness/acp-sessions; "-" keeps none)`)
 	verbose := fs.Bool("v", false, "log debug detail to stderr")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
@@ -99,6 +102,16 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case *csrf == "":
 		*csrf = os.Getenv("ANTIGRAVITY_CSRF_TOKEN")
 	}
+	switch *sessionDir {
+	case "-":
+		*sessionDir = ""
+	case "":
+		dir, err := defaultSessionDir()
+		if err != nil {
+			fmt.Fprintf(stderr, "agyharness acp: %v; sessions opened on a fresh agy are kept in memory only\n", err)
+		}
+		*sessionDir = dir
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -112,6 +125,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		AttachPID:      *pid,
 		CSRFToken:      *csrf,
 		Launcher:       Tmux{Agy: append([]string{*agy}, fs.Args()...), SessionPrefix: *prefix},
+		Turns:          actors.TurnMode(*turns),
+		SessionDir:     *sessionDir,
 		Logger:         logger,
 		AttachTimeout:  *attachTimeout,
 		CancelDeadline: *cancelDeadline,

@@ -41,6 +41,7 @@ type session struct {
 	closeOnce   sync.Once
 
 	// pump
+	conv      string            // the conversation the session follows ("" before agy has one)
 	texts     map[string]string // item id -> agent text sent so far
 	thoughts  map[string]string // item id -> reasoning sent so far
 	lastText  string            // item of the last agent text chunk, for paragraph breaks
@@ -77,9 +78,8 @@ type turn struct {
 	hasUsage  bool
 }
 
-func newSession(a *Agent, hs *actors.Session, launched *Launched, replay bool) *session {
+func newSession(a *Agent, id string, hs *actors.Session, launched *Launched, replay bool) *session {
 	ctx, cancel := context.WithCancel(a.ctx)
-	id := hs.ConversationID()
 	return &session{
 		a: a, id: id, hs: hs, launched: launched, replay: replay,
 		log:         a.log.With("session", id),
@@ -202,6 +202,12 @@ func (s *session) prompt(ctx context.Context, text string) (sdk.PromptResponse, 
 	sctx, cancel := context.WithTimeout(s.ctx, s.a.opts.RequestTimeout)
 	err := s.hs.SendTurn(sctx, text, model)
 	cancel()
+	if errors.Is(err, actors.ErrNoConversation) {
+		// An agy the adapter did not launch, with no conversation yet: the
+		// first turn must be typed in agy's own terminal.
+		s.note("agy has no conversation yet, and this session cannot type into agy's terminal: type your first message in agy's own terminal; this session follows the conversation agy starts for it.")
+		return s.response(t, sdk.StopReasonEndTurn), nil
+	}
 	if err != nil {
 		return sdk.PromptResponse{}, sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("agy did not take the turn: %v", err)})
 	}
@@ -347,10 +353,12 @@ func (s *session) pump() {
 // session/load, skipped on session/new. Open prompts are live either way:
 // they must be answered.
 func (s *session) handle(ev *messages.Event) {
+	s.follow(ev)
 	if !s.historyOver.Load() {
 		switch ev.Type {
 		case messages.EventStatus:
-			if ev.State == messages.StateIdle || ev.State == messages.StateWaiting {
+			switch ev.State {
+			case messages.StateIdle, messages.StateWaiting, messages.StateNoConversation:
 				s.endHistory()
 			}
 			return
@@ -427,6 +435,22 @@ func (s *session) handle(ev *messages.Event) {
 		s.agyError(ev)
 	case messages.EventUnknownStep:
 		s.log.Info("agy step type not mapped", "type", ev.StepType)
+	}
+}
+
+// follow notes the conversation an event shows the session following, and
+// remembers it for session/load when the session's id is not its id (a
+// session opened on a fresh agy).
+func (s *session) follow(ev *messages.Event) {
+	if ev.ConversationID == "" || ev.ParentConversationID != "" || ev.ConversationID == s.conv {
+		return
+	}
+	s.conv = ev.ConversationID
+	if s.conv == s.id {
+		return
+	}
+	if err := s.a.store.put(s.id, s.conv); err != nil {
+		s.log.Warn("the session's conversation was not saved: session/load will not find it after a restart", "conversation", s.conv, "err", err)
 	}
 }
 

@@ -3,7 +3,6 @@ package acp
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -147,36 +146,6 @@ func TestMainServesUntilStdinCloses(t *testing.T) {
 	code := Main(context.Background(), []string{"--attach-port", "1"}, strings.NewReader(""), &stdout, &stderr)
 	assert.Equal(t, exitOK, code, stderr.String())
 	assert.Empty(t, stdout.String(), "nothing but protocol on stdout")
-}
-
-func TestTmuxLaunchAndStop(t *testing.T) {
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
-	socket := "agyharness-acp-test-" + randomSuffix()
-	tm := Tmux{Agy: []string{"sleep", "60"}, SessionPrefix: "acp-test", Socket: socket}
-	ctx := context.Background()
-	l, err := tm.Launch(ctx, t.TempDir())
-	require.NoError(t, err)
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			_ = l.Stop(ctx)
-		}
-	})
-	assert.Positive(t, l.PID)
-	assert.Contains(t, l.Name, "acp-test-")
-	name := strings.TrimPrefix(l.Name, "tmux session ")
-	require.NoError(t, exec.Command("tmux", "-L", socket, "has-session", "-t", "="+name).Run(), "the session runs")
-	require.NoError(t, l.Stop(ctx))
-	stopped = true
-	assert.Error(t, exec.Command("tmux", "-L", socket, "has-session", "-t", "="+name).Run(), "the session is gone")
-
-	_, err = Tmux{Tmux: "no-such-tmux-binary"}.Launch(ctx, t.TempDir())
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "tmux not found")
-	_, err = tm.Launch(ctx, "")
-	require.Error(t, err)
 }
 
 // bareSession is a session without a harness session or a connection, for

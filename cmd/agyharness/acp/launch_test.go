@@ -1,0 +1,88 @@
+package acp
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestTmuxLaunchAndStop(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	socket := "agyharness-acp-test-" + randomSuffix()
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	// agy's stand-in writes its arguments down, then waits.
+	dir := t.TempDir()
+	args := filepath.Join(dir, "args")
+	script := filepath.Join(dir, "agy")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho \"$@\" > "+args+"\nexec sleep 60\n"), 0o700))
+	tm := Tmux{Agy: []string{script, "--model", "m"}, SessionPrefix: "acp-test", Socket: socket}
+	ctx := context.Background()
+	l, err := tm.Launch(ctx, t.TempDir(), "")
+	require.NoError(t, err)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = l.Stop(ctx)
+		}
+	})
+	assert.Positive(t, l.PID)
+	assert.Contains(t, l.Name, "acp-test-")
+	assert.NotNil(t, l.Terminal, "the pane is agy's terminal")
+	name := strings.TrimPrefix(l.Name, "tmux session ")
+	require.NoError(t, exec.Command("tmux", "-L", socket, "has-session", "-t", "="+name).Run(), "the session runs")
+	require.Eventually(t, func() bool { b, _ := os.ReadFile(args); return string(b) == "--model m\n" }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, l.Stop(ctx))
+	stopped = true
+	assert.Error(t, exec.Command("tmux", "-L", socket, "has-session", "-t", "="+name).Run(), "the session is gone")
+
+	l, err = tm.Launch(ctx, t.TempDir(), "conv-1")
+	require.NoError(t, err)
+	defer func() { _ = l.Stop(ctx) }()
+	require.Eventually(t, func() bool { b, _ := os.ReadFile(args); return string(b) == "--conversation conv-1 --model m\n" },
+		10*time.Second, 10*time.Millisecond, "agy resumes the conversation")
+
+	_, err = Tmux{Tmux: "no-such-tmux-binary"}.Launch(ctx, t.TempDir(), "")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "tmux not found")
+	_, err = tm.Launch(ctx, "", "")
+	require.Error(t, err)
+}
+
+func TestSessionStoreKeepsConversationsAcrossRestarts(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sessions")
+	s := newSessionStore(dir)
+	id := newSessionID()
+	assert.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, id)
+	_, ok := s.conversation(id)
+	assert.False(t, ok)
+	require.NoError(t, s.put(id, "conv-1"))
+	c, ok := s.conversation(id)
+	assert.True(t, ok)
+	assert.Equal(t, "conv-1", c)
+
+	again := newSessionStore(dir)
+	c, ok = again.conversation(id)
+	assert.True(t, ok, "a store on the same directory finds it")
+	assert.Equal(t, "conv-1", c)
+	info, err := os.Stat(filepath.Join(dir, id))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+
+	assert.Error(t, s.put("../escape", "conv-2"), "an id that is not a plain name names no file")
+	_, ok = again.conversation("../escape")
+	assert.False(t, ok)
+
+	mem := newSessionStore("")
+	require.NoError(t, mem.put(id, "conv-3"))
+	c, _ = mem.conversation(id)
+	assert.Equal(t, "conv-3", c)
+}
