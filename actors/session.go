@@ -89,10 +89,14 @@ type typedTurn struct {
 }
 
 // typedTurnCheck is sent by the session to itself when a typed turn's time
-// to show is up; typedTurnFailed by the terminal writer when typing failed.
+// to show is up; turnTyped by the terminal writer once it typed the turn, or
+// failed to (err).
 type typedTurnCheck struct{ id int }
 
-type typedTurnFailed struct{ id int }
+type turnTyped struct {
+	id  int
+	err error
+}
 
 // conversationWaitOver is sent by the session to itself when
 // Spec.WaitConversation has passed since it found agy without a
@@ -209,8 +213,14 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *typedTurnCheck:
 		s.checkTyped(ctx, m.id)
-	case *typedTurnFailed:
-		s.dropTyped(m.id)
+	case *turnTyped:
+		switch {
+		case m.err != nil:
+			s.dropTyped(m.id) // the requester was told
+		case s.conv() == "" && s.rotation != nil:
+			// agy mints its first conversation for this turn now: look again.
+			ctx.Send(s.rotation, &messages.ReadNow{Gen: s.core.gen})
+		}
 	case *conversationWaitOver:
 		if s.conv() == "" && s.noConvSince.Equal(m.since) {
 			msg := fmt.Sprintf("agy has no conversation after %s: no first turn was typed into agy's terminal", s.core.spec.WaitConversation)

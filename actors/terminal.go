@@ -44,8 +44,7 @@ var ErrNoConversation = errors.New("agy has no conversation yet: type the first 
 
 // terminalWriter is the actor that writes into agy's terminal for a session
 // whose Spec has a Terminal. Its one job: type turns (*typeTurn, replied to
-// with a *messages.TurnResult, and a typedTurnFailed to the session when it
-// could not be typed) and press keys (*pressKeys, no reply) there, one at a
+// with a *messages.TurnResult, and a turnTyped to the session) and press keys (*pressKeys, no reply) there, one at a
 // time and in the order asked, so that the keys closing a dialog and a turn
 // typed after them never interleave. A failure to press keys is logged: the
 // answer itself already reached agy over RPC.
@@ -122,10 +121,11 @@ func (w *terminalWriter) next(ctx actor.Context) {
 		switch q := q.(type) {
 		case *typeTurn:
 			var res messages.TurnResult
-			if err := w.term.Type(c, q.text); err != nil {
+			err := w.term.Type(c, q.text)
+			if err != nil {
 				res.Err = fmt.Errorf("turn: typing it into agy's terminal: %w", err)
-				root.Send(session, &typedTurnFailed{id: q.id})
 			}
+			root.Send(session, &turnTyped{id: q.id, err: err})
 			// The requester gets its answer even if this actor stops meanwhile.
 			root.Send(q.reply, &res)
 		case *pressKeys:

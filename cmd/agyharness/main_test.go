@@ -118,7 +118,7 @@ func (er *eventReader) next(deadline time.Time) *messages.Event {
 		er.events = append(er.events, ev)
 		return ev
 	case <-time.After(time.Until(deadline)):
-		er.t.Fatalf("no event before the deadline; last events: %s", tail(er.events, 5))
+		er.t.Fatalf("no event before the deadline; last events: %s", tail(er.events, 80))
 		return nil
 	}
 }

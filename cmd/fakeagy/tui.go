@@ -78,6 +78,14 @@ type terminal struct {
 	dialog  *dialog
 	notice  string // the last error, shown until the next key
 	drawn   string // the screen last written
+
+	// shown are the prompts that got a dialog: agy's terminal shows every
+	// prompt that went WAITING, even one answered over RPC before the
+	// screen was next drawn (and then keeps it open, stale). history holds,
+	// per conversation already there when the terminal started, how many
+	// of its steps were history then: their prompts get no dialog.
+	shown   map[promptKey]bool
+	history map[string]int
 }
 
 // promptKey names one WAITING step.
@@ -103,7 +111,11 @@ func newTerminal(srv agyServer, out io.Writer, refresh time.Duration) *terminal 
 	if refresh <= 0 {
 		refresh = 50 * time.Millisecond
 	}
-	return &terminal{srv: srv, out: out, refresh: refresh}
+	t := &terminal{srv: srv, out: out, refresh: refresh, shown: map[promptKey]bool{}, history: map[string]int{}}
+	if conv := srv.ConversationID(); conv != "" {
+		t.history[conv] = len(srv.Steps(conv))
+	}
+	return t
 }
 
 // run asks for bracketed paste, draws the screen, then redraws on every
@@ -428,6 +440,26 @@ func (d *dialog) options() []string {
 }
 
 // newDialog is the dialog of a WAITING step.
+// nextDialog is the dialog of the first prompt not shown yet: one WAITING,
+// or one answered elsewhere since (shown stale, as agy's terminal keeps it).
+func (t *terminal) nextDialog(conv string, steps []rpc.Step) *dialog {
+	for _, s := range steps {
+		key := promptKey{conv, s.Index()}
+		if s.RequestedInteraction == nil || t.shown[key] {
+			continue
+		}
+		answered := len(s.CompletedInteractions) > 0 && s.Index() >= t.history[conv]
+		if s.Status != rpc.StatusWaiting && !answered {
+			continue
+		}
+		t.shown[key] = true
+		d := newDialog(conv, s)
+		d.stale = s.Status != rpc.StatusWaiting
+		return d
+	}
+	return nil
+}
+
 func newDialog(conv string, s rpc.Step) *dialog {
 	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction}
 	if d.ask.AskQuestion != nil && s.Metadata.ToolCall != nil {
@@ -452,12 +484,7 @@ func (t *terminal) update() {
 	steps := t.srv.Steps(conv)
 	t.checkStale()
 	if t.dialog == nil {
-		for _, s := range steps {
-			if s.Status == rpc.StatusWaiting && s.RequestedInteraction != nil {
-				t.dialog = newDialog(conv, s)
-				break
-			}
-		}
+		t.dialog = t.nextDialog(conv, steps)
 	}
 	screen := render(screenView{
 		conv:   conv,

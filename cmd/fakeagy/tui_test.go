@@ -421,3 +421,25 @@ func TestTUINeedsATerminal(t *testing.T) {
 	assert.Contains(t, err.Error(), "not a terminal")
 	assert.Error(t, run([]string{"--tui-refresh", "0s"}, nil, io.Discard, &stderr))
 }
+
+// agy's terminal shows every prompt that went WAITING: one answered over RPC
+// before the screen was drawn again still gets its dialog, stale, and its
+// keys close it (pressed into no dialog, "4" and Enter would be a turn).
+func TestPromptAnsweredBeforeItWasDrawnStillGetsItsDialog(t *testing.T) {
+	srv, term, out := newTestTerminal(t)
+	require.NoError(t, srv.TypeTurn("what is here?"))
+	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), rpc.InteractionResponse{
+		TrajectoryID: perm.TrajectoryID(), StepIndex: rpc.Int(perm.Index()), Permission: &rpc.PermissionAnswer{},
+	}))
+	committed(t, srv, perm.Index())
+	term.update()
+	require.Contains(t, out.screen(), permissionDialog+"| (answered elsewhere: 1-4 then Enter, or Esc, closes this)")
+	before := countUserInputs(srv)
+	press(term, "4\r")
+	assert.NotContains(t, out.screen(), "Do you want to proceed?", "its keys close it")
+	assert.Equal(t, before, countUserInputs(srv), "and type no turn")
+}
