@@ -45,9 +45,13 @@ type discovery struct {
 	probeTimeout time.Duration
 }
 
-// listenersOf lists a process tree's loopback listeners (a variable for
-// tests: a restricted /proc cannot be made as root).
-var listenersOf = rpc.CandidatePorts
+// listenersOf lists a process tree's loopback listeners, and
+// loopbackListeners the machine's (variables for tests: a restricted /proc
+// cannot be made as root, and a test must not probe other processes).
+var (
+	listenersOf       = rpc.CandidatePorts
+	loopbackListeners = rpc.LoopbackListeners
+)
 
 // maxProbeTimeout caps how long one probe may wait for a slow agy.
 const maxProbeTimeout = 30 * time.Second
@@ -228,7 +232,7 @@ func probeUnowned(ctx context.Context, cfg rpc.Config, hints []int, pid int, con
 	if cfg.CSRFToken != "" {
 		return nil, fmt.Errorf("the listeners of process %d cannot be read (a restricted /proc?), and its CSRF token goes only to a port known to be agy's: attach with --port", pid)
 	}
-	others := slices.DeleteFunc(rpc.LoopbackListeners(maxUnownedProbes), func(p int) bool { return slices.Contains(hints, p) })
+	others := slices.DeleteFunc(loopbackListeners(maxUnownedProbes), func(p int) bool { return slices.Contains(hints, p) })
 	ports := append(slices.Clone(hints), others...)
 	found, err := probeAll(ctx, cfg, ports, conv, false, onErr)
 	if err != nil {

@@ -31,6 +31,10 @@ func TestDiscoveryFallsBackWhenAgysListenersCannotBeRead(t *testing.T) {
 		return nil, fmt.Errorf("%w: process %d: permission denied", rpc.ErrListenersHidden, pid)
 	}
 	t.Cleanup(func() { listenersOf = rpc.CandidatePorts })
+	// The machine's listeners, as far as this test may probe: its own.
+	stranger := agytest.Start(t, agytest.Options{Conversation: true, Seed: 99})
+	loopbackListeners = func(int) []int { return []int{stranger.Port(), srv.Port()} }
+	t.Cleanup(func() { loopbackListeners = rpc.LoopbackListeners })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	spec := Spec{PID: agy.Process.Pid}

@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/rpc"
 )
 
 func attachCommand() *command {
 	c := &command{
 		name:     "attach",
-		synopsis: "attach (--pid N | --port P) [--conversation ID] [--wait D] [--csrf-token-file F] [--json] [--record F [--force]] [--read-mode both|stream|poll]",
+		synopsis: "attach [--pid N | --port P] [--conversation ID] [--wait D] [--csrf-token-file F] [--json] [--record F [--force]] [--read-mode both|stream|poll]",
 		summary:  "drive a running agy: events out, turns and answers in",
 		example: `agyharness attach --pid $(pgrep -n agy)          # human mode: type a line to send a turn
 agyharness attach --port 41237 --json < commands.jsonl > events.jsonl
@@ -28,7 +29,7 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		var timeout time.Duration
 		var csrf csrfFlags
 		fs.IntVar(&spec.PID, "pid", 0, "agy's PID, or the PID of the terminal pane that runs it")
-		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan)")
+		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan; default: $"+rpc.EnvAddress+" when set)")
 		fs.StringVar(&spec.ConversationID, "conversation", "", "conversation to bind (default: the most recently active)")
 		csrf.register(fs)
 		fs.DurationVar(&spec.WaitConversation, "wait", 0, "how long to wait for agy's first conversation when it has none yet (0: as long as agy runs)")
@@ -44,8 +45,19 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		if len(pos) > 0 {
 			return usagef("attach: unexpected argument %q", pos[0])
 		}
+		if spec.PID == 0 && spec.Port == 0 {
+			// Run from inside agy (a tool agy started): its language
+			// server's address may be in the environment.
+			if v := e.getenv(rpc.EnvAddress); v != "" {
+				host, port, err := rpc.ParseAddress(v)
+				if err != nil {
+					return usagef("attach: $%s: %v", rpc.EnvAddress, err)
+				}
+				spec.Host, spec.Port = host, port
+			}
+		}
 		if (spec.PID > 0) == (spec.Port > 0) {
-			return usagef("attach: give exactly one of --pid and --port")
+			return usagef("attach: give exactly one of --pid and --port (or set $%s)", rpc.EnvAddress)
 		}
 		if spec.PID < 0 || spec.Port < 0 || spec.Port > 65535 {
 			return usagef("attach: --pid and --port must be positive (port at most 65535)")

@@ -272,3 +272,16 @@ func TestAttachToAFreshAgyWaitsForItsFirstConversation(t *testing.T) {
 	assert.NotEqual(t, 0, a.exit(wait), "the session ended with an error")
 	assert.Contains(t, a.stderr.String(), "no conversation")
 }
+
+// Run from inside agy (a tool agy started), attach finds agy's language
+// server at the address agy's environment gives, with no flag.
+func TestAttachFindsAgyThroughItsEnvironment(t *testing.T) {
+	fake := startFakeAgy(t, "--seed", "4", "--chunk-delay", "1ms")
+	t.Setenv(rpc.EnvAddress, "127.0.0.1:"+strconv.Itoa(fake.port)) // inherited by the harness
+	a := startAttachArgs(t, "attach", "--json")
+	a.send(messages.Command{Type: messages.CommandTurn, Text: "hello"})
+	ev := a.er.until(wait, "user_message", isType(messages.EventUserMessage))
+	assert.Equal(t, messages.OriginHarness, ev.Origin)
+	a.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, a.exit(wait), "stderr:\n%s", a.stderr.String())
+}

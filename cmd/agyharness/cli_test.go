@@ -63,7 +63,7 @@ func TestFlagValidation(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"attach"}, "exactly one of --pid and --port"},
+		{[]string{"attach"}, "exactly one of --pid and --port (or set $ANTIGRAVITY_LS_ADDRESS)"},
 		{[]string{"attach", "--pid", "1", "--port", "2"}, "exactly one of --pid and --port"},
 		{[]string{"attach", "--port", "70000"}, "at most 65535"},
 		{[]string{"attach", "--port", "1", "--read-mode", "carrier-pigeon"}, "want both, stream or poll"},
