@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -63,11 +64,7 @@ func newFloorReader(ctx context.Context, f fake, raw bool) (*floorReader, error)
 // else of the first (a model without an enum is sent by its name, as the
 // turn sender does).
 func firstRecommended(catalog map[string]rpc.ModelInfo) string {
-	names := make([]string, 0, len(catalog))
-	for name := range catalog {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(catalog))
 	pick := func(name string) string {
 		if m := catalog[name].Model; m != "" {
 			return m
