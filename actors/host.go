@@ -171,6 +171,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 
 	select {
 	case <-core.bound:
+		s.attached.Store(time.Now().UnixNano())
 		return s, nil
 	case <-core.done:
 		s.events.Close() // nobody will read the events of a session never returned

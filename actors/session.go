@@ -860,6 +860,9 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 		return errors.New("resolve: elicitation_id is required")
 	}
 	p, ok := s.findPrompt(r.ElicitationID)
+	if !ok && s.core.resolvedIDs[r.ElicitationID] {
+		return fmt.Errorf("resolve: %w %q: %w", ErrUnknownElicitation, r.ElicitationID, ErrElicitationResolved)
+	}
 	if !ok {
 		return fmt.Errorf("resolve: %w %q", ErrUnknownElicitation, r.ElicitationID)
 	}
@@ -942,9 +945,11 @@ func (s *session) publish(ev *messages.Event) {
 		ev.Time = time.Now()
 	}
 	c.logEvent(ev)
+	var openIDs []string
 	switch ev.Type {
 	case messages.EventElicitationRequest:
 		c.openRequests = append(c.openRequests, ev)
+		openIDs = openIDsOf(c.openRequests)
 	case messages.EventElicitationResolved:
 		for i, req := range c.openRequests {
 			if req.ElicitationID == ev.ElicitationID {
@@ -952,6 +957,8 @@ func (s *session) publish(ev *messages.Event) {
 				break
 			}
 		}
+		c.resolvedIDs[ev.ElicitationID] = true
+		openIDs = openIDsOf(c.openRequests)
 	}
 	live := c.sinks[:0]
 	for _, sink := range c.sinks {
@@ -965,7 +972,19 @@ func (s *session) publish(ev *messages.Event) {
 	c.sinks = live
 	c.mu.Lock()
 	c.published++
+	if openIDs != nil {
+		c.openIDs = openIDs
+	}
 	c.mu.Unlock()
+}
+
+// openIDsOf lists the elicitation ids of open requests (never nil).
+func openIDsOf(open []*messages.Event) []string {
+	ids := make([]string, len(open))
+	for i, ev := range open {
+		ids[i] = ev.ElicitationID
+	}
+	return ids
 }
 
 func (s *session) publishError(ctx actor.Context, msg string, retryable bool) {

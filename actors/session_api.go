@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,10 @@ var (
 	// ErrUnknownElicitation: no open elicitation has that id (never
 	// opened, or already resolved or withdrawn).
 	ErrUnknownElicitation = errors.New("no open elicitation")
+	// ErrElicitationResolved: the elicitation was open once and has been
+	// resolved (by anyone) or withdrawn. Errors that wrap it wrap
+	// ErrUnknownElicitation too.
+	ErrElicitationResolved = errors.New("already resolved")
 	// ErrBadAnswer: the answer does not fit the prompt (an unknown option
 	// id, a missing answer, several options on a single-select question, a
 	// write-in where none is allowed, the wrong kind); nothing was sent.
@@ -33,10 +38,11 @@ var (
 // safe for concurrent use; each sends a message to the session actor and
 // waits for the reply (never longer than its context allows).
 type Session struct {
-	core   *sessionCore
-	host   *Host
-	pid    *actor.PID
-	events *Subscription
+	core     *sessionCore
+	host     *Host
+	pid      *actor.PID
+	events   *Subscription
+	attached atomic.Int64 // UnixNano when Attach returned the session; 0 before
 }
 
 // ID is the session's id.
@@ -56,6 +62,23 @@ func (s *Session) Port() int {
 	s.core.mu.Lock()
 	defer s.core.mu.Unlock()
 	return s.core.port
+}
+
+// Attached is when Attach returned the session; zero while it is still
+// attaching (Host.Sessions lists it from the start).
+func (s *Session) Attached() time.Time {
+	if n := s.attached.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// OpenElicitations lists the ids of the prompts open now, in the order
+// they opened.
+func (s *Session) OpenElicitations() []string {
+	s.core.mu.Lock()
+	defer s.core.mu.Unlock()
+	return slices.Clone(s.core.openIDs)
 }
 
 // Events is the session's event stream from its start. The channel closes
@@ -236,6 +259,7 @@ type sessionCore struct {
 	log          []logEntry        // the last cfg.EventLog events: a ring once full
 	logStart     int               // index of the oldest event in log, once full
 	openRequests []*messages.Event // elicitation_request events of prompts still open, as published
+	resolvedIDs  map[string]bool   // elicitations that were open and have been resolved
 	sinks        []messages.EventSink
 	root         *mapper.Reconciler
 	rootConv     string
@@ -255,6 +279,7 @@ type sessionCore struct {
 	restarts       map[string]int
 	rpcErrors      map[string]int
 	rebinds        int
+	openIDs        []string // the ids of openRequests, replaced whole on a change
 	lastErr        error
 	err            error
 	bound          chan struct{}
@@ -269,6 +294,7 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system 
 		children:     make(map[string]*mapper.Reconciler),
 		childrenDone: make(map[string]bool),
 		orphans:      make(map[string]bool),
+		resolvedIDs:  make(map[string]bool),
 		restarts:     make(map[string]int),
 		rpcErrors:    make(map[string]int),
 		bound:        make(chan struct{}),

@@ -140,9 +140,7 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 				err = cerr
 			}
 		}()
-		if err := setRecorder(&o.spec, rec); err != nil {
-			return err
-		}
+		o.spec.Recorder = rec.Record
 	}
 	host := actors.NewHost(o.host)
 	defer func() {

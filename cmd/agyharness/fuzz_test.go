@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -51,40 +50,6 @@ func FuzzParseCommand(f *testing.F) {
 	})
 }
 
-// stubHost attaches one stub session on port 4242 and refuses the rest.
-type stubHost struct{ sess *stubSession }
-
-func (h stubHost) Attach(ctx context.Context, spec actors.Spec) (servedSession, error) {
-	if spec.Port == 4242 {
-		return h.sess, nil
-	}
-	return nil, errors.New("no agy there")
-}
-
-// stubSession refuses resolves for unknown prompts and takes the rest.
-type stubSession struct {
-	events chan *messages.Event
-	done   chan struct{}
-}
-
-func (s *stubSession) ID() string                       { return "s1" }
-func (s *stubSession) ConversationID() string           { return "c1" }
-func (s *stubSession) Port() int                        { return 4242 }
-func (s *stubSession) Events() <-chan *messages.Event   { return s.events }
-func (s *stubSession) Done() <-chan struct{}            { return s.done }
-func (s *stubSession) Err() error                       { return nil }
-func (s *stubSession) Stats() actors.Stats              { return actors.Stats{} }
-func (s *stubSession) Detach(ctx context.Context) error { return nil }
-func (s *stubSession) Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error) {
-	return nil, errors.New("not in the fuzz")
-}
-func (s *stubSession) Do(ctx context.Context, c messages.Command) error {
-	if c.Type == messages.CommandResolve {
-		return actors.ErrUnknownElicitation
-	}
-	return nil
-}
-
 // FuzzHostRequestBodies: any body on any command endpoint gets a documented
 // status, and every refusal is a JSON {"error": "..."}; nothing panics.
 func FuzzHostRequestBodies(f *testing.F) {
@@ -97,8 +62,21 @@ func FuzzHostRequestBodies(f *testing.F) {
 			f.Add(ep, []byte(seed))
 		}
 	}
-	sess := &stubSession{events: make(chan *messages.Event), done: make(chan struct{})}
-	srv := newServer(serverConfig{host: stubHost{sess: sess}, token: "0123456789abcdef-token"})
+	// One session on port 4242 that refuses resolves for unknown prompts and
+	// takes the rest; no agy anywhere else.
+	host := oneSession(&feedSession{do: func(c messages.Command) error {
+		if c.Type == messages.CommandResolve {
+			return actors.ErrUnknownElicitation
+		}
+		return nil
+	}})
+	host.refuse = func(spec actors.Spec) error {
+		if spec.Port != 4242 {
+			return errors.New("no agy there")
+		}
+		return nil
+	}
+	srv := newServer(serverConfig{host: host, token: "0123456789abcdef-token"})
 	h := srv.handler()
 	do := func(method, path string, body []byte) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, bytes.NewReader(body))
@@ -111,7 +89,7 @@ func FuzzHostRequestBodies(f *testing.F) {
 		f.Fatalf("setup: %d %s", rec.Code, rec.Body)
 	}
 	f.Cleanup(func() {
-		close(sess.events)
+		host.shutdown()
 		srv.stop()
 		srv.wait()
 	})

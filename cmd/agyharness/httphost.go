@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,9 +27,15 @@ import (
 // maxBody bounds every request body.
 const maxBody = 1 << 20
 
-// hostAPI is what the HTTP host needs of an *actors.Host.
+// hostAPI is what the HTTP host needs of an *actors.Host: the one
+// registry of sessions.
 type hostAPI interface {
 	Attach(ctx context.Context, spec actors.Spec) (servedSession, error)
+	// Sessions lists the live sessions, those still attaching too, ordered
+	// by id.
+	Sessions() []servedSession
+	// Session is the live session with that id, attaching or not.
+	Session(id string) (servedSession, bool)
 }
 
 // servedSession is what the HTTP host needs of an *actors.Session.
@@ -38,6 +45,10 @@ type servedSession interface {
 	Done() <-chan struct{}
 	Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error)
 	Stats() actors.Stats
+	// Attached is zero while the session is attaching: the API shows it
+	// only once its POST has answered.
+	Attached() time.Time
+	OpenElicitations() []string
 }
 
 // eventStream is a subscription: *actors.Subscription.
@@ -55,6 +66,23 @@ func (a actorsHost) Attach(ctx context.Context, spec actors.Spec) (servedSession
 		return nil, err
 	}
 	return actorsSession{s}, nil
+}
+
+func (a actorsHost) Sessions() []servedSession {
+	all := a.h.Sessions()
+	out := make([]servedSession, len(all))
+	for i, s := range all {
+		out[i] = actorsSession{s}
+	}
+	return out
+}
+
+func (a actorsHost) Session(id string) (servedSession, bool) {
+	s, ok := a.h.Session(id)
+	if !ok {
+		return nil, false
+	}
+	return actorsSession{s}, true
 }
 
 type actorsSession struct{ *actors.Session }
@@ -97,10 +125,10 @@ type serverConfig struct {
 	tls *tls.Config
 }
 
-// server is the multi-session HTTP host (DESIGN.md section 6). Each
-// attached session has a watcher goroutine that reads its event stream
-// from the start, for metrics and to know which prompts are open, and
-// forgets the session when its stream ends.
+// server is the multi-session HTTP host (DESIGN.md section 6). The
+// sessions, and what each knows of its prompts, are the host's and the
+// sessions' own (hostAPI). Each session the server attached has a watcher
+// goroutine that reads its event stream from the start, for the metrics.
 type server struct {
 	cfg       serverConfig
 	log       *slog.Logger
@@ -109,18 +137,6 @@ type server struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // watchers
 	metrics   *metrics
-
-	mu       sync.Mutex
-	sessions map[string]*served
-}
-
-// served is one session and what its watcher learned.
-type served struct {
-	sess    servedSession
-	created time.Time
-	// under server.mu
-	open     map[string]time.Time // open elicitation id -> when it was asked
-	resolved map[string]bool      // elicitations that were closed
 }
 
 func (c serverConfig) withDefaults() serverConfig {
@@ -149,8 +165,7 @@ func newServer(cfg serverConfig) *server {
 		cfg: cfg, log: cfg.log,
 		tokenHash: sha256.Sum256([]byte(cfg.token)),
 		base:      base, cancel: cancel,
-		metrics:  newMetrics(),
-		sessions: make(map[string]*served),
+		metrics: newMetrics(cfg.host),
 	}
 }
 
@@ -163,7 +178,7 @@ func (s *server) wait() { s.wg.Wait() }
 func (s *server) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", s.healthz)
-	mux.Handle("GET /metrics", s.auth(http.HandlerFunc(s.serveMetrics)))
+	mux.Handle("GET /metrics", s.auth(s.metrics.handler()))
 	mux.Handle("POST /v1/sessions", s.auth(http.HandlerFunc(s.createSession)))
 	mux.Handle("GET /v1/sessions", s.auth(http.HandlerFunc(s.listSessions)))
 	mux.Handle("GET /v1/sessions/{id}", s.auth(s.withSession(s.getSession)))
@@ -235,20 +250,24 @@ func bearerToken(header string) (string, bool) {
 	return token, token != ""
 }
 
-type sessionHandler func(w http.ResponseWriter, r *http.Request, sv *served)
+type sessionHandler func(w http.ResponseWriter, r *http.Request, sess servedSession)
 
 func (s *server) withSession(h sessionHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
-		s.mu.Lock()
-		sv, ok := s.sessions[id]
-		s.mu.Unlock()
-		if !ok {
+		sess, ok := s.cfg.host.Session(id)
+		if !ok || sess.Attached().IsZero() {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no session %q", id))
 			return
 		}
-		h(w, r, sv)
+		h(w, r, sess)
 	})
+}
+
+// attachedSessions lists the sessions the API shows: attached (not still
+// attaching), not ended, ordered by id.
+func attachedSessions(host hostAPI) []servedSession {
+	return slices.DeleteFunc(host.Sessions(), func(sess servedSession) bool { return sess.Attached().IsZero() })
 }
 
 // decodeBody reads a size-limited JSON body into v, refusing unknown
@@ -299,10 +318,7 @@ func commandStatus(err error) int {
 // ---- handlers ----
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	n := len(s.sessions)
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "sessions": n})
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "sessions": len(attachedSessions(s.cfg.host))})
 }
 
 // createRequest is POST /v1/sessions' body.
@@ -327,17 +343,15 @@ type sessionView struct {
 	OpenPrompts    []string       `json:"open_elicitations"`
 }
 
-func (s *server) view(sv *served) sessionView {
-	st := sv.sess.Stats()
-	s.mu.Lock()
-	open := make([]string, 0, len(sv.open))
-	for id := range sv.open {
-		open = append(open, id)
+func view(sess servedSession) sessionView {
+	st := sess.Stats()
+	open := sess.OpenElicitations()
+	if open == nil {
+		open = []string{} // [] in JSON, not null
 	}
-	s.mu.Unlock()
 	return sessionView{
-		ID: sv.sess.ID(), ConversationID: sv.sess.ConversationID(), Port: sv.sess.Port(),
-		Created: sv.created, Events: st.Events, Rebinds: st.Rebinds, Restarts: st.Restarts,
+		ID: sess.ID(), ConversationID: sess.ConversationID(), Port: sess.Port(),
+		Created: sess.Attached().UTC(), Events: st.Events, Rebinds: st.Rebinds, Restarts: st.Restarts,
 		OpenPrompts: open,
 	}
 }
@@ -364,10 +378,7 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if spec.SessionID != "" {
-		s.mu.Lock()
-		_, dup := s.sessions[spec.SessionID]
-		s.mu.Unlock()
-		if dup {
+		if _, dup := s.cfg.host.Session(spec.SessionID); dup {
 			writeError(w, http.StatusConflict, fmt.Sprintf("session %q exists", spec.SessionID))
 			return
 		}
@@ -389,9 +400,9 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, "attach: "+err.Error())
 		return
 	}
-	sv := s.track(sess)
+	s.watch(sess)
 	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(sess.ID()))
-	writeJSON(w, http.StatusCreated, s.view(sv))
+	writeJSON(w, http.StatusCreated, view(sess))
 }
 
 var sessionIDChars = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -401,84 +412,40 @@ func validSessionID(id string) bool {
 	return sessionIDChars.MatchString(id) && id != "." && id != ".."
 }
 
-// track registers a session and starts its watcher.
-func (s *server) track(sess servedSession) *served {
-	sv := &served{sess: sess, created: time.Now().UTC(), open: make(map[string]time.Time), resolved: make(map[string]bool)}
-	s.mu.Lock()
-	s.sessions[sess.ID()] = sv
-	s.mu.Unlock()
+// watch starts the session's watcher: it reads the session's events from
+// the start for the metrics until the session ends.
+func (s *server) watch(sess servedSession) {
 	s.metrics.attached()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.watch(sv)
-	}()
-	return sv
-}
-
-// watch reads a session's events from the start until the session ends:
-// counts them, times prompts, and keeps the open-prompt set.
-func (s *server) watch(sv *served) {
-	for ev := range sv.sess.Events() {
-		s.metrics.event(ev)
-		s.mu.Lock()
-		switch ev.Type {
-		case messages.EventElicitationRequest:
-			if !sv.resolved[ev.ElicitationID] {
-				sv.open[ev.ElicitationID] = ev.Time
-			}
-		case messages.EventElicitationResolved:
-			if asked, ok := sv.open[ev.ElicitationID]; ok {
-				s.metrics.promptLatency(ev.By, ev.Time.Sub(asked))
-			}
-			delete(sv.open, ev.ElicitationID)
-			sv.resolved[ev.ElicitationID] = true
+		s.metrics.follow(sess)
+		if err := sess.Err(); err != nil {
+			s.log.Warn("session ended", "session", sess.ID(), "err", err)
+		} else {
+			s.log.Info("session ended", "session", sess.ID())
 		}
-		s.mu.Unlock()
-	}
-	s.mu.Lock()
-	delete(s.sessions, sv.sess.ID())
-	s.mu.Unlock()
-	s.metrics.ended(sv.sess.Stats())
-	if err := sv.sess.Err(); err != nil {
-		s.log.Warn("session ended", "session", sv.sess.ID(), "err", err)
-	} else {
-		s.log.Info("session ended", "session", sv.sess.ID())
-	}
+	}()
 }
 
 func (s *server) listSessions(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	all := make([]*served, 0, len(s.sessions))
-	for _, sv := range s.sessions {
-		all = append(all, sv)
+	all := attachedSessions(s.cfg.host)
+	views := make([]sessionView, len(all))
+	for i, sess := range all {
+		views[i] = view(sess)
 	}
-	s.mu.Unlock()
-	views := make([]sessionView, 0, len(all))
-	for _, sv := range all {
-		views = append(views, s.view(sv))
-	}
-	sortViews(views)
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": views})
 }
 
-func sortViews(v []sessionView) {
-	for i := 1; i < len(v); i++ {
-		for j := i; j > 0 && v[j].ID < v[j-1].ID; j-- {
-			v[j], v[j-1] = v[j-1], v[j]
-		}
-	}
+func (s *server) getSession(w http.ResponseWriter, r *http.Request, sess servedSession) {
+	writeJSON(w, http.StatusOK, view(sess))
 }
 
-func (s *server) getSession(w http.ResponseWriter, r *http.Request, sv *served) {
-	writeJSON(w, http.StatusOK, s.view(sv))
-}
-
-func (s *server) deleteSession(w http.ResponseWriter, r *http.Request, sv *served) {
+func (s *server) deleteSession(w http.ResponseWriter, r *http.Request, sess servedSession) {
 	bodyRead(w)
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	if err := sv.sess.Detach(ctx); err != nil {
+	if err := sess.Detach(ctx); err != nil {
 		writeError(w, http.StatusGatewayTimeout, "detach: "+err.Error())
 		return
 	}
@@ -491,7 +458,7 @@ type turnRequest struct {
 	Model string `json:"model,omitempty"`
 }
 
-func (s *server) turn(w http.ResponseWriter, r *http.Request, sv *served) {
+func (s *server) turn(w http.ResponseWriter, r *http.Request, sess servedSession) {
 	var req turnRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -501,7 +468,7 @@ func (s *server) turn(w http.ResponseWriter, r *http.Request, sv *served) {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	if err := sv.sess.Do(r.Context(), c); err != nil {
+	if err := sess.Do(r.Context(), c); err != nil {
 		writeError(w, commandStatus(err), err.Error())
 		return
 	}
@@ -514,7 +481,7 @@ type resolveRequest struct {
 	Answers []messages.Answer `json:"answers,omitempty"`
 }
 
-func (s *server) resolve(w http.ResponseWriter, r *http.Request, sv *served) {
+func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSession) {
 	eid := r.PathValue("eid")
 	var req resolveRequest
 	if !decodeBody(w, r, &req) {
@@ -525,23 +492,21 @@ func (s *server) resolve(w http.ResponseWriter, r *http.Request, sv *served) {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
-	s.mu.Lock()
-	done := sv.resolved[eid]
-	s.mu.Unlock()
-	if done {
+	// The session says whether the prompt is open, or was and is resolved,
+	// and whether the answer fits it.
+	err := sess.Do(r.Context(), messages.Command{Type: messages.CommandResolve, ElicitationID: eid, Action: req.Action, Answers: req.Answers})
+	switch {
+	case errors.Is(err, actors.ErrElicitationResolved):
 		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %q is already resolved", eid))
 		return
-	}
-	// The session has the last word on whether the prompt is open and the
-	// answer fits it (the watcher may lag behind the client's own stream).
-	if err := sv.sess.Do(r.Context(), messages.Command{Type: messages.CommandResolve, ElicitationID: eid, Action: req.Action, Answers: req.Answers}); err != nil {
+	case err != nil:
 		writeError(w, commandStatus(err), err.Error())
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
 }
 
-func (s *server) interrupt(w http.ResponseWriter, r *http.Request, sv *served) {
+func (s *server) interrupt(w http.ResponseWriter, r *http.Request, sess servedSession) {
 	if r.ContentLength > 0 {
 		var empty struct{}
 		if !decodeBody(w, r, &empty) {
@@ -549,7 +514,7 @@ func (s *server) interrupt(w http.ResponseWriter, r *http.Request, sv *served) {
 		}
 	}
 	bodyRead(w)
-	if err := sv.sess.Do(r.Context(), messages.Command{Type: messages.CommandInterrupt}); err != nil {
+	if err := sess.Do(r.Context(), messages.Command{Type: messages.CommandInterrupt}); err != nil {
 		writeError(w, commandStatus(err), err.Error())
 		return
 	}
@@ -565,7 +530,7 @@ func (s *server) interrupt(w http.ResponseWriter, r *http.Request, sv *served) {
 // proxies from closing an idle stream. A client that stops reading is cut
 // off (sseWriteTimeout); when the server stops, every stream ends with
 // "event: end".
-func (s *server) events(w http.ResponseWriter, r *http.Request, sv *served) {
+func (s *server) events(w http.ResponseWriter, r *http.Request, sess servedSession) {
 	bodyRead(w) // a GET: the stream outlives the server's read timeout
 	var after uint64
 	last := r.Header.Get("Last-Event-ID")
@@ -580,14 +545,14 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sv *served) {
 		}
 		after = v
 	}
-	sub, err := sv.sess.Subscribe(r.Context(), after)
+	sub, err := sess.Subscribe(r.Context(), after)
 	if err != nil {
 		writeError(w, commandStatus(err), err.Error())
 		return
 	}
 	defer sub.Close()
 	// Every event the client saw was published before Subscribe returned.
-	if n := sv.sess.Stats().Events; after > n {
+	if n := sess.Stats().Events; after > n {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Last-Event-ID %d is beyond the session's last event (%d): reconnect without it", after, n))
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,25 +25,42 @@ import (
 
 const hostTestToken = "host-test-token-0123456789"
 
-// feedSession is a servedSession whose subscriptions the test feeds.
+// feedSession is a servedSession whose events and subscriptions the test
+// feeds.
 type feedSession struct {
 	id        string
 	events    chan *messages.Event
+	done      chan struct{}
 	published atomic.Uint64
+	// stats are the session's counters but Events (published).
+	stats    actors.Stats
+	open     []string
+	attached time.Time
 	// subscribe makes a subscription's stream (default: one that stays
 	// open, empty, until closed).
 	subscribe func(afterSeq uint64) eventStream
+	// do answers commands (default: every command is taken).
+	do func(c messages.Command) error
 }
 
 func (s *feedSession) ID() string                       { return s.id }
 func (s *feedSession) ConversationID() string           { return "c1" }
 func (s *feedSession) Port() int                        { return 4242 }
 func (s *feedSession) Events() <-chan *messages.Event   { return s.events }
-func (s *feedSession) Done() <-chan struct{}            { return nil }
+func (s *feedSession) Done() <-chan struct{}            { return s.done }
 func (s *feedSession) Err() error                       { return nil }
-func (s *feedSession) Stats() actors.Stats              { return actors.Stats{Events: s.published.Load()} }
+func (s *feedSession) Attached() time.Time              { return s.attached }
+func (s *feedSession) OpenElicitations() []string       { return s.open }
 func (s *feedSession) Detach(ctx context.Context) error { return nil }
+func (s *feedSession) Stats() actors.Stats {
+	st := s.stats
+	st.Events = s.published.Load()
+	return st
+}
 func (s *feedSession) Do(ctx context.Context, c messages.Command) error {
+	if s.do != nil {
+		return s.do(c)
+	}
 	return nil
 }
 func (s *feedSession) Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error) {
@@ -86,15 +104,23 @@ func (f *feed) Close() {
 	f.wg.Wait()
 }
 
-// feedHost attaches feedSessions, made by newSession; shutdown ends them.
+// feedHost attaches feedSessions, made by newSession, and lists them as
+// actors.Host does; end ends one, shutdown every one.
 type feedHost struct {
 	newSession func(spec actors.Spec) *feedSession
+	// refuse, when set, refuses the attach of a spec it returns an error for.
+	refuse func(spec actors.Spec) error
 
 	mu       sync.Mutex
 	attached []*feedSession
 }
 
 func (h *feedHost) Attach(ctx context.Context, spec actors.Spec) (servedSession, error) {
+	if h.refuse != nil {
+		if err := h.refuse(spec); err != nil {
+			return nil, err
+		}
+	}
 	if spec.SessionID == "" {
 		spec.SessionID = "s1"
 	}
@@ -102,20 +128,52 @@ func (h *feedHost) Attach(ctx context.Context, spec actors.Spec) (servedSession,
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.events == nil {
-		s.events = make(chan *messages.Event)
+		s.events, s.done = make(chan *messages.Event), make(chan struct{})
+		s.attached = time.Now()
 		h.attached = append(h.attached, s)
 	}
 	return s, nil
 }
 
-// shutdown ends every session's event stream, as Host.Shutdown does.
-func (h *feedHost) shutdown() {
+func (h *feedHost) Sessions() []servedSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]servedSession, 0, len(h.attached))
+	for _, s := range h.attached {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b servedSession) int { return strings.Compare(a.ID(), b.ID()) })
+	return out
+}
+
+func (h *feedHost) Session(id string) (servedSession, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, s := range h.attached {
-		close(s.events)
+		if s.id == id {
+			return s, true
+		}
 	}
-	h.attached = nil
+	return nil, false
+}
+
+// end ends a session as actors does: it is done, then its stream closes.
+func (h *feedHost) end(s *feedSession) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.attached = slices.DeleteFunc(h.attached, func(a *feedSession) bool { return a == s })
+	close(s.done)
+	close(s.events)
+}
+
+// shutdown ends every session, as Host.Shutdown does.
+func (h *feedHost) shutdown() {
+	h.mu.Lock()
+	all := slices.Clone(h.attached)
+	h.mu.Unlock()
+	for _, s := range all {
+		h.end(s)
+	}
 }
 
 // runningHost is server.serve running in-process on a loopback port.
@@ -193,8 +251,14 @@ func (h *runningHost) request(t *testing.T, method, path, body string, header ma
 	return res, string(b)
 }
 
+// oneSession attaches sess on every request, named by the first.
 func oneSession(sess *feedSession) *feedHost {
-	return &feedHost{newSession: func(spec actors.Spec) *feedSession { sess.id = spec.SessionID; return sess }}
+	return &feedHost{newSession: func(spec actors.Spec) *feedSession {
+		if sess.id == "" {
+			sess.id = spec.SessionID
+		}
+		return sess
+	}}
 }
 
 // rawConn opens a TCP connection to the host.
@@ -585,6 +649,10 @@ func TestHostConcurrentCreatesWithOneSessionID(t *testing.T) {
 	}()
 	// The first attach is under way (agy's port answers nothing yet).
 	require.Eventually(t, func() bool { _, ok := host.Session("dup"); return ok }, 10*time.Second, 5*time.Millisecond)
+	res, text := h.request(t, "GET", "/v1/sessions/dup", "", nil)
+	assert.Equal(t, http.StatusNotFound, res.StatusCode, "a session still attaching is not shown: %s", text)
+	_, text = h.request(t, "GET", "/v1/sessions", "", nil)
+	assert.JSONEq(t, `{"sessions":[]}`, text)
 	for range 2 {
 		res, text := h.request(t, "POST", "/v1/sessions", body, nil)
 		assert.Equal(t, http.StatusConflict, res.StatusCode, text)
@@ -595,5 +663,36 @@ func TestHostConcurrentCreatesWithOneSessionID(t *testing.T) {
 		assert.Equal(t, http.StatusCreated, code)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the first attach did not finish")
+	}
+}
+
+func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
+	sess := &feedSession{open: []string{"c1/prompt/2"}, do: func(c messages.Command) error {
+		switch c.ElicitationID {
+		case "c1/prompt/1":
+			return fmt.Errorf("resolve: %w %q: %w", actors.ErrUnknownElicitation, c.ElicitationID, actors.ErrElicitationResolved)
+		case "c1/prompt/2":
+			return nil
+		}
+		return fmt.Errorf("resolve: %w %q", actors.ErrUnknownElicitation, c.ElicitationID)
+	}}
+	h := startHost(t, serverConfig{host: oneSession(sess)})
+	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242,"session_id":"s1"}`, nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+
+	res, body = h.request(t, "GET", "/v1/sessions/s1", "", nil)
+	require.Equal(t, http.StatusOK, res.StatusCode, body)
+	var v sessionView
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	assert.Equal(t, []string{"c1/prompt/2"}, v.OpenPrompts, "the session's open prompts")
+	assert.Equal(t, sess.attached.UTC(), v.Created, "created when the session attached")
+
+	for eid, want := range map[string]int{
+		"c1/prompt/1": http.StatusConflict, // resolved
+		"c1/prompt/2": http.StatusAccepted,
+		"c1/prompt/3": http.StatusNotFound, // never open
+	} {
+		res, body := h.request(t, "POST", eidPath("s1", eid), `{"action":"accept"}`, nil)
+		assert.Equal(t, want, res.StatusCode, "%s: %s", eid, body)
 	}
 }

@@ -1,53 +1,157 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
-	"sort"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
 )
 
-// metrics are the host's counters, written in the Prometheus text format.
+// Buckets of the histograms, in seconds. A prompt stays open while a person
+// reads it: from a fraction of a second to an hour. An event reaches a
+// subscriber in a millisecond or so on an idle host, in seconds on an
+// overloaded one.
+var (
+	promptOpenBuckets   = []float64{0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	eventLatencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 14) // 0.5 ms to 4.1 s
+)
+
+// metrics are the host's Prometheus metrics (GET /metrics): what the
+// session watchers count, the live sessions' counters read at scrape time,
+// and the Go runtime's and the process's collectors.
 type metrics struct {
-	mu            sync.Mutex
-	attachedTotal uint64
-	endedTotal    uint64
-	events        map[messages.EventType]uint64
-	errors        map[bool]uint64 // error events by retryable
-	latencySum    map[string]float64
-	latencyCount  map[string]uint64
-	// restarts and rebinds of sessions that ended (live ones are read from
-	// their Stats at scrape time).
+	host     hostAPI
+	registry *prometheus.Registry
+
+	attachedTotal prometheus.Counter
+	endedTotal    prometheus.Counter
+	events        *prometheus.CounterVec   // by type
+	errorEvents   *prometheus.CounterVec   // by retryable
+	promptOpen    *prometheus.HistogramVec // by who closed the prompt
+	eventLatency  prometheus.Histogram
+
+	// The restarts, RPC errors and rebinds of sessions that ended; a live
+	// session's are read from its Stats at scrape time. mu is held over a
+	// whole scrape, so a session that ends during one is counted once.
+	mu             sync.Mutex
 	endedRestarts  map[string]uint64
 	endedRPCErrors map[string]uint64
 	endedRebinds   uint64
 }
 
-func newMetrics() *metrics {
-	return &metrics{
-		events:         make(map[messages.EventType]uint64),
-		errors:         make(map[bool]uint64),
-		latencySum:     make(map[string]float64),
-		latencyCount:   make(map[string]uint64),
+var (
+	sessionsDesc  = prometheus.NewDesc("agyharness_sessions", "Sessions attached now.", nil, nil)
+	restartsDesc  = prometheus.NewDesc("agyharness_actor_restarts_total", "Child actor restarts, by actor kind.", []string{"actor"}, nil)
+	rpcErrorsDesc = prometheus.NewDesc("agyharness_rpc_errors_total",
+		"Failed RPCs to agy, by class (port_gone, transient, input_not_registered, ...).", []string{"class"}, nil)
+	rebindsDesc = prometheus.NewDesc("agyharness_rebinds_total", "Port re-discoveries after a session's first binding.", nil, nil)
+)
+
+func newMetrics(host hostAPI) *metrics {
+	m := &metrics{
+		host:     host,
+		registry: prometheus.NewRegistry(),
+		attachedTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agyharness_sessions_attached_total", Help: "Sessions attached since the host started."}),
+		endedTotal: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "agyharness_sessions_ended_total", Help: "Sessions that ended (detached or failed)."}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agyharness_events_total", Help: "Events published, by type."}, []string{"type"}),
+		errorEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agyharness_error_events_total", Help: "Error events (delivery failures, agy unreachable), by retryable."},
+			[]string{"retryable"}),
+		promptOpen: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "agyharness_prompt_open_seconds", Help: "How long prompts stayed open, by who closed them.",
+			Buckets: promptOpenBuckets}, []string{"by"}),
+		eventLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "agyharness_event_latency_seconds",
+			Help:    "From the read of agy's frame or steps that made an event to the event's arrival at the host's own subscriber.",
+			Buckets: eventLatencyBuckets}),
 		endedRestarts:  make(map[string]uint64),
 		endedRPCErrors: make(map[string]uint64),
 	}
+	for _, retryable := range []bool{false, true} {
+		m.errorEvents.WithLabelValues(strconv.FormatBool(retryable))
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.attachedTotal, m.endedTotal, m.events, m.errorEvents, m.promptOpen, m.eventLatency,
+		liveFigures{m},
+	)
+	return m
 }
 
-func (m *metrics) attached() {
-	m.mu.Lock()
-	m.attachedTotal++
-	m.mu.Unlock()
+// handler serves the metrics in the Prometheus text format (or another the
+// scraper asks for).
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
+func (m *metrics) attached() { m.attachedTotal.Inc() }
+
+// follow reads sess's events until its stream ends: it counts them, times
+// their delivery, and times each prompt from its request to its
+// resolution (asked holds the request times of prompts not yet resolved,
+// for that alone: which prompts are open is the session's to say). Once
+// the session is done, its counters move to the ended totals.
+func (m *metrics) follow(sess servedSession) {
+	asked := make(map[string]time.Time)
+	events, done := sess.Events(), sess.Done()
+	ended := false
+	end := func() {
+		if !ended {
+			ended = true
+			m.ended(sess.Stats())
+		}
+	}
+	for events != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			m.event(ev, time.Now(), asked)
+		case <-done:
+			done = nil
+			end()
+		}
+	}
+	end()
+}
+
+func (m *metrics) event(ev *messages.Event, now time.Time, asked map[string]time.Time) {
+	m.events.WithLabelValues(string(ev.Type)).Inc()
+	if ev.Type == messages.EventError {
+		m.errorEvents.WithLabelValues(strconv.FormatBool(ev.Retryable != nil && *ev.Retryable)).Inc()
+	}
+	if !ev.Time.IsZero() {
+		m.eventLatency.Observe(max(now.Sub(ev.Time), 0).Seconds())
+	}
+	switch ev.Type {
+	case messages.EventElicitationRequest:
+		asked[ev.ElicitationID] = ev.Time
+	case messages.EventElicitationResolved:
+		if at, ok := asked[ev.ElicitationID]; ok {
+			m.promptOpen.WithLabelValues(ev.By).Observe(max(ev.Time.Sub(at), 0).Seconds())
+			delete(asked, ev.ElicitationID)
+		}
+	}
+}
+
+// ended adds a session that ended to the totals.
 func (m *metrics) ended(st actors.Stats) {
+	m.endedTotal.Inc()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.endedTotal++
 	for k, v := range st.Restarts {
 		m.endedRestarts[k] += uint64(v)
 	}
@@ -57,38 +161,32 @@ func (m *metrics) ended(st actors.Stats) {
 	m.endedRebinds += uint64(st.Rebinds)
 }
 
-func (m *metrics) event(ev *messages.Event) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.events[ev.Type]++
-	if ev.Type == messages.EventError {
-		m.errors[ev.Retryable != nil && *ev.Retryable]++
+// liveFigures collects, at scrape time, the sessions attached now and the
+// restarts, RPC errors and rebinds of every session, live or ended.
+type liveFigures struct{ m *metrics }
+
+func (l liveFigures) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{sessionsDesc, restartsDesc, rpcErrorsDesc, rebindsDesc} {
+		ch <- d
 	}
 }
 
-// promptLatency records how long a prompt stayed open, by who closed it.
-func (m *metrics) promptLatency(by string, d time.Duration) {
-	if d < 0 {
-		d = 0
-	}
+func (l liveFigures) Collect(ch chan<- prometheus.Metric) {
+	m := l.m
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.latencySum[by] += d.Seconds()
-	m.latencyCount[by]++
-}
-
-func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	live := make([]*served, 0, len(s.sessions))
-	for _, sv := range s.sessions {
-		live = append(live, sv)
-	}
-	s.mu.Unlock()
+	live := attachedSessions(m.host)
 	restarts := make(map[string]uint64)
 	rpcErrors := make(map[string]uint64)
-	var rebinds uint64
-	for _, sv := range live {
-		st := sv.sess.Stats()
+	rebinds := m.endedRebinds
+	for k, v := range m.endedRestarts {
+		restarts[k] += v
+	}
+	for k, v := range m.endedRPCErrors {
+		rpcErrors[k] += v
+	}
+	for _, sess := range live {
+		st := sess.Stats()
 		for k, v := range st.Restarts {
 			restarts[k] += uint64(v)
 		}
@@ -97,66 +195,12 @@ func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
 		}
 		rebinds += uint64(st.Rebinds)
 	}
-
-	m := s.metrics
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for k, v := range m.endedRestarts {
-		restarts[k] += v
+	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(len(live)))
+	for k, v := range restarts {
+		ch <- prometheus.MustNewConstMetric(restartsDesc, prometheus.CounterValue, float64(v), k)
 	}
-	for k, v := range m.endedRPCErrors {
-		rpcErrors[k] += v
+	for k, v := range rpcErrors {
+		ch <- prometheus.MustNewConstMetric(rpcErrorsDesc, prometheus.CounterValue, float64(v), k)
 	}
-	rebinds += m.endedRebinds
-
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("# HELP agyharness_sessions Sessions attached now.")
-	p("# TYPE agyharness_sessions gauge")
-	p("agyharness_sessions %d", len(live))
-	p("# HELP agyharness_sessions_attached_total Sessions attached since the host started.")
-	p("# TYPE agyharness_sessions_attached_total counter")
-	p("agyharness_sessions_attached_total %d", m.attachedTotal)
-	p("# HELP agyharness_sessions_ended_total Sessions that ended (detached or failed).")
-	p("# TYPE agyharness_sessions_ended_total counter")
-	p("agyharness_sessions_ended_total %d", m.endedTotal)
-
-	p("# HELP agyharness_events_total Events published, by type.")
-	p("# TYPE agyharness_events_total counter")
-	for _, t := range sortedKeys(m.events) {
-		p("agyharness_events_total{type=%q} %d", t, m.events[messages.EventType(t)])
-	}
-	p("# HELP agyharness_error_events_total Error events (delivery failures, agy unreachable), by retryable.")
-	p("# TYPE agyharness_error_events_total counter")
-	for _, r := range []bool{false, true} {
-		p("agyharness_error_events_total{retryable=\"%t\"} %d", r, m.errors[r])
-	}
-	p("# HELP agyharness_actor_restarts_total Child actor restarts, by actor kind.")
-	p("# TYPE agyharness_actor_restarts_total counter")
-	for _, k := range sortedKeys(restarts) {
-		p("agyharness_actor_restarts_total{actor=%q} %d", k, restarts[k])
-	}
-	p("# HELP agyharness_rpc_errors_total Failed RPCs to agy, by class (port_gone, transient, input_not_registered, ...).")
-	p("# TYPE agyharness_rpc_errors_total counter")
-	for _, k := range sortedKeys(rpcErrors) {
-		p("agyharness_rpc_errors_total{class=%q} %d", k, rpcErrors[k])
-	}
-	p("# HELP agyharness_rebinds_total Port re-discoveries after a session's first binding.")
-	p("# TYPE agyharness_rebinds_total counter")
-	p("agyharness_rebinds_total %d", rebinds)
-	p("# HELP agyharness_prompt_open_seconds How long prompts stayed open, by who closed them.")
-	p("# TYPE agyharness_prompt_open_seconds summary")
-	for _, by := range sortedKeys(m.latencyCount) {
-		p("agyharness_prompt_open_seconds_sum{by=%q} %g", by, m.latencySum[by])
-		p("agyharness_prompt_open_seconds_count{by=%q} %d", by, m.latencyCount[by])
-	}
-}
-
-func sortedKeys[K ~string, V any](m map[K]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, string(k))
-	}
-	sort.Strings(out)
-	return out
+	ch <- prometheus.MustNewConstMetric(rebindsDesc, prometheus.CounterValue, float64(rebinds))
 }

@@ -341,10 +341,13 @@ func TestServeTwoSessionsSSEResume(t *testing.T) {
 	res.Body.Close()
 	for _, want := range []string{
 		"agyharness_sessions 2",
+		"agyharness_sessions_attached_total 2",
 		`agyharness_events_total{type="message"}`,
+		`agyharness_prompt_open_seconds_bucket{by=`,
 		`agyharness_prompt_open_seconds_count{by=`,
-		"# TYPE agyharness_actor_restarts_total counter",
-		"# TYPE agyharness_rpc_errors_total counter",
+		"# TYPE agyharness_event_latency_seconds histogram",
+		"agyharness_rebinds_total 0",
+		"go_goroutines",
 	} {
 		assert.Contains(t, string(metricsText), want)
 	}

@@ -13,9 +13,7 @@ import (
 )
 
 func TestFaultDropStreamAfterNFrames(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("one two three four five six seven eight nine ten", 10))))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(script(agytest.Say("one two three four five six seven eight nine ten", 10))))
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultDropStreamAfter, N: 3})
 	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 	require.NoError(t, err)
@@ -43,8 +41,7 @@ func TestFaultDropStreamAfterNFrames(t *testing.T) {
 }
 
 func TestFaultTruncatedFrame(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultTruncatedFrame})
 	st, err := c.StreamAgentStateUpdates(testCtx(t), srv.ConversationID(), "")
 	require.NoError(t, err)
@@ -56,8 +53,7 @@ func TestFaultTruncatedFrame(t *testing.T) {
 }
 
 func TestFaultOversizedFrame(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultOversizedFrame})
 	st, err := c.StreamAgentStateUpdates(testCtx(t), srv.ConversationID(), "")
 	require.NoError(t, err)
@@ -70,8 +66,7 @@ func TestFaultOversizedFrame(t *testing.T) {
 func burstCodes(t *testing.T, seed int64) []rpc.Code {
 	opts := fast(nil)
 	opts.Seed = seed
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
+	srv, c, _ := start(t, opts)
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodHeartbeat, Count: 6})
 	ctx := testCtx(t)
 	require.NoError(t, c.Call(ctx, rpc.MethodGetAvailableModels, rpc.Empty{}, &rpc.ModelsResponse{}), "other methods are untouched")
@@ -95,8 +90,7 @@ func TestFaultBurst5xxIsSeeded(t *testing.T) {
 }
 
 func TestFaultBurstOnAStreamEndsItWithAnError(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultBurst5xx, Method: rpc.MethodStreamAgentStateUpdates})
 	st, err := c.StreamAgentStateUpdates(testCtx(t), srv.ConversationID(), "")
 	if err == nil {
@@ -109,8 +103,7 @@ func TestFaultBurstOnAStreamEndsItWithAnError(t *testing.T) {
 }
 
 func TestFaultSlow(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodGetAvailableModels, Duration: 60 * time.Millisecond, Count: 2})
 	ctx := testCtx(t)
 	start := time.Now()
@@ -126,9 +119,7 @@ func TestFaultSlow(t *testing.T) {
 }
 
 func TestFaultRestartChangesPortAndKeepsState(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(script(agytest.Say("Hi.", 2))))
 	ctx := testCtx(t)
 	send(t, c, conv, "hello")
 	waitIdle(t, srv, conv)
@@ -163,9 +154,7 @@ func TestFaultRestartChangesPortAndKeepsState(t *testing.T) {
 }
 
 func TestFaultPromptTimeoutExpiresTheNextPrompt(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Run(agytest.CommandAction{Line: "make", NeedsApproval: true}), agytest.Say("Made.", 1))))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(script(agytest.Run(agytest.CommandAction{Line: "make", NeedsApproval: true}), agytest.Say("Made.", 1))))
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout})
 	send(t, c, conv, "build")
 	at := waitExpired(t, srv, conv)

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,7 +83,7 @@ func missing(want, have map[string]bool, ignore ...string) []string {
 			out = append(out, p)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -108,9 +108,7 @@ func recordShapes(t *testing.T) recorded {
 	}}}}
 	opts := fast(sc)
 	opts.IdleBeforeFlush = -1
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 	require.NoError(t, err)
 	defer st.Close()
@@ -213,7 +211,7 @@ func TestStepsShapedLikeRecordedAgySteps(t *testing.T) {
 		all[n] = s
 		names = append(names, n)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	require.Len(t, names, 18, "one fake step per recorded fixture: %v", names)
 	for _, name := range names {
 		fake := all[name]

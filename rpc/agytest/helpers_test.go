@@ -35,6 +35,14 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// start starts a fake with opts and a client of it; conv is the fake's
+// conversation ("" for a fresh agy's).
+func start(t *testing.T, opts agytest.Options) (srv *agytest.Server, c *rpc.Client, conv string) {
+	t.Helper()
+	srv = agytest.Start(t, opts)
+	return srv, client(t, srv), srv.ConversationID()
+}
+
 func client(t *testing.T, srv *agytest.Server) *rpc.Client {
 	t.Helper()
 	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})

@@ -25,12 +25,10 @@ func choose(s rpc.Step, answers ...rpc.QuestionResponse) rpc.InteractionResponse
 }
 
 func TestCommandApprovalAllowed(t *testing.T) {
-	srv := agytest.Start(t, fast(script(
+	srv, c, conv := start(t, fast(script(
 		agytest.Run(agytest.CommandAction{Line: "make test", Cwd: "/w", Output: "ok\n", ExitCode: 3, NeedsApproval: true}),
 		agytest.Say("Ran it.", 2),
 	)))
-	c := client(t, srv)
-	conv := srv.ConversationID()
 	send(t, c, conv, "run the tests")
 	p := waitPrompt(t, srv, conv, 0)
 	assert.Equal(t, rpc.StepRunCommand, p.Type)
@@ -57,12 +55,10 @@ func TestCommandApprovalAllowed(t *testing.T) {
 }
 
 func TestCommandApprovalDenied(t *testing.T) {
-	srv := agytest.Start(t, fast(script(
+	srv, c, conv := start(t, fast(script(
 		agytest.Run(agytest.CommandAction{Line: "rm -rf /", Output: "gone\n", NeedsApproval: true}),
 		agytest.Say("Not removed.", 2),
 	)))
-	c := client(t, srv)
-	conv := srv.ConversationID()
 	send(t, c, conv, "clean up")
 	p := waitPrompt(t, srv, conv, 0)
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(p, false)))
@@ -78,12 +74,10 @@ func TestCommandApprovalDenied(t *testing.T) {
 }
 
 func TestToolPermissionPrompt(t *testing.T) {
-	srv := agytest.Start(t, fast(script(
+	srv, c, conv := start(t, fast(script(
 		agytest.Tool(agytest.ToolAction{Name: "read_file", Target: "/w/.env", Result: "A=1\n", NeedsApproval: true}),
 		agytest.Say("Read.", 1),
 	)))
-	c := client(t, srv)
-	conv := srv.ConversationID()
 	send(t, c, conv, "read it")
 	p := waitPrompt(t, srv, conv, 0)
 	assert.Equal(t, rpc.StepGeneric, p.Type)
@@ -112,9 +106,7 @@ func questionScenario() *agytest.Scenario {
 }
 
 func TestQuestionAnswered(t *testing.T) {
-	srv := agytest.Start(t, fast(questionScenario()))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(questionScenario()))
 	send(t, c, conv, "ask me one")
 	p := waitPrompt(t, srv, conv, 0)
 	assert.Equal(t, rpc.StepAskQuestion, p.Type)
@@ -149,9 +141,7 @@ func TestQuestionAnswered(t *testing.T) {
 }
 
 func TestSeveralQuestionsMultiSelectAndWriteIn(t *testing.T) {
-	srv := agytest.Start(t, fast(questionScenario()))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(questionScenario()))
 	send(t, c, conv, "ask me many")
 	p := waitPrompt(t, srv, conv, 0)
 	require.Len(t, p.RequestedInteraction.AskQuestion.Questions, 2)
@@ -171,9 +161,7 @@ func TestSeveralQuestionsMultiSelectAndWriteIn(t *testing.T) {
 }
 
 func TestAnswerFromTerminal(t *testing.T) {
-	srv := agytest.Start(t, fast(questionScenario()))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(questionScenario()))
 	require.Error(t, srv.AnswerFromTerminal(conv, rpc.InteractionResponse{}), "no prompt open")
 	require.NoError(t, srv.TypeTurn("ask me one"))
 	p := waitPrompt(t, srv, conv, 0)
@@ -192,9 +180,7 @@ func TestAnswerFromTerminal(t *testing.T) {
 }
 
 func TestMissingTrajectoryIDIsInputNotRegistered(t *testing.T) {
-	srv := agytest.Start(t, fast(questionScenario()))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(questionScenario()))
 	send(t, c, conv, "one")
 	p := waitPrompt(t, srv, conv, 0)
 	in := choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1"}})
@@ -213,9 +199,7 @@ func TestMissingTrajectoryIDIsInputNotRegistered(t *testing.T) {
 func TestPromptTimesOutAndIsRetriedAtAHigherIndex(t *testing.T) {
 	opts := fast(script(agytest.Run(agytest.CommandAction{Line: "deploy", Output: "deployed\n", NeedsApproval: true}), agytest.Say("Deployed.", 1)))
 	opts.PromptTimeout = 30 * time.Millisecond
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 	require.NoError(t, err)
 	defer st.Close()
@@ -284,9 +268,7 @@ func TestCancelStopsGeneration(t *testing.T) {
 		long += "word "
 	}
 	opts := fast(script(agytest.Say(long, 200)))
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	ctx := testCtx(t)
 	require.NoError(t, c.CancelCascadeSteps(ctx, conv), "nothing to cancel is fine")
 	send(t, c, conv, "talk")
@@ -311,9 +293,7 @@ func TestCancelStopsGeneration(t *testing.T) {
 func TestCancelNoopBuilds(t *testing.T) {
 	opts := fast(script(agytest.Say(strings.Repeat("a long answer ", 200), 400)))
 	opts.CancelNoop = []string{rpc.MethodCancelCascadeSteps}
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	ctx := testCtx(t)
 	send(t, c, conv, "talk")
 	require.Eventually(t, func() bool { return srv.RunStatus(conv) == rpc.RunRunning }, 10*time.Second, time.Millisecond)
@@ -333,9 +313,7 @@ func TestCancelLeavesAWaitingPromptAlone(t *testing.T) {
 		t.Run(fmt.Sprintf("CancelStopsPrompts=%v", stops), func(t *testing.T) {
 			opts := fast(script(agytest.Run(agytest.CommandAction{Line: "sleep", NeedsApproval: true}), agytest.Say("after", 2)))
 			opts.CancelStopsPrompts = stops
-			srv := agytest.Start(t, opts)
-			c := client(t, srv)
-			conv := srv.ConversationID()
+			srv, c, conv := start(t, opts)
 			ctx := testCtx(t)
 			send(t, c, conv, "wait")
 			p := waitPrompt(t, srv, conv, 0)
@@ -366,9 +344,7 @@ func TestCancelLeavesAWaitingPromptAlone(t *testing.T) {
 // A question declined with no responses leaves WAITING (DONE, the empty
 // answer echoed) and the turn goes on.
 func TestDeclinedQuestion(t *testing.T) {
-	srv := agytest.Start(t, fast(questionScenario()))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(questionScenario()))
 	send(t, c, conv, "ask me one")
 	p := waitPrompt(t, srv, conv, 0)
 	decline := choose(p)
@@ -385,14 +361,12 @@ func TestDeclinedQuestion(t *testing.T) {
 }
 
 func TestSubagentChildren(t *testing.T) {
-	srv := agytest.Start(t, fast(script(
+	srv, c, conv := start(t, fast(script(
 		agytest.Subagents(2, "look around",
 			agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "a\nb/\n"}),
 			agytest.Say("Child done.", 2)),
 		agytest.Say("Both children finished.", 2),
 	)))
-	c := client(t, srv)
-	conv := srv.ConversationID()
 	ctx := testCtx(t)
 	send(t, c, conv, "delegate")
 	waitIdle(t, srv, conv)
@@ -432,9 +406,7 @@ func TestSubagentChildren(t *testing.T) {
 func TestFailingTurn(t *testing.T) {
 	sc, err := agytest.LoadScenario("../../testdata/scenarios/failing.json")
 	require.NoError(t, err)
-	srv := agytest.Start(t, fast(sc))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(sc))
 	send(t, c, conv, "test it")
 	waitIdle(t, srv, conv)
 	steps := srv.Steps(conv)
@@ -450,9 +422,7 @@ func TestFailingTurn(t *testing.T) {
 }
 
 func TestTurnsQueueBehindTheRunningOne(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("Answer.", 3))))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(script(agytest.Say("Answer.", 3))))
 	send(t, c, conv, "first")
 	send(t, c, conv, "second")
 	require.NoError(t, srv.TypeTurn("third"))

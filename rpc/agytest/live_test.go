@@ -17,8 +17,7 @@ import (
 func TestFreshServerHasNoConversationUntilATurnIsTyped(t *testing.T) {
 	opts := fast(script(agytest.Say("Hello.", 2)))
 	opts.Conversation = false
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
+	srv, c, _ := start(t, opts)
 	ctx := testCtx(t)
 
 	assert.Empty(t, srv.ConversationID())
@@ -47,8 +46,7 @@ func TestEarlierRunsAreListedButNotActive(t *testing.T) {
 	opts := fast(script(agytest.Say("Hello.", 2)))
 	opts.Conversation = false
 	opts.EarlierRuns = 2
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
+	srv, c, _ := start(t, opts)
 	ctx := testCtx(t)
 
 	assert.Empty(t, srv.ConversationID(), "agy's terminal starts on a new conversation")
@@ -80,8 +78,7 @@ func TestEarlierRunsAreListedButNotActive(t *testing.T) {
 func TestStartCascadeNeedsASourceAndIsNeverTheTerminals(t *testing.T) {
 	opts := fast(script(agytest.Say("Hello.", 2)))
 	opts.Conversation = false
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
+	srv, c, _ := start(t, opts)
 	ctx := testCtx(t)
 
 	var resp struct {
@@ -109,9 +106,7 @@ func TestUnstreamedPromptIsSeenOnlyByReadingTheSteps(t *testing.T) {
 		t.Run(fmt.Sprintf("UnstreamedPrompts=%v", p), func(t *testing.T) {
 			opts := fast(script(agytest.Run(agytest.CommandAction{Line: "ls", Output: "a\n", NeedsApproval: true})))
 			opts.UnstreamedPrompts = p
-			srv := agytest.Start(t, opts)
-			c := client(t, srv)
-			conv := srv.ConversationID()
+			srv, c, conv := start(t, opts)
 			ctx := testCtx(t)
 			st, err := c.StreamAgentStateUpdates(ctx, conv, "sub-1")
 			require.NoError(t, err)
@@ -143,9 +138,7 @@ func TestUnstreamedPromptIsSeenOnlyByReadingTheSteps(t *testing.T) {
 func TestStepsAreReadInWindows(t *testing.T) {
 	opts := fast(script(agytest.Say("Hello there.", 2)))
 	opts.MaxStepsPerRead = 3
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	ctx := testCtx(t)
 	for i := range 3 {
 		send(t, c, conv, fmt.Sprintf("turn %d", i))
@@ -182,9 +175,7 @@ func TestStepsAreReadInWindows(t *testing.T) {
 func TestMovingModifiedTime(t *testing.T) {
 	opts := fast(script(agytest.Say("Hello.", 2)))
 	opts.MovingModifiedTime = true
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	ctx := testCtx(t)
 	send(t, c, conv, "hi")
 	waitIdle(t, srv, conv)

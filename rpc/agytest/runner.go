@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -447,11 +448,7 @@ func sortArgs(names []string) {
 		}
 		return s
 	}
-	for i := 1; i < len(names); i++ {
-		for j := i; j > 0 && rank(names[j]) < rank(names[j-1]); j-- {
-			names[j], names[j-1] = names[j-1], names[j]
-		}
-	}
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(rank(a), rank(b)) })
 }
 
 // toolStep builds a tool step in PENDING carrying its tool call.
@@ -504,42 +501,16 @@ func (t *turnRun) runCommand(cmd CommandAction) error {
 	if err := t.pause(); err != nil {
 		return err
 	}
-	if cmd.NeedsApproval {
-		resource := &rpc.Resource{Action: "command", Target: cmd.Line}
-		req := &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: resource, ActionDescription: action}}
-		extra := map[string]any{
-			"requestedInteraction.permission.persistSuggestionType":   "PERSIST_SUGGESTION_TYPE_SUGGESTED",
-			"requestedInteraction.permission.suggestedPersistPattern": firstWord(cmd.Line),
-		}
-		ans, at, err := t.prompt(idx, req, extra, nil)
-		if err != nil {
-			return err
-		}
-		idx = at
-		allowed := ans.Permission != nil && ans.Permission.Allow
-		answered := func(f *fakeStep) {
-			complete(f, req, extra, ans)
-			grant := map[string]any{"resource": map[string]any{"action": resource.Action, "target": resource.Target}}
-			if allowed {
-				grant["allow"] = true
-			}
-			f.setExtra("permissions.permissionGrants", []any{grant})
-		}
-		if !allowed {
-			// Denied: the command never runs; the step ends DONE with the
-			// echoed answer and no output or exit code.
-			t.commit(idx, func(f *fakeStep) {
-				answered(f)
-				f.step.Status = rpc.StatusDone
-				f.step.Metadata.CompletedAt = timestamp(time.Now())
-			})
-			return nil
-		}
-		t.update(idx, answered)
-	} else {
-		t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
+	resource := rpc.Resource{Action: "command", Target: cmd.Line}
+	ask := permissionAsk{resource: resource, description: action, grant: true, extra: map[string]any{
+		"requestedInteraction.permission.persistSuggestionType":   "PERSIST_SUGGESTION_TYPE_SUGGESTED",
+		"requestedInteraction.permission.suggestedPersistPattern": firstWord(cmd.Line),
+	}}
+	allowed, at, err := t.permission(idx, cmd.NeedsApproval, ask)
+	if err != nil || !allowed {
+		return err
 	}
-	return t.finishCommand(idx, cmd)
+	return t.finishCommand(at, cmd)
 }
 
 func (t *turnRun) ask(a AskAction) error {
@@ -630,29 +601,11 @@ func (t *turnRun) tool(a ToolAction) error {
 	if err := t.pause(); err != nil {
 		return err
 	}
-	if a.NeedsApproval {
-		req := &rpc.Interaction{Permission: &rpc.PermissionRequest{
-			Resource:          &rpc.Resource{Action: "read", Target: a.Target},
-			ActionDescription: action,
-		}}
-		ans, at, err := t.prompt(idx, req, nil, nil)
-		if err != nil {
-			return err
-		}
-		idx = at
-		done := func(f *fakeStep) { complete(f, req, nil, ans) }
-		if ans.Permission == nil || !ans.Permission.Allow {
-			t.commit(idx, func(f *fakeStep) {
-				done(f)
-				f.step.Status = rpc.StatusDone
-				f.step.Metadata.CompletedAt = timestamp(time.Now())
-			})
-			return nil
-		}
-		t.update(idx, done)
-	} else {
-		t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
+	allowed, at, err := t.permission(idx, a.NeedsApproval, permissionAsk{resource: rpc.Resource{Action: "read", Target: a.Target}, description: action})
+	if err != nil || !allowed {
+		return err
 	}
+	idx = at
 	if err := t.pause(); err != nil {
 		return err
 	}

@@ -156,7 +156,7 @@ func (t *turnRun) edit(e EditAction) error {
 	if err := t.pause(); err != nil {
 		return err
 	}
-	allowed, at, err := t.permission(idx, e.NeedsApproval, "write", e.Path, action)
+	allowed, at, err := t.permission(idx, e.NeedsApproval, permissionAsk{resource: rpc.Resource{Action: "write", Target: e.Path}, description: action})
 	if err != nil || !allowed {
 		return err
 	}
@@ -177,34 +177,54 @@ func (t *turnRun) edit(e EditAction) error {
 	return nil
 }
 
-// permission asks {action, target} on step idx when needs is set; a
-// denied step ends DONE with the echoed answer. It returns whether the tool
-// may go on, and the index the answer came at (a timed-out prompt is asked
-// again at a new index).
-func (t *turnRun) permission(idx int, needs bool, action, target, description string) (bool, int, error) {
+// permissionAsk is a permission agy asks before a tool runs.
+type permissionAsk struct {
+	resource    rpc.Resource
+	description string
+	// extra are agy's fields of the request beyond the typed ones (echoed
+	// in completedInteractions too).
+	extra map[string]any
+	// grant records the answer in permissions.permissionGrants, as agy does
+	// for run_command.
+	grant bool
+}
+
+// permission asks ask on step idx when needs is set; a denied step ends
+// DONE with the echoed answer, and the tool never runs (no output, no exit
+// code). It returns whether the tool may go on, and the index the answer
+// came at (a timed-out prompt is asked again at a new index).
+func (t *turnRun) permission(idx int, needs bool, ask permissionAsk) (bool, int, error) {
 	if !needs {
 		t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
 		return true, idx, nil
 	}
-	req := &rpc.Interaction{Permission: &rpc.PermissionRequest{
-		Resource:          &rpc.Resource{Action: action, Target: target},
-		ActionDescription: description,
-	}}
-	ans, at, err := t.prompt(idx, req, nil, nil)
+	resource := ask.resource
+	req := &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &resource, ActionDescription: ask.description}}
+	ans, at, err := t.prompt(idx, req, ask.extra, nil)
 	if err != nil {
 		return false, at, err
 	}
-	done := func(f *fakeStep) { complete(f, req, nil, ans) }
-	if ans.Permission == nil || !ans.Permission.Allow {
+	allowed := ans.Permission != nil && ans.Permission.Allow
+	answered := func(f *fakeStep) {
+		complete(f, req, ask.extra, ans)
+		if ask.grant {
+			grant := map[string]any{"resource": map[string]any{"action": resource.Action, "target": resource.Target}}
+			if allowed {
+				grant["allow"] = true
+			}
+			f.setExtra("permissions.permissionGrants", []any{grant})
+		}
+	}
+	if !allowed {
 		t.commit(at, func(f *fakeStep) {
-			done(f)
+			answered(f)
 			f.step.Status = rpc.StatusDone
 			f.step.Metadata.CompletedAt = timestamp(time.Now())
 		})
 		return false, at, nil
 	}
 	t.update(at, func(f *fakeStep) {
-		done(f)
+		answered(f)
 		f.step.Status = rpc.StatusRunning
 	})
 	return true, at, nil

@@ -75,9 +75,7 @@ func TestTurnsMatchThenCycle(t *testing.T) {
 		{Actions: []agytest.Action{agytest.Say("First.", 1)}},
 		{Actions: []agytest.Action{agytest.Say("Second.", 1)}},
 	}}
-	srv := agytest.Start(t, fast(sc))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(sc))
 	for _, text := range []string{"hi", "What's the WEATHER?", "hi", "hi"} {
 		send(t, c, conv, text)
 		waitIdle(t, srv, conv)
@@ -120,8 +118,7 @@ func TestTerminalTurnUsesTheScriptModel(t *testing.T) {
 func fingerprint(t *testing.T, seed int64) []string {
 	opts := fast(agytest.DefaultScenario())
 	opts.Seed = seed
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
+	srv, c, _ := start(t, opts)
 	out := []string{srv.ConversationID()}
 	for _, text := range []string{"please read the readme", "spawn a subagent"} {
 		conv := srv.ConversationID()
@@ -171,9 +168,7 @@ func TestLongAnswerStreamsThousandsOfChunks(t *testing.T) {
 	opts := fast(sc)
 	opts.ChunkDelay = -1 // as fast as the stream drains
 	opts.IdleBeforeFlush = -1
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 	require.NoError(t, err)
 	defer st.Close()

@@ -70,9 +70,7 @@ func waitPromptOrIdle(t *testing.T, srv *agytest.Server, conv string) {
 func TestStreamReassemblesIntoGroundTruth(t *testing.T) {
 	opts := fast(nil) // the default scenario: every kind of step
 	opts.IdleBeforeFlush = -1
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	ctx := testCtx(t)
 	st, err := c.StreamAgentStateUpdates(ctx, conv, "")
 	require.NoError(t, err)
@@ -112,9 +110,7 @@ func TestStreamFramesAreSparseCumulativeSnapshots(t *testing.T) {
 	say := "Here is a fairly long answer that streams in many small chunks."
 	opts := fast(script(agytest.Think(think), agytest.Say(say, 10)))
 	opts.IdleBeforeFlush = -1
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	_, c, conv := start(t, opts)
 	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 	require.NoError(t, err)
 	defer st.Close()
@@ -172,9 +168,7 @@ func TestStreamFramesAreSparseCumulativeSnapshots(t *testing.T) {
 }
 
 func TestStreamSnapshotFirst(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(script(agytest.Say("Hi.", 2))))
 	send(t, c, conv, "hello")
 	waitIdle(t, srv, conv)
 	n := len(srv.Steps(conv))
@@ -199,9 +193,7 @@ func TestStreamSnapshotFirst(t *testing.T) {
 func TestStreamedToolStepsLackToolCall(t *testing.T) {
 	opts := fast(script(agytest.Run(agytest.CommandAction{Line: "pwd", Output: "/w\n"}), agytest.Say("Done.", 1)))
 	opts.IdleBeforeFlush = -1
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	_, c, conv := start(t, opts)
 	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 	require.NoError(t, err)
 	defer st.Close()
@@ -239,9 +231,7 @@ func TestIdleCanArriveBeforeTheLastStepIsFlushed(t *testing.T) {
 		opts := fast(script(agytest.Say("Short answer.", 3)))
 		opts.Seed = seed
 		opts.IdleBeforeFlush = 1
-		srv := agytest.Start(t, opts)
-		c := client(t, srv)
-		conv := srv.ConversationID()
+		srv, c, conv := start(t, opts)
 		st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 		require.NoError(t, err)
 		r := newReader()
@@ -263,9 +253,7 @@ func TestIdleCanArriveBeforeTheLastStepIsFlushed(t *testing.T) {
 }
 
 func TestRepeatedSubscriberIDClosesTheOlderStream(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(script(agytest.Say("Hi.", 2))))
 	ctx := testCtx(t)
 	older, err := c.StreamAgentStateUpdates(ctx, conv, "sub-1")
 	require.NoError(t, err)
@@ -297,8 +285,7 @@ func TestRepeatedSubscriberIDClosesTheOlderStream(t *testing.T) {
 }
 
 func TestClearRotatesToANewRootConversation(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(script(agytest.Say("Hi.", 2))))
 	ctx := testCtx(t)
 	old := srv.ConversationID()
 	send(t, c, old, "hello")
@@ -337,14 +324,12 @@ func TestClearRotatesToANewRootConversation(t *testing.T) {
 }
 
 func TestPollerSeesGroundTruth(t *testing.T) {
-	srv := agytest.Start(t, fast(script(
+	srv, c, conv := start(t, fast(script(
 		agytest.Think("Plan."),
 		agytest.Run(agytest.CommandAction{Line: "ls", Output: "a\n"}),
 		agytest.Tool(agytest.ToolAction{Name: "list_dir", Target: "/w", Result: "a\nb/\n"}),
 		agytest.Say("Listed the files.", 4),
 	)))
-	c := client(t, srv)
-	conv := srv.ConversationID()
 	ctx := testCtx(t)
 	seen := map[int]rpc.Step{}
 	send(t, c, conv, "list")
@@ -377,8 +362,7 @@ func TestPollerSeesGroundTruth(t *testing.T) {
 }
 
 func TestStreamOfAnUnhostedConversation(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	st, err := c.StreamAgentStateUpdates(testCtx(t), "not-hosted", "")
 	if err == nil {
 		defer st.Close()

@@ -47,9 +47,7 @@ func toolsScenario() *agytest.Scenario {
 func TestToolStepsShapedLikeTheReference(t *testing.T) {
 	opts := fast(toolsScenario())
 	opts.IdleBeforeFlush = -1
-	srv := agytest.Start(t, opts)
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, opts)
 	st, err := c.StreamAgentStateUpdates(testCtx(t), conv, "")
 	require.NoError(t, err)
 	defer st.Close()

@@ -17,8 +17,7 @@ import (
 )
 
 func TestProbesAndMetadata(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	ctx := testCtx(t)
 	require.NoError(t, c.Heartbeat(ctx))
 	assert.Equal(t, 1, srv.Calls(rpc.MethodHeartbeat))
@@ -131,8 +130,7 @@ func TestCSRFTokenEnforced(t *testing.T) {
 }
 
 func TestModelsAndTrajectorySummaries(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("Hi.", 2))))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(script(agytest.Say("Hi.", 2))))
 	ctx := testCtx(t)
 
 	models, err := c.GetAvailableModels(ctx)
@@ -182,8 +180,7 @@ func TestModelsAndTrajectorySummaries(t *testing.T) {
 }
 
 func TestStartCascadeMintsARootConversation(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	raw, err := c.StartCascade(testCtx(t))
 	require.NoError(t, err)
 	var resp struct {
@@ -195,9 +192,7 @@ func TestStartCascadeMintsARootConversation(t *testing.T) {
 }
 
 func TestSendAgentMessageRecordsSystemMessage(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(nil))
 	require.NoError(t, c.SendAgentMessage(testCtx(t), conv, "hello from the side"))
 	steps := srv.Steps(conv)
 	require.Len(t, steps, 1)
@@ -207,9 +202,7 @@ func TestSendAgentMessageRecordsSystemMessage(t *testing.T) {
 }
 
 func TestUserInputShape(t *testing.T) {
-	srv := agytest.Start(t, fast(script(agytest.Say("ok", 1))))
-	c := client(t, srv)
-	conv := srv.ConversationID()
+	srv, c, conv := start(t, fast(script(agytest.Say("ok", 1))))
 	send(t, c, conv, "Say hello in one short sentence.")
 	steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
 	require.NoError(t, err)
@@ -227,8 +220,7 @@ func TestUserInputShape(t *testing.T) {
 }
 
 func TestSendValidation(t *testing.T) {
-	srv := agytest.Start(t, fast(nil))
-	c := client(t, srv)
+	srv, c, _ := start(t, fast(nil))
 	ctx := testCtx(t)
 	conv := srv.ConversationID()
 	err := c.SendUserCascadeMessage(ctx, conv, "hi", "")

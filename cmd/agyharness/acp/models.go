@@ -1,9 +1,10 @@
 package acp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 
 	"github.com/agyharness/agyharness/rpc"
 	sdk "github.com/coder/acp-go-sdk"
@@ -32,14 +33,14 @@ func loadModels(ctx context.Context, port int, csrf string) ([]rpc.ModelInfo, er
 		}
 		out = append(out, m)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Recommended != out[j].Recommended {
-			return out[i].Recommended
+	slices.SortFunc(out, func(a, b rpc.ModelInfo) int {
+		if a.Recommended != b.Recommended {
+			if a.Recommended {
+				return -1
+			}
+			return 1
 		}
-		if out[i].DisplayName != out[j].DisplayName {
-			return out[i].DisplayName < out[j].DisplayName
-		}
-		return out[i].Model < out[j].Model
+		return cmp.Or(cmp.Compare(a.DisplayName, b.DisplayName), cmp.Compare(a.Model, b.Model))
 	})
 	return out, nil
 }

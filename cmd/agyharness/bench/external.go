@@ -28,6 +28,7 @@ type externalFakes struct {
 	fakes []fake
 	waitc chan error
 	lines chan string // fakeagy's stdout, by line
+	ended bool        // stop or kill has run: the process is gone
 }
 
 // These mirror the lines cmd/fakeagy's --servers mode prints and writes.
@@ -145,6 +146,7 @@ func startExternalFakes(ctx context.Context, o Options, n int) (*externalFakes, 
 // stop ends the process (closing its stdin) and reads its frame counts and
 // text version times.
 func (e *externalFakes) stop() (frames, frameBytes int64, times map[agytest.TextVersion]agytest.VersionTimes, err error) {
+	e.ended = true
 	defer os.RemoveAll(e.dir)
 	_ = e.stdin.Close()
 	select {
@@ -195,8 +197,13 @@ func (e *externalFakes) stop() (frames, frameBytes int64, times map[agytest.Text
 	return frames, frameBytes, times, nil
 }
 
-// kill ends the process without reading anything (a failed start).
+// kill ends the process without reading anything (a failed start, or a
+// run that failed before stop); after stop it does nothing.
 func (e *externalFakes) kill() {
+	if e.ended {
+		return
+	}
+	e.ended = true
 	if e.cmd != nil && e.cmd.Process != nil {
 		_ = e.cmd.Process.Signal(syscall.SIGKILL)
 		if e.waitc != nil {

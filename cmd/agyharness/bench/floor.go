@@ -6,7 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -63,11 +64,7 @@ func newFloorReader(ctx context.Context, f fake, raw bool) (*floorReader, error)
 // else of the first (a model without an enum is sent by its name, as the
 // turn sender does).
 func firstRecommended(catalog map[string]rpc.ModelInfo) string {
-	names := make([]string, 0, len(catalog))
-	for name := range catalog {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(catalog))
 	pick := func(name string) string {
 		if m := catalog[name].Model; m != "" {
 			return m
@@ -204,80 +201,75 @@ func settle(ctx context.Context, readers []*floorReader, quiet, limit time.Durat
 	}
 }
 
-// runFloor runs a floor campaign on ext's first o.Sessions fakes and fills
-// res's turn, frame and CPU figures.
-func runFloor(ctx context.Context, o Options, res *Result, ext *externalFakes) error {
+// floor runs the floor on the external fakes' first o.Sessions: bare
+// readers, no harness; it fills the turn, frame and CPU figures.
+func (b *bench) floor(ctx context.Context) error {
+	stopProfile, err := startCPUProfile(b.o.CPUProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	cpuBefore, start := cpuTime(), time.Now()
-	var readers []*floorReader
+	readers, errs, err := b.readFloor(ctx)
+	if err != nil {
+		return err
+	}
+	b.res.DurationS = time.Since(start).Seconds()
+	b.res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()
+	stopProfile()
+
+	var read int64
+	for i, r := range readers {
+		b.res.Turns += r.turns
+		read += r.frames.Load()
+		if err := errors.Join(errs[i], r.err); err != nil {
+			b.res.problem("floor reader %d: %v", i, err)
+		}
+	}
+	b.res.Events = int(read) // what the readers took off their streams
+	frames, frameBytes, _, err := b.ext.stop()
+	if err != nil {
+		return err
+	}
+	b.res.Frames = frames
+	b.res.perFrame(frameBytes)
+	return nil
+}
+
+// readFloor opens a floor reader on each fake, drives them for o.Duration
+// and lets them take the frames left. The readers are closed when it
+// returns; errs[i] is how reader i's driving ended.
+func (b *bench) readFloor(ctx context.Context) (readers []*floorReader, errs []error, err error) {
+	o := b.o
+	var open []*floorReader
 	var readWG sync.WaitGroup
-	closeAll := func() {
-		for _, r := range readers {
+	defer func() {
+		for _, r := range open {
 			_ = r.stream.Close()
 		}
 		readWG.Wait()
-		for _, r := range readers {
+		for _, r := range open {
 			r.client.Close()
 		}
-	}
-	for _, f := range ext.fakes[:o.Sessions] {
+	}()
+	for _, f := range b.ext.fakes[:o.Sessions] {
 		r, err := newFloorReader(ctx, f, o.FloorRaw)
 		if err != nil {
-			closeAll()
-			return err
+			return nil, nil, err
 		}
-		readers = append(readers, r)
+		open = append(open, r)
 		readWG.Go(r.read)
 	}
 
 	driveStart, driveUsage := time.Now(), usage()
 	deadline := driveStart.Add(o.Duration)
-	errs := make([]error, len(readers))
+	errs = make([]error, len(open))
 	var wg sync.WaitGroup
-	for i, r := range readers {
+	for i, r := range open {
 		wg.Go(func() { errs[i] = r.drive(ctx, deadline, o.TurnTimeout) })
 	}
 	wg.Wait()
-	res.driven(driveStart, driveUsage)
-	settle(ctx, readers, o.ChunkDelay+250*time.Millisecond, 5*time.Second)
-	closeAll()
-	res.DurationS = time.Since(start).Seconds()
-	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()
-
-	var read int64
-	for i, r := range readers {
-		res.Turns += r.turns
-		read += r.frames.Load()
-		if err := errors.Join(errs[i], r.err); err != nil {
-			res.problem("floor reader %d: %v", i, err)
-		}
-	}
-	res.Events = int(read) // what the readers took off their streams
-	return nil
-}
-
-// runFloorCampaign is Run for --floor: the floor readers on ext's fakes,
-// then the fakes' frame counts and the per-frame figures.
-func runFloorCampaign(ctx context.Context, o Options, res *Result, ext *externalFakes) (*Result, error) {
-	stopProfile := func() {}
-	if o.CPUProfile != "" {
-		var err error
-		if stopProfile, err = startCPUProfile(o.CPUProfile); err != nil {
-			ext.kill()
-			return nil, err
-		}
-	}
-	err := runFloor(ctx, o, res, ext)
-	stopProfile()
-	if err != nil {
-		ext.kill()
-		return nil, err
-	}
-	frames, frameBytes, _, err := ext.stop()
-	if err != nil {
-		return nil, err
-	}
-	res.Frames = frames
-	res.perFrame(frameBytes)
-	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
-	return res, nil
+	b.res.driven(driveStart, driveUsage)
+	settle(ctx, open, o.ChunkDelay+250*time.Millisecond, 5*time.Second)
+	return open, errs, nil
 }
