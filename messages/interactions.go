@@ -41,11 +41,3 @@ type AnswerFailed struct {
 	Err           error
 	Retryable     bool
 }
-
-// PromptRetargeted is sent by the session to an Interaction actor when the
-// reconciler saw agy retry the prompt at a new step (after a timeout). No
-// reply.
-type PromptRetargeted struct {
-	Gen       Gen
-	StepIndex int
-}

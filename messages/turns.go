@@ -46,13 +46,6 @@ type ConversationFrom struct {
 	From           int
 }
 
-// Detach asks a session to stop: its children stop, its RPCs are cancelled,
-// its subscribers' channels close. Reply: *Detached once stopped.
-type Detach struct{}
-
-// Detached replies to Detach.
-type Detached struct{}
-
 // Subscribe asks a session for a new subscriber (from the embedding API).
 // AfterSeq > 0 resumes after that seq from the session's bounded log.
 // Reply: *Subscribed.
