@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -16,6 +17,17 @@ const (
 	ReadStream ReadMode = "stream"
 	ReadPoll   ReadMode = "poll"
 )
+
+// ParseReadMode returns the read mode s names: "both", "stream" or "poll".
+// Anything else (the empty string too) is an error that says what is
+// allowed. (Spec.ReadMode's empty default is Attach's to fill in.)
+func ParseReadMode(s string) (ReadMode, error) {
+	switch m := ReadMode(s); m {
+	case ReadBoth, ReadStream, ReadPoll:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown read mode %q: want both, stream or poll", s)
+}
 
 // Config configures a Host. The zero value is usable: NewHost fills every
 // zero field with the default written beside it.

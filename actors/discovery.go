@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -388,12 +388,11 @@ func mostRecentRoot(all map[string]rpc.TrajectorySummary) (string, bool) {
 	if len(ids) == 0 {
 		return "", false
 	}
-	sort.Slice(ids, func(i, j int) bool {
-		ai, aj := activity(all[ids[i]]), activity(all[ids[j]])
-		if !ai.Equal(aj) {
-			return ai.After(aj)
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := activity(all[b]).Compare(activity(all[a])); c != 0 {
+			return c // the most recent first
 		}
-		return ids[i] < ids[j]
+		return strings.Compare(a, b)
 	})
 	return ids[0], true
 }

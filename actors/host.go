@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/agyharness/agyharness/rpc"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -113,15 +114,14 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	if spec.PID <= 0 && spec.Port <= 0 && spec.LogFile == "" {
 		return nil, fmt.Errorf("actors: attach: a PID, a port or agy's log file is required")
 	}
-	if spec.Host != "" && !isLoopback(spec.Host) {
+	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
 		return nil, fmt.Errorf("actors: attach: host %q is not loopback", spec.Host)
 	}
-	switch spec.ReadMode {
-	case "":
+	if spec.ReadMode == "" {
 		spec.ReadMode = ReadBoth
-	case ReadBoth, ReadPoll, ReadStream:
-	default:
-		return nil, fmt.Errorf("actors: attach: unknown read mode %q (want both, stream or poll)", spec.ReadMode)
+	}
+	if _, err := ParseReadMode(string(spec.ReadMode)); err != nil {
+		return nil, fmt.Errorf("actors: attach: %w", err)
 	}
 	switch spec.Turns {
 	case "":
@@ -203,7 +203,7 @@ func (h *Host) Sessions() []*Session {
 		}
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	slices.SortFunc(out, func(a, b *Session) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }
 
@@ -291,12 +291,4 @@ func newID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

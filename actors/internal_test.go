@@ -268,3 +268,15 @@ func TestRecommendedModel(t *testing.T) {
 	require.Equal(t, "M1", recommended(cat))
 	require.Equal(t, "", recommended(nil))
 }
+
+func TestParseReadMode(t *testing.T) {
+	for _, m := range []ReadMode{ReadBoth, ReadStream, ReadPoll} {
+		got, err := ParseReadMode(string(m))
+		require.NoError(t, err)
+		require.Equal(t, m, got)
+	}
+	for _, s := range []string{"", "Both", "sometimes"} {
+		_, err := ParseReadMode(s)
+		require.ErrorContains(t, err, "want both, stream or poll", "%q", s)
+	}
+}

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -313,11 +314,7 @@ func readCatalog(ctx context.Context, c *rpc.Client) (map[string]rpc.ModelInfo, 
 
 // recommended is the catalog's recommended model, else its first by name.
 func recommended(catalog map[string]rpc.ModelInfo) string {
-	names := make([]string, 0, len(catalog))
-	for name := range catalog {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(catalog))
 	for _, name := range names {
 		if catalog[name].Recommended {
 			return name
