@@ -30,14 +30,10 @@ import (
 // long for it, and it has longer to answer before it is called gone. It does not fail: a missing agy is a
 // normal state to wait out, not a crash.
 type discovery struct {
+	child // conv: the conversation to find ("": the most recent, or none)
 	spec  Spec
 	pin   []byte                         // the certificate of spec.Port bound before (nil: none yet)
 	onErr func(method string, err error) // the session's RPC error counter
-	conv  string
-	cfg   Config
-	gen   messages.Gen
-	wg    *sync.WaitGroup
-	t     *tasks
 	start time.Time
 	tries int
 	// probeTimeout grows while agy answers, but too slowly (a loaded
@@ -65,19 +61,17 @@ type probeRound struct {
 // probeAgain is sent by discovery to itself when the backoff has elapsed.
 type probeAgain struct{}
 
-func newDiscovery(spec Spec, conv string, pin []byte, cfg Config, gen messages.Gen, wg *sync.WaitGroup, onErr func(string, error)) actor.Actor {
-	return &discovery{spec: spec, conv: conv, pin: pin, cfg: cfg, gen: gen, wg: wg, onErr: onErr}
+func newDiscovery(c child, spec Spec, pin []byte, onErr func(string, error)) actor.Actor {
+	return &discovery{child: c, spec: spec, pin: pin, onErr: onErr}
 }
 
 // Receive runs rounds of probing until a port is found.
 func (d *discovery) Receive(ctx actor.Context) {
+	d.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		d.t = newTasks(d.wg, ctx.ActorSystem().Root)
 		d.start = time.Now()
 		d.round(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		d.t.stop()
 	case *probeAgain:
 		d.round(ctx)
 	case *probeRound:

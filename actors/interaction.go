@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/mapper"
@@ -38,13 +37,8 @@ import (
 // gone), the session sees it in the trajectory, emits elicitation_resolved
 // and stops the actor.
 type interaction struct {
-	client *rpc.Client
-	conv   string
+	child
 	prompt mapper.Prompt
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
 
 	answer     *messages.Resolve
 	attempts   int
@@ -63,17 +57,14 @@ type deliveryOutcome struct {
 
 type deliverAgain struct{}
 
-func newInteraction(client *rpc.Client, conv string, prompt mapper.Prompt, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &interaction{client: client, conv: conv, prompt: prompt, cfg: cfg, gen: gen, wg: wg}
+func newInteraction(c child, prompt mapper.Prompt) actor.Actor {
+	return &interaction{child: c, prompt: prompt}
 }
 
 // Receive waits for the answer, then delivers it.
 func (in *interaction) Receive(ctx actor.Context) {
+	in.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		in.t = newTasks(in.wg, ctx.ActorSystem().Root)
-	case *actor.Stopping, *actor.Restarting:
-		in.t.stop()
 	case *messages.ClientChanged:
 		in.client = m.Client
 		in.gen = m.Gen

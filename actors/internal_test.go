@@ -217,7 +217,7 @@ func TestMostRecentRootSkipsChildren(t *testing.T) {
 }
 
 func TestRotationRule(t *testing.T) {
-	w := &rotationWatcher{conv: "a"}
+	w := &rotationWatcher{child: child{conv: "a"}}
 	first := map[string]rpc.TrajectorySummary{
 		"a":     summary("", "", "2026-01-02T00:00:00Z"),
 		"older": summary("", "", "2026-01-01T00:00:00Z"),
@@ -246,7 +246,7 @@ func TestRotationRule(t *testing.T) {
 	// Bound to a conversation just minted (no times): older activity
 	// elsewhere is history, newer activity is a rotation.
 	bound := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
-	w2 := &rotationWatcher{conv: "fresh", started: bound}
+	w2 := &rotationWatcher{child: child{conv: "fresh"}, started: bound}
 	active := map[string]rpc.TrajectorySummary{
 		"fresh": summary("", "", ""),
 		"a":     summary("", "", "2026-01-09T00:00:00Z"),

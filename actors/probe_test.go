@@ -92,7 +92,7 @@ func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "", nil, cfg, 7, wg, nil)
+		return newDiscovery(child{conv: "", cfg: cfg, gen: 7, wg: wg}, Spec{Port: srv.Port()}, nil, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
 	defer found.Client.Close()
@@ -106,7 +106,7 @@ func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "not-a-conversation-here", nil, cfg, 1, wg, nil)
+		return newDiscovery(child{conv: "not-a-conversation-here", cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
 	require.Error(t, stalled.Err)
@@ -117,7 +117,7 @@ func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: 1}, "", nil, cfg, 1, wg, nil)
+		return newDiscovery(child{conv: "", cfg: cfg, gen: 1, wg: wg}, Spec{Port: 1}, nil, nil)
 	})
 	first := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, first.Err, rpc.ErrPortGone)
@@ -132,7 +132,9 @@ func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
 	defer client.Close()
 	conv := srv.ConversationID()
 	cfg := testCfg()
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newTurnSender(client, conv, cfg, 3, wg) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newTurnSender(child{client: client, conv: conv, cfg: cfg, gen: 3, wg: wg})
+	})
 	loaded := expect[*messages.ModelsLoaded](r, nil)
 	require.NotEmpty(t, loaded.Models)
 	want := recommended(loaded.Models)
@@ -177,7 +179,7 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(log, []byte(line(1)+line(srv.Port())), 0o600))
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), nil, cfg, 1, wg, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{LogFile: log}, nil, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
 	defer found.Client.Close()
@@ -186,7 +188,7 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	// A stale log falls back to the PID scan.
 	require.NoError(t, os.WriteFile(log, []byte(line(1)), 0o600))
 	r2 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log, PID: os.Getpid()}, srv.ConversationID(), nil, cfg, 2, wg, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 2, wg: wg}, Spec{LogFile: log, PID: os.Getpid()}, nil, nil)
 	})
 	found2 := expect[*messages.PortFound](r2, nil)
 	defer found2.Client.Close()
@@ -195,7 +197,7 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	// Only a log, and it is stale: a clear error each round.
 	cfg.GiveUpAfter = 50 * time.Millisecond
 	r3 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), nil, cfg, 3, wg, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 3, wg: wg}, Spec{LogFile: log}, nil, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r3, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
 	require.ErrorContains(t, stalled.Err, "log file")
@@ -229,7 +231,7 @@ func TestInteractionDeliversToTheWaitingStep(t *testing.T) {
 	srv, client, prompt := openPrompt(t, "make")
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newInteraction(client, srv.ConversationID(), prompt, cfg, 4, wg)
+		return newInteraction(child{client: client, conv: srv.ConversationID(), cfg: cfg, gen: 4, wg: wg}, prompt)
 	})
 	r.system.Root.Send(r.child, &messages.DeliverAnswer{Gen: 4, Resolve: messages.Resolve{ElicitationID: "e1", Action: messages.ActionAccept}})
 	done := expect[*messages.AnswerDelivered](r, nil)
@@ -267,7 +269,7 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 	prompt := *p
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newInteraction(client, conv, prompt, cfg, 1, wg)
+		return newInteraction(child{client: client, conv: conv, cfg: cfg, gen: 1, wg: wg}, prompt)
 	})
 	r.system.Root.Send(r.child, &messages.DeliverAnswer{Gen: 1, Resolve: messages.Resolve{ElicitationID: "e1", Action: messages.ActionDecline}})
 	done := expect[*messages.AnswerDelivered](r, nil)
@@ -285,7 +287,9 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 	cfg := testCfg()
 	cfg.PollSlow = time.Hour // no reconciliation reads during the test
 	conv := srv.ConversationID()
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newPoller(client, conv, cfg, 2, wg, ReadBoth) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadBoth)
+	})
 	r.system.Root.Send(r.child, &messages.StreamState{Gen: 2, Up: true})
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetCascadeTrajectorySteps) == 1 }, 10*time.Second, time.Millisecond)
 	r.system.Root.Send(r.child, &messages.ReadNow{Gen: 2})
@@ -311,7 +315,7 @@ func startRotationWatcher(t *testing.T, interval time.Duration, streaming func()
 	cfg.RotationInterval = interval
 	from := srv.ConversationID()
 	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newRotationWatcher(client, from, cfg, 9, wg, streaming, time.Time{})
+		return newRotationWatcher(child{client: client, conv: from, cfg: cfg, gen: 9, wg: wg}, streaming, time.Time{})
 	})
 }
 
@@ -355,7 +359,7 @@ func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, srv.ConversationID(), nil, cfg, 1, wg, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, stalled.Err, context.DeadlineExceeded)
@@ -370,10 +374,12 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer client.Close()
-	child := srv.Clear() // a conversation just minted: IDLE, no steps yet
+	kid := srv.Clear() // a conversation just minted: IDLE, no steps yet
 	cfg := testCfg()
 	cfg.SubagentPoll = 5 * time.Millisecond
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newSubagent(client, child, cfg, 3, wg) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newSubagent(child{client: client, conv: kid, cfg: cfg, gen: 3, wg: wg})
+	})
 	// Three reads of the idle, empty child: none says it is done.
 	for reads := 0; reads < 3; {
 		select {
@@ -382,7 +388,7 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 			case *messages.SubagentDone:
 				t.Fatal("a child that has not worked yet is not done")
 			case *messages.SnapshotRead:
-				require.Equal(t, child, m.ConversationID)
+				require.Equal(t, kid, m.ConversationID)
 				require.Empty(t, m.Steps)
 				reads++
 			}
@@ -393,8 +399,8 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 	// Once the child has worked and rests, it is done.
 	require.NoError(t, srv.TypeTurn("work"))
 	done := expect[*messages.SubagentDone](r, nil)
-	require.Equal(t, child, done.ConversationID)
-	require.NotEmpty(t, srv.GroundTruth(child))
+	require.Equal(t, kid, done.ConversationID)
+	require.NotEmpty(t, srv.GroundTruth(kid))
 }
 
 // A read made under one generation, finished after the session moved to the
@@ -406,14 +412,16 @@ func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer client.Close()
-	child := srv.Clear()
+	kid := srv.Clear()
 	require.NoError(t, srv.TypeTurn("work"))
-	require.NoError(t, srv.WaitIdle(context.Background(), child))
+	require.NoError(t, srv.WaitIdle(context.Background(), kid))
 	// The first read is slow: the generation moves on while it runs.
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Count: 1, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
 	cfg.SubagentPoll = 5 * time.Millisecond
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newSubagent(client, child, cfg, 3, wg) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newSubagent(child{client: client, conv: kid, cfg: cfg, gen: 3, wg: wg})
+	})
 	r.system.Root.Send(r.child, &messages.ClientChanged{Gen: 4, Client: client})
 
 	read := expect[*messages.SnapshotRead](r, nil)
@@ -421,5 +429,5 @@ func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
 	done := expect[*messages.SubagentDone](r, nil)
 	require.Equal(t, messages.Gen(3), done.Gen, "its done rests on that read: same generation")
 	later := expect[*messages.SubagentDone](r, func(d *messages.SubagentDone) bool { return d.Gen == 4 })
-	require.Equal(t, child, later.ConversationID, "the next read, under generation 4, says done again")
+	require.Equal(t, kid, later.ConversationID, "the next read, under generation 4, says done again")
 }

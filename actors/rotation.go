@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -36,12 +35,7 @@ import (
 //
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
-	client    *rpc.Client
-	conv      string
-	cfg       Config
-	gen       messages.Gen
-	wg        *sync.WaitGroup
-	t         *tasks
+	child
 	streaming func() bool // nil: read on every tick
 	skipped   int         // ticks skipped in a row while streaming
 
@@ -72,21 +66,19 @@ type rotationRead struct {
 // newRotationWatcher watches for a rotation away from conv ("" for agy's
 // first conversation), counting activity after since (the moment conv was
 // bound; zero: when the watcher starts).
-func newRotationWatcher(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, streaming func() bool, since time.Time) actor.Actor {
-	return &rotationWatcher{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, streaming: streaming, started: since}
+func newRotationWatcher(c child, streaming func() bool, since time.Time) actor.Actor {
+	return &rotationWatcher{child: c, streaming: streaming, started: since}
 }
 
 // Receive reads on ticks and reports a rotation once.
 func (w *rotationWatcher) Receive(ctx actor.Context) {
+	w.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		w.t = newTasks(w.wg, ctx.ActorSystem().Root)
 		if w.started.IsZero() {
 			w.started = time.Now()
 		}
 		w.read(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		w.t.stop()
 	case *rotationTick:
 		if w.streaming != nil && w.skipped < rotationSkips && w.streaming() {
 			w.skipped++

@@ -144,8 +144,8 @@ func (s *session) Receive(ctx actor.Context) {
 			s.bindConversation(s.core.spec.ConversationID)
 		}
 		if term := s.core.spec.Terminal; term != nil {
-			cfg, wg := s.cfg, s.core.wg
-			s.terminal = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newTerminalWriter(term, cfg, wg) }))
+			c := s.childOf("")
+			s.terminal = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newTerminalWriter(c, term) }))
 		}
 		s.startDiscovery(ctx)
 	case *actor.Restarting:
@@ -275,15 +275,19 @@ func (s *session) bindConversation(conv string) {
 
 func (s *session) startDiscovery(ctx actor.Context) {
 	s.core.gen++
-	pin := s.core.pin
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return newDiscovery(s.core.spec, s.conv(), pin, s.cfg, s.core.gen, s.core.wg, s.core.countRPCError)
-	})
-	s.discovery = s.spawn(ctx, props, "discovery")
+	c, spec, pin, onErr := s.childOf(s.conv()), s.core.spec, s.core.pin, s.core.countRPCError
+	s.discovery = s.spawn(ctx, "discovery", func() actor.Actor { return newDiscovery(c, spec, pin, onErr) })
 }
 
-func (s *session) spawn(ctx actor.Context, props *actor.Props, kind string) *actor.PID {
-	pid := ctx.Spawn(props)
+// childOf is what a child spawned now for conv works with: the bound
+// client and the current generation.
+func (s *session) childOf(conv string) child {
+	return child{client: s.client, conv: conv, cfg: s.cfg, gen: s.core.gen, wg: s.core.wg}
+}
+
+// spawn starts a child of the kind its supervision knows it by.
+func (s *session) spawn(ctx actor.Context, kind string, produce func() actor.Actor) *actor.PID {
+	pid := ctx.Spawn(actor.PropsFromProducer(produce))
 	s.kinds[pid.Id] = kind
 	return pid
 }
@@ -340,34 +344,22 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 
 // spawnReaders starts the RPC children on the bound port and conversation.
 func (s *session) spawnReaders(ctx actor.Context) {
-	gen, client, conv, cfg, wg := s.core.gen, s.client, s.conv(), s.cfg, s.core.wg
-	mode := s.core.spec.ReadMode
+	c, mode, since := s.childOf(s.conv()), s.core.spec.ReadMode, s.boundAt
 	s.streamUp = false
-	since := s.boundAt
-	if conv == "" {
+	if c.conv == "" {
 		// agy has no conversation yet: watch for its first.
-		s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-			return newRotationWatcher(client, conv, cfg, gen, wg, nil, since)
-		}), "rotation")
+		s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, nil, since) })
 		return
 	}
 	if mode != ReadPoll {
-		s.stream = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-			return newStreamReader(client, conv, gen, wg)
-		}), "stream")
+		s.stream = s.spawn(ctx, "stream", func() actor.Actor { return newStreamReader(c) })
 	}
-	s.poller = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newPoller(client, conv, cfg, gen, wg, mode)
-	}), "poller")
-	last := &s.core.lastFrame
+	s.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode) })
+	last, interval := &s.core.lastFrame, s.cfg.RotationInterval
 	last.Store(0) // frames of a conversation bound before do not count
-	streaming := func() bool { return time.Since(time.Unix(0, last.Load())) < cfg.RotationInterval }
-	s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newRotationWatcher(client, conv, cfg, gen, wg, streaming, since)
-	}), "rotation")
-	s.turns = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newTurnSender(client, conv, cfg, gen, wg)
-	}), "turns")
+	streaming := func() bool { return time.Since(time.Unix(0, last.Load())) < interval }
+	s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, streaming, since) })
+	s.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
 	s.turnActive = false // the new poller knows of no turn
 	s.tellTurnActive(ctx)
 }
@@ -600,10 +592,8 @@ func (s *session) ensureInteraction(ctx actor.Context, p *mapper.Prompt) {
 	if conv == "" {
 		conv = s.conv()
 	}
-	gen, client, cfg, wg := s.core.gen, s.client, s.cfg, s.core.wg
-	s.interactions[p.ElicitationID] = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newInteraction(client, conv, prompt, cfg, gen, wg)
-	}), "interaction")
+	c := s.childOf(conv)
+	s.interactions[p.ElicitationID] = s.spawn(ctx, "interaction", func() actor.Actor { return newInteraction(c, prompt) })
 }
 
 // syncSubagents mirrors every child conversation the root has spawned.
@@ -620,10 +610,8 @@ func (s *session) syncSubagents(ctx actor.Context) {
 		if _, ok := s.subagents[c.ConversationID]; ok || s.core.childrenDone[c.ConversationID] {
 			continue
 		}
-		conv, gen, client, cfg, wg := c.ConversationID, s.core.gen, s.client, s.cfg, s.core.wg
-		s.subagents[conv] = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-			return newSubagent(client, conv, cfg, gen, wg)
-		}), "subagent")
+		sc := s.childOf(c.ConversationID)
+		s.subagents[sc.conv] = s.spawn(ctx, "subagent", func() actor.Actor { return newSubagent(sc) })
 	}
 }
 

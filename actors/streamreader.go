@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -23,11 +21,7 @@ import (
 // session's policy restarts it with capped backoff (or re-discovers when the
 // port is gone) while the Poller covers.
 type streamReader struct {
-	client *rpc.Client
-	conv   string
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
+	child
 }
 
 // streamEnded is sent by the reader's goroutine to the reader.
@@ -35,18 +29,16 @@ type streamEnded struct{ err error }
 
 var errStreamEnded = errors.New("stream ended")
 
-func newStreamReader(client *rpc.Client, conv string, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &streamReader{client: client, conv: conv, gen: gen, wg: wg}
+func newStreamReader(c child) actor.Actor {
+	return &streamReader{child: c}
 }
 
 // Receive starts the stream and fails when it ends.
 func (r *streamReader) Receive(ctx actor.Context) {
+	r.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		r.t = newTasks(r.wg, ctx.ActorSystem().Root)
 		r.read(ctx.Self(), ctx.Parent())
-	case *actor.Stopping, *actor.Restarting:
-		r.t.stop()
 	case *streamEnded:
 		err := m.err
 		if errors.Is(err, io.EOF) {

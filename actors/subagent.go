@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -22,13 +21,8 @@ import (
 // terminal too. Transient errors wait for the next tick; it follows the
 // session to a new port (*messages.ClientChanged).
 type subagent struct {
-	client *rpc.Client
-	conv   string
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
-	busy   bool
+	child
+	busy bool
 	// window is what the last read read, for the next read to start from
 	// and reuse. Only the read in flight touches it, and reads run one at a
 	// time (busy).
@@ -51,18 +45,16 @@ func (r *subagentRead) finished() bool {
 	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0
 }
 
-func newSubagent(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &subagent{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+func newSubagent(c child) actor.Actor {
+	return &subagent{child: c}
 }
 
 // Receive reads on ticks.
 func (a *subagent) Receive(ctx actor.Context) {
+	a.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.t = newTasks(a.wg, ctx.ActorSystem().Root)
 		a.read(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		a.t.stop()
 	case *messages.ClientChanged:
 		a.client, a.gen = m.Client, m.Gen
 	case *subagentTick:

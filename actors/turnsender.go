@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/mapper"
@@ -33,12 +32,7 @@ import (
 // (*messages.ModelsLoaded). A lost port is a failure (the session
 // re-discovers); other errors are the requester's to see.
 type turnSender struct {
-	client *rpc.Client
-	conv   string
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
+	child
 
 	queue   []pendingTurn
 	busy    bool
@@ -61,22 +55,21 @@ type catalogRead struct {
 	err     error
 }
 
-func newTurnSender(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &turnSender{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+func newTurnSender(c child) actor.Actor {
+	return &turnSender{child: c}
 }
 
 // Receive queues turns, runs one at a time, and runs interrupts at once.
 func (ts *turnSender) Receive(ctx actor.Context) {
+	ts.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ts.t = newTasks(ts.wg, ctx.ActorSystem().Root)
 		self := ctx.Self()
 		ts.t.run(func(c context.Context) {
 			cat, err := readCatalog(c, ts.client)
 			ts.t.send(self, &catalogRead{cat, err})
 		})
 	case *actor.Stopping, *actor.Restarting:
-		ts.t.stop()
 		for _, p := range ts.queue {
 			ctx.Send(p.reply, &messages.TurnResult{Err: ErrNotBound})
 		}
