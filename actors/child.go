@@ -27,7 +27,7 @@ type child struct {
 func (c *child) lifecycle(ctx actor.Context) {
 	switch ctx.Message().(type) {
 	case *actor.Started:
-		c.t = newTasks(c.wg, ctx.ActorSystem().Root)
+		c.t = newTasks(c.wg, c.cfg.Clock, ctx.ActorSystem().Root)
 	case *actor.Stopping, *actor.Restarting:
 		c.t.stop()
 	}

@@ -39,6 +39,10 @@ func ParseReadMode(s string) (ReadMode, error) {
 type Config struct {
 	// Logger receives the host's logs (never secrets). Default: discard.
 	Logger *slog.Logger
+	// Clock is the time the actors keep: their timers, periodic reads,
+	// retries and backoffs, and the spans they measure. Default: the
+	// machine's clock.
+	Clock Clock
 
 	// PollFast is the poll interval while the stream is down (or in poll
 	// mode). Default 200ms.
@@ -112,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = machineClock{}
 	}
 	def(&c.PollFast, 200*time.Millisecond)
 	def(&c.PollSlow, 10*time.Second)

@@ -70,7 +70,7 @@ func (d *discovery) Receive(ctx actor.Context) {
 	d.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		d.start = time.Now()
+		d.start = d.cfg.Clock.Now()
 		d.round(ctx)
 	case *probeAgain:
 		d.round(ctx)
@@ -81,7 +81,7 @@ func (d *discovery) Receive(ctx actor.Context) {
 			return
 		}
 		d.tries++
-		since := time.Since(d.start)
+		since := d.cfg.Clock.Now().Sub(d.start)
 		// A probe that timed out reached something that listens: agy,
 		// slow. Wait longer for it next round, and give it more time
 		// before calling it gone.

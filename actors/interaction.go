@@ -142,10 +142,11 @@ func (in *interaction) onOutcome(ctx actor.Context, o *deliveryOutcome) {
 		ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id, Err: o.err, Retryable: false})
 		in.answer = nil
 	case o.waitRetry:
+		now := in.cfg.Clock.Now()
 		if in.waitSince.IsZero() {
-			in.waitSince = time.Now()
+			in.waitSince = now
 		}
-		if time.Since(in.waitSince) > in.cfg.PromptRetryWait {
+		if now.Sub(in.waitSince) > in.cfg.PromptRetryWait {
 			ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id,
 				Err: fmt.Errorf("agy did not re-open the prompt within %s: %w", in.cfg.PromptRetryWait, o.err)})
 			in.answer = nil

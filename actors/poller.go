@@ -162,7 +162,7 @@ func (p *poller) poll(ctx actor.Context) {
 	p.t.run(func(c context.Context) {
 		snap, err := readSnapshot(c, p.client, p.conv, withStatus, &p.window)
 		if err == nil {
-			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: time.Now()})
+			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: p.cfg.Clock.Now()})
 		}
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:

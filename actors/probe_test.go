@@ -104,25 +104,31 @@ func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
 func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	cfg := testCfg()
-	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
 		return newDiscovery(child{conv: "not-a-conversation-here", cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil, nil)
 	})
-	stalled := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
-	require.Error(t, stalled.Err)
-	require.GreaterOrEqual(t, stalled.Attempts, 1)
+	stalled := expect[*messages.DiscoveryStalled](r, nil)
+	require.ErrorContains(t, stalled.Err, "does not host conversation not-a-conversation-here")
+	require.Equal(t, 1, stalled.Attempts)
 }
 
+// Discovery gives up GiveUpAfter into its rounds on the host's clock, and
+// not before: here an hour passes at once.
 func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 	cfg := testCfg()
-	cfg.GiveUpAfter = 100 * time.Millisecond
+	clock := NewTestClock()
+	cfg.Clock, cfg.GiveUpAfter = clock, time.Hour
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
 		return newDiscovery(child{conv: "", cfg: cfg, gen: 1, wg: wg}, Spec{Port: 1}, nil, nil)
 	})
 	first := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, first.Err, rpc.ErrPortGone)
+	require.False(t, first.GiveUp)
+	again := expect[*messages.DiscoveryStalled](r, nil)
+	require.False(t, again.GiveUp, "an hour has not passed")
+	clock.Advance(time.Hour)
 	last := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
-	require.Greater(t, last.Attempts, first.Attempts, "it retried with backoff before giving up")
+	require.Greater(t, last.Attempts, again.Attempts, "it retried with backoff before giving up")
 }
 
 func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
@@ -195,12 +201,13 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	require.Equal(t, srv.Port(), found2.Port)
 
 	// Only a log, and it is stale: a clear error each round.
-	cfg.GiveUpAfter = 50 * time.Millisecond
 	r3 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
 		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 3, wg: wg}, Spec{LogFile: log}, nil, nil)
 	})
-	stalled := expect[*messages.DiscoveryStalled](r3, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
-	require.ErrorContains(t, stalled.Err, "log file")
+	for range 2 {
+		stalled := expect[*messages.DiscoveryStalled](r3, nil)
+		require.ErrorContains(t, stalled.Err, "no port in agy's log file works")
+	}
 }
 
 // openPrompt starts a fake whose turn waits on a permission prompt and
@@ -354,12 +361,17 @@ func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
 
 func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
-	// agy answers, but slower than a probe waits: not gone, slow.
-	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 2, Duration: rpc.DefaultProbeTimeout + 500*time.Millisecond})
+	// agy answers, but slower than a probe waits: not gone, slow. (The
+	// first probe waits 100 ms instead of rpc's 2 s, so that the test does
+	// not wait seconds: a probe's timeout bounds an RPC, on the machine's
+	// clock.)
+	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 2, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil, nil)
+		d := newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil, nil).(*discovery)
+		d.probeTimeout = 100 * time.Millisecond
+		return d
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, stalled.Err, context.DeadlineExceeded)

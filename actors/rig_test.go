@@ -306,3 +306,30 @@ func ofType(evs []*messages.Event, typ messages.EventType) []*messages.Event {
 type dumpLazy struct{ c *collector }
 
 func (d dumpLazy) String() string { return dump(d.c.all()) }
+
+// advanceUntil moves clock forward by step every few milliseconds until
+// done holds (a timeout or backoff of step on the host's clock passes at
+// once), or fails the test after waitLong.
+func advanceUntil(t *testing.T, clock *actors.TestClock, step time.Duration, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		clock.Advance(step)
+		time.Sleep(5 * time.Millisecond) // paces the loop: the condition is polled, with a deadline
+	}
+}
+
+// closed says whether ch is closed.
+func closed(ch <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+}

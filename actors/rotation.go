@@ -76,7 +76,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		if w.started.IsZero() {
-			w.started = time.Now()
+			w.started = time.Now() // compared with agy's times: the machine's clock
 		}
 		w.read(ctx)
 	case *rotationTick:

@@ -139,7 +139,7 @@ func (s *session) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.self = ctx.Self()
-		s.t = newTasks(s.core.wg, s.core.system.Root)
+		s.t = newTasks(s.core.wg, s.cfg.Clock, s.core.system.Root)
 		if s.core.root == nil && s.core.spec.ConversationID != "" {
 			s.bindConversation(s.core.spec.ConversationID)
 		}
@@ -257,6 +257,9 @@ func (s *session) Receive(ctx actor.Context) {
 
 func (s *session) conv() string { return s.core.rootConv }
 
+// now is the time on the host's clock.
+func (s *session) now() time.Time { return s.cfg.Clock.Now() }
+
 // bindConversation makes conv the session's root conversation, with a fresh
 // reconciler unless it is already the bound one.
 func (s *session) bindConversation(conv string) {
@@ -268,7 +271,7 @@ func (s *session) bindConversation(conv string) {
 	for _, tt := range s.typed {
 		s.core.root.ExpectTurn(tt.text) // typed before this conversation was bound
 	}
-	s.record("bind", conv, nil, time.Now()) // "": agy's port, no conversation yet
+	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
 }
 
 // ---- binding ----
@@ -321,7 +324,7 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	}
 	s.core.everBound = true
 	s.lostSince, s.lostReported = time.Time{}, false
-	s.boundAt = time.Now()
+	s.boundAt = time.Now() // compared with agy's times: the machine's clock
 	s.core.markBound(m.ConversationID, m.Port)
 	if m.ConversationID == "" {
 		s.awaitConversation(ctx)
@@ -355,9 +358,9 @@ func (s *session) spawnReaders(ctx actor.Context) {
 		s.stream = s.spawn(ctx, "stream", func() actor.Actor { return newStreamReader(c) })
 	}
 	s.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode) })
-	last, interval := &s.core.lastFrame, s.cfg.RotationInterval
+	last, interval, clock := &s.core.lastFrame, s.cfg.RotationInterval, s.cfg.Clock
 	last.Store(0) // frames of a conversation bound before do not count
-	streaming := func() bool { return time.Since(time.Unix(0, last.Load())) < interval }
+	streaming := func() bool { return clock.Now().Sub(time.Unix(0, last.Load())) < interval }
 	s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, streaming, since) })
 	s.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
 	s.turnActive = false // the new poller knows of no turn
@@ -389,7 +392,7 @@ func (s *session) portLost(ctx actor.Context, err error) {
 	s.core.cfg.Logger.Info("port lost; re-discovering", "session", s.core.spec.SessionID, "err", err)
 	s.core.setLastError(err)
 	s.stopReaders(ctx)
-	s.lostSince = time.Now()
+	s.lostSince = s.now()
 	s.core.mu.Lock()
 	s.core.port = 0
 	s.core.mu.Unlock()
@@ -407,7 +410,7 @@ func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoverySta
 			"another process holds it; nothing (no token, no turn) is sent to it", s.core.spec.Port), false)
 	}
 	if s.lostSince.IsZero() {
-		s.lostSince = time.Now()
+		s.lostSince = s.now()
 	}
 	if m.GiveUp {
 		msg := fmt.Sprintf("agy's language server is gone: not found for %s (%v); giving up", m.Since, m.Err)
@@ -417,7 +420,7 @@ func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoverySta
 		ctx.Stop(ctx.Self())
 		return
 	}
-	if !s.lostReported && time.Since(s.lostSince) >= s.cfg.LostAfter {
+	if !s.lostReported && s.now().Sub(s.lostSince) >= s.cfg.LostAfter {
 		s.lostReported = true
 		s.publishError(ctx, fmt.Sprintf("agy's language server unreachable for %s (%v); still looking", m.Since, m.Err), true)
 	}
@@ -429,7 +432,7 @@ func (s *session) awaitConversation(ctx actor.Context) {
 	if !s.noConvSince.IsZero() {
 		return // still waiting, on a new port
 	}
-	s.noConvSince = time.Now()
+	s.noConvSince = s.now()
 	s.publish(NoConversationEvent(s.noConvSince))
 	if d := s.core.spec.WaitConversation; d > 0 {
 		s.t.after(d, ctx.Self(), &conversationWaitOver{since: s.noConvSince})
@@ -446,7 +449,7 @@ func NoConversationEvent(t time.Time) *messages.Event {
 // first (from "": the conversation agy minted for the first turn typed).
 func (s *session) rotate(ctx actor.Context, to string) {
 	from := s.conv()
-	t := time.Now()
+	t := s.now()
 	if from != "" {
 		s.publish(&messages.Event{
 			Type: messages.EventConversationRotated, ID: from + "/rotated/" + to,
@@ -467,7 +470,7 @@ func (s *session) rotate(ctx actor.Context, to string) {
 	}
 	s.core.gen++
 	s.bindConversation(to)
-	s.boundAt = t
+	s.boundAt = time.Now() // compared with agy's times: the machine's clock
 	s.core.markBound(to, s.client.Port())
 	s.spawnReaders(ctx)
 	s.release(ctx)
@@ -634,7 +637,7 @@ func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
 
 func (s *session) setModels(models map[string]rpc.ModelInfo) {
 	s.core.models = models
-	s.record("models", s.conv(), models, time.Now())
+	s.record("models", s.conv(), models, s.now())
 	s.core.root.SetModels(models)
 	for _, r := range s.core.children {
 		r.SetModels(models)
@@ -652,7 +655,7 @@ func (s *session) hold(ctx actor.Context, msg any, deadline time.Time) {
 func (s *session) release(ctx actor.Context) {
 	held := s.held
 	s.held = nil
-	now := time.Now()
+	now := time.Now() // a requester's deadline is on the machine's clock (its context's)
 	for _, h := range held {
 		if now.After(h.deadline) {
 			continue // the requester has given up: never send it late
@@ -705,7 +708,7 @@ func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 	if s.core.root != nil {
 		s.core.root.ExpectTurn(m.Text) // origin harness (a conversation bound later expects it too)
 	}
-	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
 	ctx.Send(s.terminal, &typeTurn{id: tt.id, text: m.Text, reply: sender})
 	s.t.after(s.cfg.TypedTurnTimeout, s.self, &typedTurnCheck{id: tt.id})
 	if s.conv() == "" && s.rotation != nil {
@@ -778,7 +781,7 @@ func (s *session) closeDialog(ctx actor.Context, p *mapper.Prompt, r messages.Re
 func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
 	m.LastModel = s.core.root.LastModel()
 	s.core.root.ExpectTurn(m.Text)
-	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
 	ctx.RequestWithCustomSender(s.turns, m, sender)
 }
 
@@ -865,7 +868,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	rec := s.reconcilerOf(r.ElicitationID)
 	rec.AnswerInFlight(r.ElicitationID, r.Action)
 	s.answers[r.ElicitationID] = answerOnItsWay{prompt: *p, resolve: r, root: rec == s.core.root}
-	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, time.Now())
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, s.now())
 	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.core.gen, Resolve: r})
 	return nil
 }
@@ -883,7 +886,7 @@ func (s *session) reconcilerOf(elicitationID string) *mapper.Reconciler {
 }
 
 func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
-	t := time.Now()
+	t := s.now()
 	s.record("resolved", s.conv(), answerRecord{ElicitationID: m.ElicitationID, Action: m.Action, StepIndex: &m.StepIndex}, t)
 	s.answered(ctx, m.ElicitationID)
 	if ev, ok := s.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
@@ -898,7 +901,7 @@ func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDeliver
 func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
 	delete(s.answers, m.ElicitationID)
 	s.reconcilerOf(m.ElicitationID).AnswerInFlight(m.ElicitationID, "")
-	s.record("delivering", s.conv(), answerRecord{ElicitationID: m.ElicitationID}, time.Now())
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: m.ElicitationID}, s.now())
 	s.publishError(ctx, fmt.Sprintf("answer to %s not delivered: %v", m.ElicitationID, m.Err), m.Retryable)
 }
 
@@ -930,7 +933,7 @@ func (s *session) publish(ev *messages.Event) {
 	ev.Seq = c.seq
 	ev.SessionID = c.spec.SessionID
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
+		ev.Time = s.now()
 	}
 	c.logEvent(ev)
 	var openIDs []string

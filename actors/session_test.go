@@ -399,7 +399,8 @@ func Test5xxBursts(t *testing.T) {
 
 func TestTwoSessionsOneAgyDiesOtherUntouched(t *testing.T) {
 	cfg := testConfig()
-	cfg.GiveUpAfter = 500 * time.Millisecond
+	clock := actors.NewTestClock()
+	cfg.Clock, cfg.GiveUpAfter = clock, time.Minute
 	host := actors.NewHost(cfg)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -418,13 +419,9 @@ func TestTwoSessionsOneAgyDiesOtherUntouched(t *testing.T) {
 	evA, evB := collect(a.Events()), collect(b.Events())
 
 	require.NoError(t, srvA.Close())
+	advanceUntil(t, clock, cfg.GiveUpAfter, "session A to end after agy died", closed(a.Done()))
 	errEv := evA.waitFor(t, messages.EventError, func(ev *messages.Event) bool { return ev.Retryable != nil && !*ev.Retryable })
 	require.Contains(t, errEv.Message, "gone")
-	select {
-	case <-a.Done():
-	case <-time.After(waitLong):
-		t.Fatal("session A did not end after agy died")
-	}
 	require.Error(t, a.Err())
 
 	require.NoError(t, b.SendTurn(ctx, "still there?", ""))
@@ -637,6 +634,8 @@ func TestTurnSentWhileAgyMovesWaitsForTheNewPort(t *testing.T) {
 
 func TestTurnHeldPastItsDeadlineIsNeverSent(t *testing.T) {
 	cfg := testConfig()
+	clock := actors.NewTestClock()
+	cfg.Clock, cfg.GiveUpAfter = clock, time.Minute
 	host := actors.NewHost(cfg)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -653,16 +652,13 @@ func TestTurnHeldPastItsDeadlineIsNeverSent(t *testing.T) {
 	calls := srv.Calls(rpc.MethodSendUserCascadeMessage)
 	require.NoError(t, srv.Close()) // agy is gone; the session looks for it
 	require.Eventually(t, func() bool { return s.Port() == 0 }, waitLong, time.Millisecond, "the session noticed")
+	// The requester's deadline is on the machine's clock (its context's).
 	short, cancelShort := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancelShort()
 	err = s.SendTurn(short, "too late", "")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, calls, srv.Calls(rpc.MethodSendUserCascadeMessage))
-	select {
-	case <-s.Done():
-	case <-time.After(waitLong):
-		t.Fatal("the session did not give up on a gone agy")
-	}
+	advanceUntil(t, clock, cfg.GiveUpAfter, "the session to give up on a gone agy", closed(s.Done()))
 	<-ev.done
 	for _, e := range ev.all() {
 		require.False(t, e.Type == messages.EventUserMessage, "nothing was sent")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"time"
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/asynkron/protoactor-go/actor"
@@ -69,7 +68,7 @@ func (r *streamReader) read(self, session *actor.PID) {
 				up = true
 				r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true})
 			}
-			r.t.send(session, &messages.FrameReceived{Gen: r.gen, Frame: f, Received: time.Now()})
+			r.t.send(session, &messages.FrameReceived{Gen: r.gen, Frame: f, Received: r.cfg.Clock.Now()})
 		}
 	})
 }

@@ -271,7 +271,8 @@ func (ts *turnSender) declinePrompts(ctx context.Context, convs []messages.Conve
 
 // waitIdle polls the cascade's run status until IDLE or d elapses.
 func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
-	deadline := time.Now().Add(d)
+	clock := ts.cfg.Clock
+	deadline := clock.Now().Add(d)
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
 		all, err := ts.client.GetAllCascadeTrajectories(ctx)
 		if err == nil {
@@ -279,13 +280,8 @@ func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 				return true
 			}
 		}
-		if time.Now().Add(wait).After(deadline) {
+		if clock.Now().Add(wait).After(deadline) || !sleep(ctx, clock, wait) {
 			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(wait):
 		}
 	}
 }
