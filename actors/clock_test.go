@@ -62,6 +62,13 @@ func (c *TestClock) Advance(d time.Duration) {
 	}
 }
 
+// Pending is how many timers have yet to fire.
+func (c *TestClock) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
 // take removes t from the pending timers; false when it was not there.
 func (c *TestClock) take(t *testTimer) bool {
 	c.mu.Lock()

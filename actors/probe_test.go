@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -311,23 +310,23 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 }
 
 // startRotationWatcher starts a rotation watcher (generation 9) on a fresh
-// fake's conversation, reading every interval.
-func startRotationWatcher(t *testing.T, interval time.Duration, streaming func() bool) (*agytest.Server, *probeRig) {
+// fake's conversation.
+func startRotationWatcher(t *testing.T, cfg Config) (*agytest.Server, *probeRig) {
 	t.Helper()
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	t.Cleanup(client.Close)
-	cfg := testCfg()
-	cfg.RotationInterval = interval
 	from := srv.ConversationID()
 	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newRotationWatcher(child{client: client, conv: from, cfg: cfg, gen: 9, wg: wg}, streaming, time.Time{})
+		return newRotationWatcher(child{client: client, conv: from, cfg: cfg, gen: 9, wg: wg}, time.Time{})
 	})
 }
 
 func TestRotationWatcherReportsClearOnce(t *testing.T) {
-	srv, r := startRotationWatcher(t, 5*time.Millisecond, nil)
+	cfg := testCfg()
+	cfg.RotationInterval = 5 * time.Millisecond
+	srv, r := startRotationWatcher(t, cfg)
 	from := srv.ConversationID()
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 2 }, 10*time.Second, time.Millisecond)
 	to := srv.Clear()
@@ -340,21 +339,50 @@ func TestRotationWatcherReportsClearOnce(t *testing.T) {
 		"it reported and stopped reading: the session spawns a new watcher for the new conversation")
 }
 
-// TestRotationWatcherReadsLessWhileTheStreamFlows: while the bound
-// conversation streams, the watcher reads on one tick in rotationSkips+1,
-// and still reports a /clear.
+// TestRotationWatcherReadsLessWhileTheStreamFlows: while the session tells
+// the watcher that frames of the bound conversation flow, it reads on one
+// tick in rotationSkips+1, and still reports a /clear; otherwise on every
+// tick.
 func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
-	var asked atomic.Int64 // ticks that asked whether the stream flows
-	srv, r := startRotationWatcher(t, 2*time.Millisecond, func() bool { asked.Add(1); return true })
-	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 4 }, 10*time.Second, time.Millisecond)
-	// The first read is at start; each later one follows rotationSkips
-	// skipped ticks. (Ticks are counted first: a read may come in between.)
-	ticks := asked.Load()
-	reads := int64(srv.Calls(rpc.MethodGetAllCascadeTrajectories))
-	require.GreaterOrEqual(t, ticks, rotationSkips*(reads-2), "%d reads after %d skipped ticks", reads, ticks)
-	require.LessOrEqual(t, ticks, rotationSkips*reads, "%d reads after %d skipped ticks", reads, ticks)
+	clock := NewTestClock()
+	cfg := testCfg()
+	cfg.Clock, cfg.RotationInterval = clock, time.Hour // a tick comes when the test moves the clock
+	srv, r := startRotationWatcher(t, cfg)
+	reads := func() int { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) }
+	armed := func() {
+		t.Helper()
+		require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "the next tick is armed")
+	}
+	// tick moves the clock to the watcher's next tick; with flowing, a
+	// frame has come by then.
+	tick := func(flowing bool) {
+		t.Helper()
+		armed()
+		if flowing {
+			r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Last: clock.Now().Add(cfg.RotationInterval)})
+		}
+		clock.Advance(cfg.RotationInterval + maxTickSlack)
+	}
+	armed()
+	require.Equal(t, 1, reads(), "one read at start")
+	for i := range 2 {
+		tick(false)
+		armed()
+		require.Equal(t, 2+i, reads(), "no frames: a read on every tick")
+	}
+	for range rotationSkips {
+		tick(true)
+	}
+	armed()
+	require.Equal(t, 3, reads(), "frames flow: ticks skipped")
+	tick(true)
+	armed()
+	require.Equal(t, 4, reads(), "one tick in rotationSkips+1 reads")
 
 	to := srv.Clear()
+	for i := 0; i <= rotationSkips; i++ {
+		tick(true)
+	}
 	rot := expect[*messages.ConversationRotated](r, nil)
 	require.Equal(t, to, rot.To, "a /clear is still seen, a few intervals later")
 }

@@ -26,18 +26,19 @@ import (
 // reads every 50ms (or Config.PollFast, when shorter) until it finds it, so
 // little of the first turn is streamed before the session follows it.
 //
-// While the bound conversation streams (streaming says a frame of it came
-// within the last RotationInterval), only every rotationSkips+1-th tick
-// reads: agy is at work in the bound conversation, and on a host of
-// hundreds of sessions these reads are a large share of the harness's CPU
-// (docs/PERFORMANCE.md). A frame naming another conversation still makes
-// the session ask for a read at once.
+// While the bound conversation streams (a frame of it came within the last
+// RotationInterval: the session tells the watcher with
+// *messages.FramesFlowing), only every rotationSkips+1-th tick reads: agy is
+// at work in the bound conversation, and on a host of hundreds of sessions
+// these reads are a large share of the harness's CPU (docs/PERFORMANCE.md).
+// A frame naming another conversation still makes the session ask for a
+// read at once.
 //
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
 	child
-	streaming func() bool // nil: read on every tick
-	skipped   int         // ticks skipped in a row while streaming
+	lastFrame time.Time // when the latest frame of conv the session told of came (FramesFlowing)
+	skipped   int       // ticks skipped in a row while streaming
 
 	started  time.Time       // activity before this is history, not a rotation
 	known    map[string]bool // conversations present at the first read
@@ -66,8 +67,8 @@ type rotationRead struct {
 // newRotationWatcher watches for a rotation away from conv ("" for agy's
 // first conversation), counting activity after since (the moment conv was
 // bound; zero: when the watcher starts).
-func newRotationWatcher(c child, streaming func() bool, since time.Time) actor.Actor {
-	return &rotationWatcher{child: c, streaming: streaming, started: since}
+func newRotationWatcher(c child, since time.Time) actor.Actor {
+	return &rotationWatcher{child: c, started: since}
 }
 
 // Receive reads on ticks and reports a rotation once.
@@ -79,8 +80,12 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 			w.started = time.Now() // compared with agy's times: the machine's clock
 		}
 		w.read(ctx)
+	case *messages.FramesFlowing:
+		if m.Gen == w.gen {
+			w.lastFrame = m.Last
+		}
 	case *rotationTick:
-		if w.streaming != nil && w.skipped < rotationSkips && w.streaming() {
+		if w.skipped < rotationSkips && w.streaming() {
 			w.skipped++
 			w.t.tick(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
 			return
@@ -108,6 +113,12 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		}
 		w.t.tick(interval, ctx.Self(), &rotationTick{})
 	}
+}
+
+// streaming says whether a frame of the bound conversation came within the
+// last RotationInterval.
+func (w *rotationWatcher) streaming() bool {
+	return !w.lastFrame.IsZero() && w.cfg.Clock.Now().Sub(w.lastFrame) < w.cfg.RotationInterval
 }
 
 func (w *rotationWatcher) read(ctx actor.Context) {

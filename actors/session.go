@@ -39,6 +39,7 @@ type session struct {
 
 	client     *rpc.Client
 	boundAt    time.Time // when the port was bound, or the conversation rotated
+	frameTold  time.Time // when the last frame the rotation watcher was told of came
 	streamUp   bool
 	turnActive bool // the poller was told a turn runs
 	endErr     error
@@ -351,17 +352,15 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	s.streamUp = false
 	if c.conv == "" {
 		// agy has no conversation yet: watch for its first.
-		s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, nil, since) })
+		s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
 		return
 	}
 	if mode != ReadPoll {
 		s.stream = s.spawn(ctx, "stream", func() actor.Actor { return newStreamReader(c) })
 	}
 	s.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode) })
-	last, interval, clock := &s.core.lastFrame, s.cfg.RotationInterval, s.cfg.Clock
-	last.Store(0) // frames of a conversation bound before do not count
-	streaming := func() bool { return clock.Now().Sub(time.Unix(0, last.Load())) < interval }
-	s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, streaming, since) })
+	s.frameTold = time.Time{} // the new watcher has been told of no frame
+	s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
 	s.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
 	s.turnActive = false // the new poller knows of no turn
 	s.tellTurnActive(ctx)
@@ -498,11 +497,21 @@ func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
 		}
 		return
 	}
-	s.core.lastFrame.Store(m.Received.UnixNano())
+	s.tellFrame(ctx, m.Received)
 	s.apply(ctx, s.conv(), mapper.FromFrame(m.Frame, m.Received))
 	if up.Status == rpc.RunIdle && s.poller != nil {
 		// agy can report IDLE before its last steps are flushed: read once more.
 		ctx.Send(s.poller, &messages.ReadNow{Gen: s.core.gen})
+	}
+}
+
+// tellFrame tells the rotation watcher that a frame of the bound
+// conversation came at t: on the first frame, then at most every quarter
+// of its interval (it reads less while frames flow).
+func (s *session) tellFrame(ctx actor.Context, t time.Time) {
+	if s.rotation != nil && (s.frameTold.IsZero() || t.Sub(s.frameTold) >= s.cfg.RotationInterval/4) {
+		s.frameTold = t
+		ctx.Send(s.rotation, &messages.FramesFlowing{Gen: s.core.gen, Last: t})
 	}
 }
 

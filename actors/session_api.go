@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agyharness/agyharness/mapper"
@@ -249,10 +248,6 @@ type sessionCore struct {
 	system *actor.ActorSystem
 	// mailbox runs the session actor's mailbox; stopped with the actor
 	mailbox *ownGoroutine
-	// lastFrame is when the session last applied a frame of the bound
-	// conversation (UnixNano; 0: none since it was bound), for the
-	// rotation watcher
-	lastFrame atomic.Int64
 
 	// owned by the session actor
 	seq          uint64
