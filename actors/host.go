@@ -154,7 +154,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	core := newSessionCore(spec, h.cfg, &h.wg, &h.pumps, h.system)
 	s := &Session{core: core, host: h}
-	s.events = core.subscribeLocked()
+	s.events = core.firstSubscription()
 	h.sessions[spec.SessionID] = s
 	h.mu.Unlock()
 
@@ -167,7 +167,6 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("actors: attach: %w", err)
 	}
 	s.pid = res.(*actor.PID)
-	core.setPID(s.pid)
 
 	select {
 	case <-core.bound:
@@ -176,9 +175,9 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	case <-core.done:
 		s.events.Close() // nobody will read the events of a session never returned
 		h.forget(spec.SessionID)
-		return nil, fmt.Errorf("actors: attach: %w", core.Err())
+		return nil, fmt.Errorf("actors: attach: %w", core.view.Load().err)
 	case <-ctx.Done():
-		last := core.lastError()
+		last := core.view.Load().lastErr
 		_ = s.Detach(context.Background())
 		s.events.Close()
 		h.forget(spec.SessionID)

@@ -83,14 +83,14 @@ func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
 	sub := newSubscription(2, p)
 	// Nobody reads yet: the pump holds one event; the queue grows.
-	sub.Push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
+	sub.push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
 	for i := uint64(2); i <= 10; i++ {
-		sub.Push(delta(i, "a", fmt.Sprint(i, " ")))
+		sub.push(delta(i, "a", fmt.Sprint(i, " ")))
 	}
-	sub.Push(&messages.Event{Type: messages.EventMessage, Seq: 11, ItemID: "a", Text: "all"})
-	sub.Push(delta(12, "b", "x"))
-	sub.Push(&messages.Event{Type: messages.EventOutputTextDelta, Seq: 13, ItemID: "b", Snapshot: "rewritten"})
-	sub.Finish()
+	sub.push(&messages.Event{Type: messages.EventMessage, Seq: 11, ItemID: "a", Text: "all"})
+	sub.push(delta(12, "b", "x"))
+	sub.push(&messages.Event{Type: messages.EventOutputTextDelta, Seq: 13, ItemID: "b", Snapshot: "rewritten"})
+	sub.finish()
 
 	var got []*messages.Event
 	for ev := range sub.C() {
@@ -137,12 +137,12 @@ func TestSubscriptionKeepsOrderAcrossHandoffs(t *testing.T) {
 		got <- seqs
 	}()
 	for i := uint64(1); i <= n; i++ {
-		require.True(t, sub.Push(delta(i, "a", "x")))
+		require.True(t, sub.push(delta(i, "a", "x")))
 		if i%7 == 0 {
 			runtime.Gosched() // let the consumer catch up and wait on C
 		}
 	}
-	sub.Finish()
+	sub.finish()
 	seqs := <-got
 	p.wg.Wait()
 	require.Len(t, seqs, n)
@@ -173,11 +173,11 @@ func TestSubscriptionHandsOverWithoutThePump(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for seq := uint64(1); handedOver() == 0; seq++ {
 		require.True(t, time.Now().Before(deadline), "no event went straight to the consumer")
-		require.True(t, sub.Push(delta(seq, "a", "x")))
+		require.True(t, sub.push(delta(seq, "a", "x")))
 		require.Equal(t, seq, (<-got).Seq)
 		runtime.Gosched() // the consumer's turn to get back to C
 	}
-	sub.Finish()
+	sub.finish()
 	_, open := <-got
 	require.False(t, open)
 	p.wg.Wait()
@@ -186,10 +186,10 @@ func TestSubscriptionHandsOverWithoutThePump(t *testing.T) {
 func TestSubscriptionClosedByConsumerStopsTakingEvents(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
 	sub := newSubscription(4, p)
-	require.True(t, sub.Push(delta(1, "a", "x")))
+	require.True(t, sub.push(delta(1, "a", "x")))
 	sub.Close()
 	p.wg.Wait()
-	require.False(t, sub.Push(delta(2, "a", "y")))
+	require.False(t, sub.push(delta(2, "a", "y")))
 }
 
 func summary(parent, root, lastInput string) rpc.TrajectorySummary {

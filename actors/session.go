@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -116,6 +117,17 @@ type heldRequest struct {
 	deadline time.Time
 	resend   bool // a turn sent once that never reached agy: already expected and recorded
 }
+
+// subscribe asks a session (from the embedding API) for a new subscriber:
+// the events after afterSeq still in its log, then the open prompts again,
+// then live events go to sub. Reply: *subscribed. It carries a live
+// Subscription, so it is the tree's own: it never crosses a node.
+type subscribe struct {
+	afterSeq uint64
+	sub      *Subscription
+}
+
+type subscribed struct{}
 
 // restartNow is sent by the session to itself when a failed child's
 // backoff has elapsed.
@@ -250,9 +262,9 @@ func (s *session) Receive(ctx actor.Context) {
 		s.onInterruptDone(ctx, m)
 	case *messages.ResolveElicitation:
 		ctx.Respond(&messages.ResolveAccepted{Err: s.onResolve(ctx, m.Resolve)})
-	case *messages.Subscribe:
-		s.onSubscribe(m)
-		ctx.Respond(&messages.Subscribed{})
+	case *subscribe:
+		s.core.events.subscribe(m.sub, m.afterSeq)
+		ctx.Respond(&subscribed{})
 	}
 }
 
@@ -319,11 +331,8 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	}
 	s.bindConversation(m.ConversationID)
 	if s.core.everBound {
-		s.core.mu.Lock()
-		s.core.rebinds++
-		s.core.mu.Unlock()
+		s.core.publishView(func(v *sessionView) { v.rebinds++ })
 	}
-	s.core.everBound = true
 	s.lostSince, s.lostReported = time.Time{}, false
 	s.boundAt = time.Now() // compared with agy's times: the machine's clock
 	s.core.markBound(m.ConversationID, m.Port)
@@ -389,12 +398,9 @@ func (s *session) portLost(ctx actor.Context, err error) {
 		return // already re-discovering
 	}
 	s.core.cfg.Logger.Info("port lost; re-discovering", "session", s.core.spec.SessionID, "err", err)
-	s.core.setLastError(err)
+	s.core.publishView(func(v *sessionView) { v.lastErr, v.port = err, 0 })
 	s.stopReaders(ctx)
 	s.lostSince = s.now()
-	s.core.mu.Lock()
-	s.core.port = 0
-	s.core.mu.Unlock()
 	s.startDiscovery(ctx)
 }
 
@@ -402,7 +408,7 @@ func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoverySta
 	if m.Gen != s.core.gen {
 		return
 	}
-	s.core.setLastError(m.Err)
+	s.core.publishView(func(v *sessionView) { v.lastErr = m.Err })
 	if errors.Is(m.Err, rpc.ErrCertificateChanged) && !s.certReported {
 		s.certReported = true
 		s.publishError(ctx, fmt.Sprintf("port %d now presents another certificate than the agy this session bound: "+
@@ -860,7 +866,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 		return errors.New("resolve: elicitation_id is required")
 	}
 	p, ok := s.findPrompt(r.ElicitationID)
-	if !ok && s.core.resolvedIDs[r.ElicitationID] {
+	if !ok && s.core.events.resolved[r.ElicitationID] {
 		return fmt.Errorf("resolve: %w %q: %w", ErrUnknownElicitation, r.ElicitationID, ErrElicitationResolved)
 	}
 	if !ok {
@@ -914,89 +920,32 @@ func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
 	s.publishError(ctx, fmt.Sprintf("answer to %s not delivered: %v", m.ElicitationID, m.Err), m.Retryable)
 }
 
-func (s *session) onSubscribe(m *messages.Subscribe) {
-	// Replay what the log still holds after AfterSeq, then the open prompts
-	// the replay did not carry, then live events.
-	sent := make(map[string]bool)
-	for _, ev := range s.core.logged() {
-		if ev.Seq > m.AfterSeq {
-			m.Sink.Push(ev)
-			sent[ev.ID] = true
-		}
-	}
-	for _, ev := range s.core.openRequests {
-		if !sent[ev.ID] {
-			m.Sink.Push(ev)
-		}
-	}
-	s.core.sinks = append(s.core.sinks, m.Sink)
-}
-
 // ---- publishing ----
 
-// publish stamps ev with the session id and the next seq, logs it, and
-// pushes it to every subscriber. It never blocks.
+// publish stamps ev with the time (when it has none), and the event log
+// with the session id and the next seq; the log keeps it and hands it to
+// every subscriber. It never blocks.
 func (s *session) publish(ev *messages.Event) {
-	c := s.core
-	c.seq++
-	ev.Seq = c.seq
-	ev.SessionID = c.spec.SessionID
 	if ev.Time.IsZero() {
 		ev.Time = s.now()
 	}
-	c.logEvent(ev)
-	var openIDs []string
-	switch ev.Type {
-	case messages.EventElicitationRequest:
-		c.openRequests = append(c.openRequests, ev)
-		openIDs = openIDsOf(c.openRequests)
-	case messages.EventElicitationResolved:
-		for i, req := range c.openRequests {
-			if req.ElicitationID == ev.ElicitationID {
-				c.openRequests = append(c.openRequests[:i], c.openRequests[i+1:]...)
-				break
-			}
-		}
-		c.resolvedIDs[ev.ElicitationID] = true
-		openIDs = openIDsOf(c.openRequests)
+	s.core.events.publish(ev)
+	if ev.Type == messages.EventElicitationRequest || ev.Type == messages.EventElicitationResolved {
+		open := s.core.events.openIDs()
+		s.core.publishView(func(v *sessionView) { v.openIDs = open })
 	}
-	live := c.sinks[:0]
-	for _, sink := range c.sinks {
-		if sink.Push(ev) {
-			live = append(live, sink)
-		}
-	}
-	for i := len(live); i < len(c.sinks); i++ {
-		c.sinks[i] = nil
-	}
-	c.sinks = live
-	c.mu.Lock()
-	c.published++
-	if openIDs != nil {
-		c.openIDs = openIDs
-	}
-	c.mu.Unlock()
-}
-
-// openIDsOf lists the elicitation ids of open requests (never nil).
-func openIDsOf(open []*messages.Event) []string {
-	ids := make([]string, len(open))
-	for i, ev := range open {
-		ids[i] = ev.ElicitationID
-	}
-	return ids
 }
 
 func (s *session) publishError(ctx actor.Context, msg string, retryable bool) {
 	s.publish(&messages.Event{
-		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.core.spec.SessionID, s.core.seq+1),
+		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.core.spec.SessionID, s.core.events.seq+1),
 		ConversationID: s.conv(), Message: msg, Retryable: messages.Ptr(retryable),
 	})
 }
 
 func (s *session) publishStatus(state string) {
 	s.publish(&messages.Event{
-		Type: messages.EventStatus, ID: fmt.Sprintf("%s/status/%d", s.core.spec.SessionID, s.core.seq+1),
+		Type: messages.EventStatus, ID: fmt.Sprintf("%s/status/%d", s.core.spec.SessionID, s.core.events.seq+1),
 		ConversationID: s.conv(), State: state,
 	})
 }
@@ -1034,9 +983,13 @@ func (s *session) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor,
 			return
 		}
 		publish(actor.RestartDirective)
-		s.core.mu.Lock()
-		s.core.restarts[kind]++
-		s.core.mu.Unlock()
+		s.core.publishView(func(v *sessionView) {
+			v.restarts = maps.Clone(v.restarts)
+			if v.restarts == nil {
+				v.restarts = make(map[string]int)
+			}
+			v.restarts[kind]++
+		})
 		s.t.after(backoff(n, s.cfg.RestartBackoffMin, s.cfg.RestartBackoffMax), s.self, &restartNow{pid: child, gen: s.core.gen})
 	case rediscover:
 		publish(actor.StopDirective)

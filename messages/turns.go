@@ -46,26 +46,6 @@ type ConversationFrom struct {
 	From           int
 }
 
-// Subscribe asks a session for a new subscriber (from the embedding API).
-// AfterSeq > 0 resumes after that seq from the session's bounded log.
-// Reply: *Subscribed.
-type Subscribe struct {
-	AfterSeq uint64
-	Sink     EventSink
-}
-
-// Subscribed replies to Subscribe.
-type Subscribed struct{}
-
-// EventSink receives a session's events. The session calls Push from its own
-// goroutine, so Push must not block; the embedding API's subscription queues
-// and coalesces. Push returns false once the consumer is gone, and the
-// session drops the sink. Finish says no event will follow.
-type EventSink interface {
-	Push(*Event) bool
-	Finish()
-}
-
 // ModelsLoaded is sent by TurnSender to its session when it has read agy's
 // model catalog (GetAvailableModels), so events can name models. No reply.
 type ModelsLoaded struct {
