@@ -90,8 +90,9 @@ func (p *poller) Receive(ctx actor.Context) {
 			return
 		}
 		p.active = m.Active
-		if p.active && p.tickArmed && !p.busy {
-			// The slow tick pending is too late for a turn: arm anew.
+		if p.active && !p.busy {
+			// The tick pending is too late for a turn (a slow one), or there
+			// is none (stream mode reads at rest only when asked): arm anew.
 			p.tickArmed = false
 			p.arm(ctx)
 		}

@@ -309,6 +309,34 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 	require.Equal(t, 4, srv.Calls(rpc.MethodGetAllCascadeTrajectories), "two reads with the status, each between two status reads")
 }
 
+// In stream mode a poller at rest reads only when asked; a turn that starts
+// then is read every PollActive all the same (agy may park a prompt without
+// a frame), not only when a read happened to be running as it started.
+func TestPollerInStreamModeReadsWhileATurnRuns(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	clock := NewTestClock()
+	cfg := testCfg()
+	cfg.Clock, cfg.PollActive, cfg.PollSlow = clock, time.Hour, 2*time.Hour
+	conv := srv.ConversationID()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadStream)
+	})
+	r.system.Root.Send(r.child, &messages.StreamState{Gen: 2, Up: true})
+	expect[*messages.SnapshotRead](r, nil) // the read owed at start
+	expect[*messages.SnapshotRead](r, nil) // the fast one while the stream came up
+	require.Eventually(t, func() bool { return clock.Pending() == 0 }, 10*time.Second, time.Millisecond, "at rest: no tick")
+
+	r.system.Root.Send(r.child, &messages.TurnActive{Gen: 2, Active: true})
+	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "a turn runs: a tick")
+	calls := srv.Calls(rpc.MethodGetCascadeTrajectorySteps)
+	clock.Advance(cfg.PollActive + maxTickSlack)
+	expect[*messages.SnapshotRead](r, nil)
+	require.Equal(t, calls+1, srv.Calls(rpc.MethodGetCascadeTrajectorySteps))
+}
+
 // startRotationWatcher starts a rotation watcher (generation 9) on a fresh
 // fake's conversation.
 func startRotationWatcher(t *testing.T, cfg Config) (*agytest.Server, *probeRig) {
