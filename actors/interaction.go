@@ -29,7 +29,7 @@ import (
 //   - "input not registered" with the step still WAITING: a shape error;
 //     *messages.AnswerFailed (not retryable) with a clear error;
 //   - a lost port: wait for the session to find agy again
-//     (*messages.ClientChanged) and deliver there; the answer is kept;
+//     (*clientChanged) and deliver there; the answer is kept;
 //   - transient (5xx, timeouts): retry with capped backoff up to
 //     Config.DeliveryAttempts, then AnswerFailed (retryable).
 //
@@ -65,9 +65,8 @@ func newInteraction(c child, prompt mapper.Prompt) actor.Actor {
 func (in *interaction) Receive(ctx actor.Context) {
 	in.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
-	case *messages.ClientChanged:
-		in.client = m.Client
-		in.gen = m.Gen
+	case *clientChanged:
+		in.client, in.gen = m.client, m.gen
 		if in.waitClient {
 			in.waitClient = false
 			in.deliver(ctx)

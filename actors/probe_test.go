@@ -87,24 +87,41 @@ func expect[T any](r *probeRig, pred func(T) bool) T {
 	}
 }
 
+// Discovery names the port, the certificate its probe saw and the token
+// the port takes; a client built from them talks to agy, and accepts no
+// other certificate on that port.
 func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, CSRFToken: "S3CRET"})
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(child{conv: "", cfg: cfg, gen: 7, wg: wg}, Spec{Port: srv.Port()}, nil, nil)
+		return newDiscovery(child{conv: "", cfg: cfg, gen: 7, wg: wg}, Spec{Port: srv.Port(), CSRFToken: "S3CRET"}, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
-	defer found.Client.Close()
 	require.Equal(t, messages.Gen(7), found.Gen)
 	require.Equal(t, srv.Port(), found.Port)
 	require.Equal(t, srv.ConversationID(), found.ConversationID, "without a conversation id, the most recent root is bound")
+	require.Equal(t, "S3CRET", found.CSRFToken)
+	require.NotEmpty(t, found.Pin)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bound, err := rpc.NewClient(rpc.Config{Port: found.Port, Pin: found.Pin, CSRFToken: found.CSRFToken})
+	require.NoError(t, err)
+	defer bound.Close()
+	ok, err := bound.ConversationMatches(ctx, found.ConversationID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	other, err := rpc.NewClient(rpc.Config{Port: found.Port, Pin: []byte("another certificate"), CSRFToken: found.CSRFToken})
+	require.NoError(t, err)
+	defer other.Close()
+	require.ErrorIs(t, other.Heartbeat(ctx), rpc.ErrCertificateChanged)
 }
 
 func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(child{conv: "not-a-conversation-here", cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil, nil)
+		return newDiscovery(child{conv: "not-a-conversation-here", cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil)
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorContains(t, stalled.Err, "does not host conversation not-a-conversation-here")
@@ -118,7 +135,7 @@ func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 	clock := NewTestClock()
 	cfg.Clock, cfg.GiveUpAfter = clock, time.Hour
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(child{conv: "", cfg: cfg, gen: 1, wg: wg}, Spec{Port: 1}, nil, nil)
+		return newDiscovery(child{conv: "", cfg: cfg, gen: 1, wg: wg}, Spec{Port: 1}, nil)
 	})
 	first := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, first.Err, rpc.ErrPortGone)
@@ -184,24 +201,22 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(log, []byte(line(1)+line(srv.Port())), 0o600))
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{LogFile: log}, nil, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{LogFile: log}, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
-	defer found.Client.Close()
 	require.Equal(t, srv.Port(), found.Port, "the last line agy logged")
 
 	// A stale log falls back to the PID scan.
 	require.NoError(t, os.WriteFile(log, []byte(line(1)), 0o600))
 	r2 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 2, wg: wg}, Spec{LogFile: log, PID: os.Getpid()}, nil, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 2, wg: wg}, Spec{LogFile: log, PID: os.Getpid()}, nil)
 	})
 	found2 := expect[*messages.PortFound](r2, nil)
-	defer found2.Client.Close()
 	require.Equal(t, srv.Port(), found2.Port)
 
 	// Only a log, and it is stale: a clear error each round.
 	r3 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 3, wg: wg}, Spec{LogFile: log}, nil, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 3, wg: wg}, Spec{LogFile: log}, nil)
 	})
 	for range 2 {
 		stalled := expect[*messages.DiscoveryStalled](r3, nil)
@@ -425,7 +440,7 @@ func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		d := newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil, nil).(*discovery)
+		d := newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil).(*discovery)
 		d.probeTimeout = 100 * time.Millisecond
 		return d
 	})
@@ -433,7 +448,6 @@ func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	require.ErrorIs(t, stalled.Err, context.DeadlineExceeded)
 	require.False(t, stalled.GiveUp, "a port that answers slowly is not gone")
 	found := expect[*messages.PortFound](r, nil) // the next probe waits long enough
-	defer found.Client.Close()
 	require.Equal(t, srv.Port(), found.Port)
 }
 
@@ -490,7 +504,7 @@ func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
 		return newSubagent(child{client: client, conv: kid, cfg: cfg, gen: 3, wg: wg})
 	})
-	r.system.Root.Send(r.child, &messages.ClientChanged{Gen: 4, Client: client})
+	r.system.Root.Send(r.child, &clientChanged{gen: 4, client: client})
 
 	read := expect[*messages.SnapshotRead](r, nil)
 	require.Equal(t, messages.Gen(3), read.Gen, "the slow read was made under generation 3")

@@ -129,6 +129,16 @@ type subscribe struct {
 
 type subscribed struct{}
 
+// clientChanged is sent by the session to its Interaction and Subagent
+// children when it has bound agy's port again (or followed a rotation), so
+// that work they have in flight goes on over its new client and generation.
+// No reply. It carries a live client, so it is the tree's own: it never
+// crosses a node.
+type clientChanged struct {
+	gen    messages.Gen
+	client *rpc.Client
+}
+
 // restartNow is sent by the session to itself when a failed child's
 // backoff has elapsed.
 type restartNow struct {
@@ -236,11 +246,7 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *conversationWaitOver:
 		if s.conv() == "" && s.noConvSince.Equal(m.since) {
-			msg := fmt.Sprintf("agy has no conversation after %s: no first turn was typed into agy's terminal", s.core.spec.WaitConversation)
-			s.publishError(ctx, msg, false)
-			s.publishStatus(messages.StateError)
-			s.endErr = errors.New(msg)
-			ctx.Stop(ctx.Self())
+			s.endWithError(ctx, fmt.Sprintf("agy has no conversation after %s: no first turn was typed into agy's terminal", s.core.spec.WaitConversation))
 		}
 
 	case *messages.SendTurn:
@@ -291,8 +297,8 @@ func (s *session) bindConversation(conv string) {
 
 func (s *session) startDiscovery(ctx actor.Context) {
 	s.core.gen++
-	c, spec, pin, onErr := s.childOf(s.conv()), s.core.spec, s.core.pin, s.core.countRPCError
-	s.discovery = s.spawn(ctx, "discovery", func() actor.Actor { return newDiscovery(c, spec, pin, onErr) })
+	c, spec, pin := s.childOf(s.conv()), s.core.spec, s.core.pin
+	s.discovery = s.spawn(ctx, "discovery", func() actor.Actor { return newDiscovery(c, spec, pin) })
 }
 
 // childOf is what a child spawned now for conv works with: the bound
@@ -318,16 +324,22 @@ func (s *session) stopChild(ctx actor.Context, pid *actor.PID) {
 
 func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	if m.Gen != s.core.gen {
-		m.Client.Close()
+		return
+	}
+	client, err := rpc.NewClient(rpc.Config{Host: s.core.spec.Host, Port: m.Port, Pin: m.Pin,
+		CSRFToken: m.CSRFToken, OnError: s.core.countRPCError})
+	if err != nil {
+		// Discovery probed with the same host and port: this cannot be.
+		s.endWithError(ctx, fmt.Sprintf("agy's port %d: %v", m.Port, err))
 		return
 	}
 	s.stopChild(ctx, s.discovery)
 	s.discovery = nil
 	s.closeClient()
-	s.client = m.Client
+	s.client = client
 	if s.core.spec.Port > 0 && s.core.pin == nil {
 		// The port the user named: from now on only this certificate is agy's.
-		s.core.pin = m.Client.Pinned()
+		s.core.pin = m.Pin
 	}
 	s.bindConversation(m.ConversationID)
 	if s.core.everBound {
@@ -343,7 +355,7 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	s.release(ctx)
 	// Work in flight follows the session to the new port; prompts opened
 	// while no port was bound get their Interaction now.
-	changed := &messages.ClientChanged{Gen: s.core.gen, Client: s.client}
+	changed := &clientChanged{gen: s.core.gen, client: s.client}
 	for _, pid := range s.interactions {
 		ctx.Send(pid, changed)
 	}
@@ -418,11 +430,7 @@ func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoverySta
 		s.lostSince = s.now()
 	}
 	if m.GiveUp {
-		msg := fmt.Sprintf("agy's language server is gone: not found for %s (%v); giving up", m.Since, m.Err)
-		s.publishError(ctx, msg, false)
-		s.publishStatus(messages.StateError)
-		s.endErr = errors.New(msg)
-		ctx.Stop(ctx.Self())
+		s.endWithError(ctx, fmt.Sprintf("agy's language server is gone: not found for %s (%v); giving up", m.Since, m.Err))
 		return
 	}
 	if !s.lostReported && s.now().Sub(s.lostSince) >= s.cfg.LostAfter {
@@ -479,7 +487,7 @@ func (s *session) rotate(ctx actor.Context, to string) {
 	s.core.markBound(to, s.client.Port())
 	s.spawnReaders(ctx)
 	s.release(ctx)
-	changed := &messages.ClientChanged{Gen: s.core.gen, Client: s.client}
+	changed := &clientChanged{gen: s.core.gen, client: s.client}
 	for _, pid := range s.subagents {
 		ctx.Send(pid, changed)
 	}
@@ -941,6 +949,15 @@ func (s *session) publishError(ctx actor.Context, msg string, retryable bool) {
 		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.core.spec.SessionID, s.core.events.seq+1),
 		ConversationID: s.conv(), Message: msg, Retryable: messages.Ptr(retryable),
 	})
+}
+
+// endWithError ends the session for good: an error event (not retryable)
+// with msg, status error, and the session stops with msg as its Err.
+func (s *session) endWithError(ctx actor.Context, msg string) {
+	s.publishError(ctx, msg, false)
+	s.publishStatus(messages.StateError)
+	s.endErr = errors.New(msg)
+	ctx.Stop(ctx.Self())
 }
 
 func (s *session) publishStatus(state string) {

@@ -18,7 +18,7 @@ import (
 // done something (a child just minted is IDLE with no steps yet), it says so
 // (*messages.SubagentDone); the session stops it once the parent step is
 // terminal too. Transient errors wait for the next tick; it follows the
-// session to a new port (*messages.ClientChanged).
+// session to a new port (*clientChanged).
 type subagent struct {
 	child
 	busy bool
@@ -54,8 +54,8 @@ func (a *subagent) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.read(ctx)
-	case *messages.ClientChanged:
-		a.client, a.gen = m.Client, m.Gen
+	case *clientChanged:
+		a.client, a.gen = m.client, m.gen
 	case *subagentTick:
 		a.read(ctx)
 	case *subagentRead:
