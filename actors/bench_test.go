@@ -114,7 +114,7 @@ func BenchmarkSessionFrame(b *testing.B) {
 					b.Fatal(err)
 				}
 				before := core.events.seq
-				s.onFrame(nil, &messages.FrameReceived{Frame: f, Received: time.Now()})
+				s.onFrame(nil, &frameReceived{frame: f, received: time.Now()})
 				if core.events.seq == before {
 					b.Fatalf("frame %d published nothing", v)
 				}
@@ -143,7 +143,7 @@ func TestSessionFrameBenchmarkPath(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.onFrame(nil, &messages.FrameReceived{Frame: f, Received: time.Now()})
+		s.onFrame(nil, &frameReceived{frame: f, received: time.Now()})
 	}
 	core.finish(nil)
 	var deltas []string

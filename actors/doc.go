@@ -4,7 +4,7 @@
 //	Host (root supervisor; one-for-one: a crashing session never touches another)
 //	└── session <id>          single writer of the session's events; owns the reconcilers
 //	    ├── discovery         finds and verifies agy's port (PortFound / DiscoveryStalled)
-//	    ├── streamReader      StreamAgentStateUpdates -> FrameReceived; fails when the stream ends
+//	    ├── streamReader      StreamAgentStateUpdates -> frameReceived; fails when the stream ends
 //	    ├── poller            GetCascadeTrajectorySteps: fast while the stream is down, slow always
 //	    ├── rotationWatcher   GetAllCascadeTrajectories -> ConversationRotated (/clear)
 //	    ├── turnSender        serialised turns (model resolved at run time) and interrupts

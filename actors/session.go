@@ -21,7 +21,7 @@ import (
 // RotationWatcher and TurnSender on that port, an Interaction per open
 // prompt and a Subagent per child conversation.
 //
-// It takes the children's messages (PortFound, FrameReceived, SnapshotRead,
+// It takes the children's messages (PortFound, frameReceived, SnapshotRead,
 // ConversationRotated, AnswerDelivered, ...) and the embedding API's
 // requests (SendTurn, Interrupt, ResolveElicitation, Subscribe). Every child
 // message carries the generation the child was spawned with; a message from
@@ -195,13 +195,13 @@ func (s *session) Receive(ctx actor.Context) {
 		if m.Gen == s.core.gen {
 			s.portLost(ctx, m.Err)
 		}
-	case *messages.FrameReceived:
-		if m.Gen == s.core.gen {
+	case *frameReceived:
+		if m.gen == s.core.gen {
 			s.onFrame(ctx, m)
 		}
 		// Nothing the session keeps refers to the frame's bytes (events and
 		// prompts hold copies; the reconciler keeps Raw of snapshots only).
-		m.Frame.Release()
+		m.frame.Release()
 	case *messages.StreamState:
 		if m.Gen == s.core.gen {
 			s.setStreamUp(ctx, m.Up)
@@ -495,14 +495,14 @@ func (s *session) rotate(ctx actor.Context, to string) {
 
 // ---- reading ----
 
-func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
-	up := &m.Frame.Update
+func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
+	up := &m.frame.Update
 	if s.core.spec.Recorder != nil {
 		conv := up.ConversationID
 		if conv == "" {
 			conv = s.conv()
 		}
-		s.record("frame", conv, captureFrame(m.Frame), m.Received)
+		s.record("frame", conv, captureFrame(m.frame), m.received)
 	}
 	if up.ConversationID != "" && up.ConversationID != s.conv() {
 		if _, child := s.core.children[up.ConversationID]; !child && s.rotation != nil {
@@ -511,8 +511,8 @@ func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
 		}
 		return
 	}
-	s.tellFrame(ctx, m.Received)
-	s.apply(ctx, s.conv(), mapper.FromFrame(m.Frame, m.Received))
+	s.tellFrame(ctx, m.received)
+	s.apply(ctx, s.conv(), mapper.FromFrame(m.frame, m.received))
 	if up.Status == rpc.RunIdle && s.poller != nil {
 		// agy can report IDLE before its last steps are flushed: read once more.
 		ctx.Send(s.poller, &messages.ReadNow{Gen: s.core.gen})

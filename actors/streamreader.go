@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
 // streamReader is the actor that consumes StreamAgentStateUpdates for the
 // session's conversation. Its one job: hand every frame to the session, in
-// order (*messages.FrameReceived), and say when the stream is up
+// order (*frameReceived), and say when the stream is up
 // (*messages.StreamState).
 //
 // Its goroutine reads the stream and sends frames straight to the session.
@@ -21,6 +23,17 @@ import (
 // port is gone) while the Poller covers.
 type streamReader struct {
 	child
+}
+
+// frameReceived is sent by the stream reader to its session for every data
+// frame of the stream, in order. No reply. Received is when the frame was
+// decoded (the mapper stamps events with it). The frame's bytes are lent by
+// the stream (the session gives them back: Frame.Release), so the message
+// is the tree's own: it never crosses a node.
+type frameReceived struct {
+	gen      messages.Gen
+	frame    *rpc.StreamFrame
+	received time.Time
 }
 
 // streamEnded is sent by the reader's goroutine to the reader.
@@ -68,7 +81,7 @@ func (r *streamReader) read(self, session *actor.PID) {
 				up = true
 				r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true})
 			}
-			r.t.send(session, &messages.FrameReceived{Gen: r.gen, Frame: f, Received: r.cfg.Clock.Now()})
+			r.t.send(session, &frameReceived{gen: r.gen, frame: f, received: r.cfg.Clock.Now()})
 		}
 	})
 }

@@ -1,5 +1,8 @@
 package messages
 
+// The tree's protocol (internal to package actors): finding agy's port and
+// losing it.
+
 // Gen is a session's binding generation. It grows each time the session
 // (re)binds a port or a conversation; children carry the generation they were
 // spawned with, and the session ignores messages from an older one (a late
@@ -38,4 +41,3 @@ type PortLost struct {
 	Gen Gen
 	Err error
 }
-

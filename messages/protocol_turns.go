@@ -1,5 +1,8 @@
 package messages
 
+// The tree's protocol (internal to package actors): turns, interrupts and
+// the model catalog.
+
 import (
 	"time"
 

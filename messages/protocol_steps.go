@@ -1,19 +1,13 @@
 package messages
 
+// The tree's protocol (internal to package actors): reading agy's
+// trajectory, and following agy to a new conversation.
+
 import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
 )
-
-// FrameReceived is sent by StreamReader to its session for every data frame
-// of StreamAgentStateUpdates, in order. No reply. Received is when the frame
-// was decoded (the mapper stamps events with it).
-type FrameReceived struct {
-	Gen      Gen
-	Frame    *rpc.StreamFrame
-	Received time.Time
-}
 
 // StreamState is sent by StreamReader to its session when its stream opens
 // (Up) and by the session to its Poller when the stream goes up or down, so

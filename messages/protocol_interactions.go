@@ -1,5 +1,8 @@
 package messages
 
+// The tree's protocol (internal to package actors): answering agy's
+// prompts.
+
 // ResolveElicitation asks a session (from the embedding API) to answer an
 // open elicitation. The session checks the command against the prompt, then
 // hands it to the prompt's Interaction actor as *DeliverAnswer.
