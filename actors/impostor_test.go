@@ -101,17 +101,8 @@ const secret = "S3CRET-csrf-token"
 // nor a turn, and the driver is told.
 func TestImpostorOnTheNamedPortGetsNothing(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true, CSRFToken: secret, ChunkDelay: time.Millisecond})
-	host := actors.NewHost(testConfig())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
 	port := srv.Port()
-	s, err := host.Attach(ctx, actors.Spec{Port: port, CSRFToken: secret})
-	require.NoError(t, err)
+	s := attach(t, newHost(t, testConfig()), actors.Spec{Port: port, CSRFToken: secret})
 	ev := collect(s.Events())
 	ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateIdle })
 
@@ -133,16 +124,7 @@ func TestImpostorPortInAgysLogIsNotProbed(t *testing.T) {
 	cmd, _ := fakeAgyProcess(t, "--log", logFile, "--csrf-token", secret, "--chunk-delay", "1ms",
 		"--scenario", "../testdata/scenarios/text.json")
 	first := nextPortFromLog(t, logFile, 0)
-	host := actors.NewHost(testConfig())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	s, err := host.Attach(ctx, actors.Spec{PID: cmd.Process.Pid, LogFile: logFile, CSRFToken: secret})
-	require.NoError(t, err)
+	s := attach(t, newHost(t, testConfig()), actors.Spec{PID: cmd.Process.Pid, LogFile: logFile, CSRFToken: secret})
 	collect(s.Events()) // read until the host's shutdown closes it
 	require.Equal(t, first, s.Port())
 

@@ -154,23 +154,10 @@ func (f *fakeTerminal) typedTurns() []string {
 // has no conversation, so there is none).
 func attachCold(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actors.Spec) (*actors.Session, *collector) {
 	t.Helper()
-	host := actors.NewHost(cfg)
-	var ev *collector
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-		if ev != nil {
-			<-ev.done
-		}
-	})
+	events := collectUntilShutdown(t)
 	spec.Port = srv.Port()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	s, err := host.Attach(ctx, spec)
-	require.NoError(t, err)
-	ev = collect(s.Events())
-	return s, ev
+	s := attach(t, newHost(t, cfg), spec)
+	return s, events(s)
 }
 
 // A fresh agy has no conversation until the first turn is typed into its

@@ -69,6 +69,16 @@ func startProbe(t *testing.T, newChild func(wg *sync.WaitGroup) actor.Actor) *pr
 	return r
 }
 
+// startAgy starts a fake agy and a client of it, closed when the test ends.
+func startAgy(t *testing.T, opts agytest.Options) (*agytest.Server, *rpc.Client) {
+	t.Helper()
+	srv := agytest.Start(t, opts)
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	return srv, client
+}
+
 // expect waits for the first message of type T that satisfies pred.
 func expect[T any](r *probeRig, pred func(T) bool) T {
 	r.t.Helper()
@@ -148,10 +158,7 @@ func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 }
 
 func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}}})
 	conv := srv.ConversationID()
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
@@ -228,13 +235,10 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 // returns it with the prompt as the mapper sees it.
 func openPrompt(t *testing.T, line string) (*agytest.Server, *rpc.Client, mapper.Prompt) {
 	t.Helper()
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 		agytest.Run(agytest.CommandAction{Line: line, Output: "ok\n", NeedsApproval: true}),
 		agytest.Say("Done.", 1),
 	}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	t.Cleanup(client.Close)
 	require.NoError(t, srv.TypeTurn("go"))
 	var step rpc.Step
 	require.Eventually(t, func() bool {
@@ -263,12 +267,9 @@ func TestInteractionDeliversToTheWaitingStep(t *testing.T) {
 }
 
 func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 		agytest.Run(agytest.CommandAction{Line: "deploy", Output: "ok\n", NeedsApproval: true}),
 	}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout}) // the first ask expires at once
 	require.NoError(t, srv.TypeTurn("go"))
 	conv := srv.ConversationID()
@@ -299,10 +300,7 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 }
 
 func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
+	srv, client := startAgy(t, agytest.Options{Conversation: true})
 	// The first read is slow, so the ReadNow arrives while it runs.
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodGetCascadeTrajectorySteps, Count: 1, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
@@ -328,21 +326,19 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 // then is read every PollActive all the same (agy may park a prompt without
 // a frame), not only when a read happened to be running as it started.
 func TestPollerInStreamModeReadsWhileATurnRuns(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	t.Cleanup(client.Close)
+	srv, client := startAgy(t, agytest.Options{Conversation: true})
 	clock := NewTestClock()
 	cfg := testCfg()
-	cfg.Clock, cfg.PollActive, cfg.PollSlow = clock, time.Hour, 2*time.Hour
+	// Every tick comes when the test moves the clock.
+	cfg.Clock, cfg.PollFast, cfg.PollActive, cfg.PollSlow = clock, time.Hour, time.Hour, 2*time.Hour
 	conv := srv.ConversationID()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadStream)
+		p := newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadStream).(*poller)
+		p.streamUp = true // as if told before it started: its one read is the one owed at start
+		return p
 	})
-	r.system.Root.Send(r.child, &messages.StreamState{Gen: 2, Up: true})
-	expect[*messages.SnapshotRead](r, nil) // the read owed at start
-	expect[*messages.SnapshotRead](r, nil) // the fast one while the stream came up
-	require.Eventually(t, func() bool { return clock.Pending() == 0 }, 10*time.Second, time.Millisecond, "at rest: no tick")
+	expect[*messages.SnapshotRead](r, nil)
+	require.Zero(t, clock.Pending(), "at rest: no tick")
 
 	r.system.Root.Send(r.child, &messages.TurnActive{Gen: 2, Active: true})
 	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "a turn runs: a tick")
@@ -356,10 +352,7 @@ func TestPollerInStreamModeReadsWhileATurnRuns(t *testing.T) {
 // fake's conversation.
 func startRotationWatcher(t *testing.T, cfg Config) (*agytest.Server, *probeRig) {
 	t.Helper()
-	srv := agytest.Start(t, agytest.Options{Conversation: true})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	t.Cleanup(client.Close)
+	srv, client := startAgy(t, agytest.Options{Conversation: true})
 	from := srv.ConversationID()
 	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
 		return newRotationWatcher(child{client: client, conv: from, cfg: cfg, gen: 9, wg: wg}, time.Time{})
@@ -452,10 +445,7 @@ func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 }
 
 func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
 	kid := srv.Clear() // a conversation just minted: IDLE, no steps yet
 	cfg := testCfg()
 	cfg.SubagentPoll = 5 * time.Millisecond
@@ -490,10 +480,7 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 // it must carry the same old generation, or the session stops the child with
 // its only complete read ignored (the long soak lost whole children so).
 func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
 	kid := srv.Clear()
 	require.NoError(t, srv.TypeTurn("work"))
 	require.NoError(t, srv.WaitIdle(context.Background(), kid))

@@ -401,21 +401,14 @@ func TestTwoSessionsOneAgyDiesOtherUntouched(t *testing.T) {
 	cfg := testConfig()
 	clock := actors.NewTestClock()
 	cfg.Clock, cfg.GiveUpAfter = clock, time.Minute
-	host := actors.NewHost(cfg)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	}()
+	host := newHost(t, cfg)
 	sc := scenario(agytest.Say("Alive.", 2))
 	srvA := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
 	srvB := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	a := attach(t, host, actors.Spec{Port: srvA.Port()})
+	b := attach(t, host, actors.Spec{Port: srvB.Port()})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	a, err := host.Attach(ctx, actors.Spec{Port: srvA.Port()})
-	require.NoError(t, err)
-	b, err := host.Attach(ctx, actors.Spec{Port: srvB.Port()})
-	require.NoError(t, err)
 	evA, evB := collect(a.Events()), collect(b.Events())
 
 	require.NoError(t, srvA.Close())
@@ -485,12 +478,8 @@ func TestResubscribeGetsOpenPromptsAgain(t *testing.T) {
 }
 
 func TestAttachErrors(t *testing.T) {
-	host := actors.NewHost(testConfig())
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	}()
+	host := newHost(t, testConfig())
+	// Attach's context is the requester's, on the machine's clock.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := host.Attach(ctx, actors.Spec{})
@@ -636,18 +625,10 @@ func TestTurnHeldPastItsDeadlineIsNeverSent(t *testing.T) {
 	cfg := testConfig()
 	clock := actors.NewTestClock()
 	cfg.Clock, cfg.GiveUpAfter = clock, time.Minute
-	host := actors.NewHost(cfg)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	}()
+	host := newHost(t, cfg)
 	srv, err := agytest.NewServer(agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("x", 1))})
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	s, err := host.Attach(ctx, actors.Spec{Port: srv.Port()})
-	require.NoError(t, err)
+	s := attach(t, host, actors.Spec{Port: srv.Port()})
 	ev := collect(s.Events())
 	calls := srv.Calls(rpc.MethodSendUserCascadeMessage)
 	require.NoError(t, srv.Close()) // agy is gone; the session looks for it
