@@ -108,7 +108,7 @@ func TestTestClockFiresEachTimerOnceAtItsTime(t *testing.T) {
 	select {
 	case f := <-fired:
 		t.Fatalf("%s fired early", f)
-	case <-time.After(20 * time.Millisecond):
+	case <-time.After(20 * time.Millisecond): // nothing must come: a wait by design
 	}
 	c.Advance(time.Hour)
 	require.Equal(t, "two hours", <-fired)
@@ -116,6 +116,6 @@ func TestTestClockFiresEachTimerOnceAtItsTime(t *testing.T) {
 	select {
 	case f := <-fired:
 		t.Fatalf("%s fired twice, or after Stop", f)
-	case <-time.After(20 * time.Millisecond):
+	case <-time.After(20 * time.Millisecond): // nothing must come: a wait by design
 	}
 }

@@ -108,7 +108,7 @@ func (l *eventLog) close() {
 
 // keep keeps ev among the last size events. Once the log is full it is a
 // ring: the newest event overwrites the oldest, in constant time (shifting
-// 4,096 pointers per event cost every long session).
+// the whole log per event cost every long session).
 func (l *eventLog) keep(ev *messages.Event) {
 	e := l.entryOf(ev)
 	if len(l.ring) < l.size {

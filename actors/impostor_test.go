@@ -109,6 +109,7 @@ func TestImpostorOnTheNamedPortGetsNothing(t *testing.T) {
 	require.NoError(t, srv.Close())
 	imp := startImpostor(t, port)
 	ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return strings.Contains(e.Message, "another certificate") })
+	// The requester's deadline is on the machine's clock (its context's).
 	tctx, tcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer tcancel()
 	require.Error(t, s.SendTurn(tctx, "the secret plan", ""), "no agy to take the turn")

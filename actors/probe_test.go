@@ -301,7 +301,8 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 
 func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 	srv, client := startAgy(t, agytest.Options{Conversation: true})
-	// The first read is slow, so the ReadNow arrives while it runs.
+	// The first read is slow, so the ReadNow arrives while it runs (the
+	// fake's slowness is on the machine's clock).
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodGetCascadeTrajectorySteps, Count: 1, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
 	cfg.PollSlow = time.Hour // no reconciliation reads during the test
@@ -484,7 +485,8 @@ func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
 	kid := srv.Clear()
 	require.NoError(t, srv.TypeTurn("work"))
 	require.NoError(t, srv.WaitIdle(context.Background(), kid))
-	// The first read is slow: the generation moves on while it runs.
+	// The first read is slow: the generation moves on while it runs (the
+	// fake's slowness is on the machine's clock).
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Count: 1, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
 	cfg.SubagentPoll = 5 * time.Millisecond

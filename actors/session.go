@@ -23,7 +23,7 @@ import (
 //
 // It takes the children's messages (PortFound, frameReceived, SnapshotRead,
 // ConversationRotated, AnswerDelivered, ...) and the embedding API's
-// requests (SendTurn, Interrupt, ResolveElicitation, Subscribe). Every child
+// requests (SendTurn, Interrupt, ResolveElicitation, subscribe). Every child
 // message carries the generation the child was spawned with; a message from
 // an older generation is ignored.
 //

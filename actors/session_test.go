@@ -534,7 +534,8 @@ func TestShutdownDoesNotWaitForeverOnAConsumerThatNeverReads(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.SendTurn(ctx, "hello", ""))
 	require.NoError(t, srv.WaitIdle(ctx, s.ConversationID()))
-	// Events() is never read: its events stay queued.
+	// Events() is never read: its events stay queued. (Shutdown's context
+	// is the caller's, on the machine's clock.)
 	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancelShort()
 	err = host.Shutdown(short)
@@ -609,8 +610,9 @@ func TestIdleAfterStreamDropsAtEveryPoint(t *testing.T) {
 func TestTurnSentWhileAgyMovesWaitsForTheNewPort(t *testing.T) {
 	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Still here.", 2)), ChunkDelay: time.Millisecond})
 	seq := r.ev.lastSeq()
-	// agy moves, and answers its first heartbeat slowly: the session is
-	// without a port for a while.
+	// agy moves, and answers its first heartbeat slowly (the fake's
+	// slowness is on the machine's clock): the session is without a port
+	// for a while.
 	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 1, Duration: 300 * time.Millisecond})
 	_, err := r.srv.Restart()
 	require.NoError(t, err)

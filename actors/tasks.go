@@ -73,7 +73,7 @@ func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
 // grid shared by every actor of the process (alignedDelay), so the reads of
 // many sessions fall due together: a host of hundreds of idle sessions wakes
 // once for a batch of reads instead of once for each, and a wake-up is most
-// of what a small read costs (docs/PERFORMANCE.md, round 5). A tick fires
+// of what a small read costs (docs/PERFORMANCE.md). A tick fires
 // at most a twentieth of d, and at most maxTickSlack, late.
 func (t *tasks) tick(d time.Duration, pid *actor.PID, msg any) {
 	t.after(alignedDelay(t.clock.Now(), d), pid, msg)
