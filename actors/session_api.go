@@ -38,8 +38,9 @@ var (
 // Session is the embedding API of one attached agy session. Its methods are
 // safe for concurrent use. The requests (SendTurn, Resolve, Interrupt, Do,
 // Subscribe) send a message to the session actor and wait for its reply
-// (never longer than their context allows); ConversationID, Port, Stats and
-// Err read what the session actor last published.
+// (never longer than their context allows); ConversationID, Port,
+// OpenElicitations, Stats and Err read what the session actor last
+// published.
 type Session struct {
 	core     *sessionCore
 	host     *Host
