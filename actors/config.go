@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -17,6 +18,17 @@ const (
 	ReadPoll   ReadMode = "poll"
 )
 
+// ParseReadMode returns the read mode s names: "both", "stream" or "poll".
+// Anything else (the empty string too) is an error that says what is
+// allowed. (Spec.ReadMode's empty default is Attach's to fill in.)
+func ParseReadMode(s string) (ReadMode, error) {
+	switch m := ReadMode(s); m {
+	case ReadBoth, ReadStream, ReadPoll:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown read mode %q: want both, stream or poll", s)
+}
+
 // Config configures a Host. The zero value is usable: NewHost fills every
 // zero field with the default written beside it.
 //
@@ -27,6 +39,10 @@ const (
 type Config struct {
 	// Logger receives the host's logs (never secrets). Default: discard.
 	Logger *slog.Logger
+	// Clock is the time the actors keep: their timers, periodic reads,
+	// retries and backoffs, and the spans they measure. Default: the
+	// machine's clock.
+	Clock Clock
 
 	// PollFast is the poll interval while the stream is down (or in poll
 	// mode). Default 200ms.
@@ -100,6 +116,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = machineClock{}
 	}
 	def(&c.PollFast, 200*time.Millisecond)
 	def(&c.PollSlow, 10*time.Second)

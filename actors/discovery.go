@@ -5,9 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -30,19 +29,20 @@ import (
 // long for it, and it has longer to answer before it is called gone. It does not fail: a missing agy is a
 // normal state to wait out, not a crash.
 type discovery struct {
+	child // conv: the conversation to find ("": the most recent, or none)
 	spec  Spec
-	pin   []byte                         // the certificate of spec.Port bound before (nil: none yet)
-	onErr func(method string, err error) // the session's RPC error counter
-	conv  string
-	cfg   Config
-	gen   messages.Gen
-	wg    *sync.WaitGroup
-	t     *tasks
+	pin   []byte // the certificate of spec.Port bound before (nil: none yet)
 	start time.Time
 	tries int
 	// probeTimeout grows while agy answers, but too slowly (a loaded
 	// machine): 0 is rpc's default.
 	probeTimeout time.Duration
+	// probed is the client that probed the port found, closed again when
+	// discovery stops: a client closes only the connections idle when it is
+	// closed, and the probe's last call may not have let go of its
+	// connection yet when the probe closed it. The session talks to agy over
+	// a client of its own.
+	probed *rpc.Client
 }
 
 // listenersOf lists a process tree's loopback listeners, and
@@ -56,38 +56,44 @@ var (
 // maxProbeTimeout caps how long one probe may wait for a slow agy.
 const maxProbeTimeout = 30 * time.Second
 
-// probeRound is sent by discovery to itself after each round.
+// probeRound is sent by discovery to itself after each round: the port
+// found, and the client that probed it (closed already, and closed again
+// when discovery stops).
 type probeRound struct {
 	found *messages.PortFound
+	probe *rpc.Client
 	err   error
 }
 
 // probeAgain is sent by discovery to itself when the backoff has elapsed.
 type probeAgain struct{}
 
-func newDiscovery(spec Spec, conv string, pin []byte, cfg Config, gen messages.Gen, wg *sync.WaitGroup, onErr func(string, error)) actor.Actor {
-	return &discovery{spec: spec, conv: conv, pin: pin, cfg: cfg, gen: gen, wg: wg, onErr: onErr}
+func newDiscovery(c child, spec Spec, pin []byte) actor.Actor {
+	return &discovery{child: c, spec: spec, pin: pin}
 }
 
 // Receive runs rounds of probing until a port is found.
 func (d *discovery) Receive(ctx actor.Context) {
+	d.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		d.t = newTasks(d.wg, ctx.ActorSystem().Root)
-		d.start = time.Now()
+		d.start = d.cfg.Clock.Now()
 		d.round(ctx)
 	case *actor.Stopping, *actor.Restarting:
-		d.t.stop()
+		if d.probed != nil {
+			d.probed.Close()
+		}
 	case *probeAgain:
 		d.round(ctx)
 	case *probeRound:
 		if m.found != nil {
+			d.probed = m.probe
 			m.found.Gen = d.gen
 			ctx.Send(ctx.Parent(), m.found)
 			return
 		}
 		d.tries++
-		since := time.Since(d.start)
+		since := d.cfg.Clock.Now().Sub(d.start)
 		// A probe that timed out reached something that listens: agy,
 		// slow. Wait longer for it next round, and give it more time
 		// before calling it gone.
@@ -106,10 +112,13 @@ func (d *discovery) Receive(ctx actor.Context) {
 }
 
 func (d *discovery) round(ctx actor.Context) {
-	self, spec, conv, pin, onErr, timeout := ctx.Self(), d.spec, d.conv, d.pin, d.onErr, d.probeTimeout
+	self, spec, conv, pin, timeout := ctx.Self(), d.spec, d.conv, d.pin, d.probeTimeout
 	d.t.run(func(c context.Context) {
-		found, err := discoverOnce(c, spec, conv, pin, onErr, timeout)
-		d.t.send(self, &probeRound{found: found, err: err})
+		found, probe, err := discoverOnce(c, spec, conv, pin, timeout)
+		if probe != nil {
+			probe.Close()
+		}
+		d.t.send(self, &probeRound{found: found, probe: probe, err: err})
 	})
 }
 
@@ -119,9 +128,8 @@ const probeParallel = 8
 
 // discoverOnce probes every candidate port once, several at a time, and
 // returns the first that hosts conv (or, conv empty, the port's most
-// recently active root conversation, or none yet). The client it returns
-// reports its failures to onErr. Its probe goroutines end before it
-// returns.
+// recently active root conversation, or none yet). Its probe goroutines
+// end before it returns.
 //
 // What is trusted, before any request carries the CSRF token or a turn:
 //   - spec.Port: the port the user named. Once bound, only the certificate
@@ -134,9 +142,9 @@ const probeParallel = 8
 //   - a PID whose listeners cannot be read (a restricted /proc): the
 //     loopback listeners that answer as a language server hosting the
 //     session's conversation (one must be named), probed without the token.
-func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr func(string, error), probeTimeout time.Duration) (*messages.PortFound, error) {
+func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, probeTimeout time.Duration) (*messages.PortFound, *rpc.Client, error) {
 	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
-		return nil, fmt.Errorf("%w: host %q is not loopback", errBadConfig, spec.Host)
+		return nil, nil, fmt.Errorf("%w: host %q is not loopback", errBadConfig, spec.Host)
 	}
 	token := spec.CSRFToken
 	if token == "" && spec.PID > 0 {
@@ -147,7 +155,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 	if spec.Port > 0 {
 		c := cfg
 		c.Pin = pin
-		return probeAll(ctx, c, []int{spec.Port}, conv, newOnly, onErr)
+		return probeAll(ctx, c, []int{spec.Port}, conv, newOnly)
 	}
 	var owned []int // agy's process tree's loopback listeners
 	hidden := false // they cannot be read: a restricted /proc
@@ -158,7 +166,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 		case errors.Is(err, rpc.ErrListenersHidden):
 			hidden = true
 		case err != nil:
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	var errs []error
@@ -187,31 +195,31 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, onErr
 			errs = append(errs, fmt.Errorf("port %d (agy's log or environment) is not a listener of process %d or its descendants: not probed", p, spec.PID))
 			continue
 		}
-		found, err := probeAll(ctx, cfg, []int{p}, conv, newOnly, onErr)
+		found, probe, err := probeAll(ctx, cfg, []int{p}, conv, newOnly)
 		if err == nil {
-			return found, nil
+			return found, probe, nil
 		}
 		errs = append(errs, err)
 	}
 	if spec.PID <= 0 {
-		return nil, errors.Join(append(errs, errors.New("no port in agy's log file works"))...)
+		return nil, nil, errors.Join(append(errs, errors.New("no port in agy's log file works"))...)
 	}
 	if hidden {
-		found, err := probeUnowned(ctx, cfg, hints, spec.PID, conv, onErr)
+		found, probe, err := probeUnowned(ctx, cfg, hints, spec.PID, conv)
 		if err != nil {
-			return nil, errors.Join(append(errs, err)...)
+			return nil, nil, errors.Join(append(errs, err)...)
 		}
-		return found, nil
+		return found, probe, nil
 	}
 	ports := slices.DeleteFunc(owned, func(p int) bool { return slices.Contains(hints, p) })
 	if len(ports) == 0 {
-		return nil, errors.Join(append(errs, fmt.Errorf("no loopback listener found for pid %d", spec.PID))...)
+		return nil, nil, errors.Join(append(errs, fmt.Errorf("no loopback listener found for pid %d", spec.PID))...)
 	}
-	found, err := probeAll(ctx, cfg, ports, conv, newOnly, onErr)
+	found, probe, err := probeAll(ctx, cfg, ports, conv, newOnly)
 	if err != nil {
-		return nil, errors.Join(append(errs, err)...)
+		return nil, nil, errors.Join(append(errs, err)...)
 	}
-	return found, nil
+	return found, probe, nil
 }
 
 // maxUnownedProbes bounds the loopback listeners probed when agy's own
@@ -225,30 +233,31 @@ const maxUnownedProbes = 32
 // language server of the machine would do otherwise). The CSRF token is
 // never sent to a port not known to be agy's: with a token the fallback is
 // refused.
-func probeUnowned(ctx context.Context, cfg rpc.Config, hints []int, pid int, conv string, onErr func(string, error)) (*messages.PortFound, error) {
+func probeUnowned(ctx context.Context, cfg rpc.Config, hints []int, pid int, conv string) (*messages.PortFound, *rpc.Client, error) {
 	if conv == "" {
-		return nil, fmt.Errorf("the listeners of process %d cannot be read (a restricted /proc?): name agy's conversation, or its port", pid)
+		return nil, nil, fmt.Errorf("the listeners of process %d cannot be read (a restricted /proc?): name agy's conversation, or its port", pid)
 	}
 	if cfg.CSRFToken != "" {
-		return nil, fmt.Errorf("the listeners of process %d cannot be read (a restricted /proc?), and its CSRF token goes only to a port known to be agy's: attach with --port", pid)
+		return nil, nil, fmt.Errorf("the listeners of process %d cannot be read (a restricted /proc?), and its CSRF token goes only to a port known to be agy's: attach with --port", pid)
 	}
 	others := slices.DeleteFunc(loopbackListeners(maxUnownedProbes), func(p int) bool { return slices.Contains(hints, p) })
 	ports := append(slices.Clone(hints), others...)
-	found, err := probeAll(ctx, cfg, ports, conv, false, onErr)
+	found, probe, err := probeAll(ctx, cfg, ports, conv, false)
 	if err != nil {
-		return nil, fmt.Errorf("the listeners of process %d cannot be read, and no loopback listener hosts conversation %s: %w", pid, conv, err)
+		return nil, nil, fmt.Errorf("the listeners of process %d cannot be read, and no loopback listener hosts conversation %s: %w", pid, conv, err)
 	}
-	return found, nil
+	return found, probe, nil
 }
 
 // probeAll probes ports, probeParallel at a time, and returns the first that
-// checks out, with a client reporting its failures to onErr.
-func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, newOnly bool, onErr func(string, error)) (*messages.PortFound, error) {
+// checks out, with the client that probed it (the caller closes it). The
+// session builds a client of its own for the port found, pinned to the
+// certificate the probe saw.
+func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, newOnly bool) (*messages.PortFound, *rpc.Client, error) {
 	type probed struct {
 		port   int
 		bound  string
 		client *rpc.Client
-		counts *atomic.Bool
 		err    error
 	}
 	pctx, cancel := context.WithCancel(ctx)
@@ -257,9 +266,7 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, new
 	sem := make(chan struct{}, probeParallel)
 	var wg sync.WaitGroup
 	for _, port := range ports {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
 				defer func() { <-sem }()
@@ -267,19 +274,8 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, new
 				results <- probed{port: port, err: pctx.Err()}
 				return
 			}
-			// The winner's client (and its TLS connection) becomes the
-			// session's: a second connection per session would cost an idle
-			// session its buffers and a goroutine. It counts failures only
-			// once bound (probing a candidate that is not agy is not a
-			// failure).
-			counts := new(atomic.Bool)
 			c := cfg
 			c.Port = port
-			c.OnError = func(method string, err error) {
-				if counts.Load() && onErr != nil {
-					onErr(method, err)
-				}
-			}
 			client, err := rpc.NewClient(c)
 			if err != nil {
 				results <- probed{port: port, err: err}
@@ -291,8 +287,8 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, new
 				results <- probed{port: port, err: err}
 				return
 			}
-			results <- probed{port: port, bound: bound, client: client, counts: counts}
-		}()
+			results <- probed{port: port, bound: bound, client: client}
+		})
 	}
 	var found *probed
 	var errs []error
@@ -312,10 +308,10 @@ func probeAll(ctx context.Context, cfg rpc.Config, ports []int, conv string, new
 	}
 	wg.Wait()
 	if found == nil {
-		return nil, errors.Join(errs...)
+		return nil, nil, errors.Join(errs...)
 	}
-	found.counts.Store(true)
-	return &messages.PortFound{Port: found.port, Client: found.client, ConversationID: found.bound}, nil
+	pf := &messages.PortFound{Port: found.port, Pin: found.client.Pinned(), CSRFToken: cfg.CSRFToken, ConversationID: found.bound}
+	return pf, found.client, nil
 }
 
 func candidatePorts(spec Spec) ([]int, error) {
@@ -388,12 +384,11 @@ func mostRecentRoot(all map[string]rpc.TrajectorySummary) (string, bool) {
 	if len(ids) == 0 {
 		return "", false
 	}
-	sort.Slice(ids, func(i, j int) bool {
-		ai, aj := activity(all[ids[i]]), activity(all[ids[j]])
-		if !ai.Equal(aj) {
-			return ai.After(aj)
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := activity(all[b]).Compare(activity(all[a])); c != 0 {
+			return c // the most recent first
 		}
-		return ids[i] < ids[j]
+		return strings.Compare(a, b)
 	})
 	return ids[0], true
 }

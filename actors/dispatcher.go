@@ -11,7 +11,7 @@ import (
 //
 // It is for the session actor, whose mailbox goes from empty to busy on
 // almost every stream frame: a fresh goroutine starts on a small stack and
-// grows it (copying it) as the frame goes through the reconciler, about 5 %
+// grows it (copying it) as the frame goes through the reconciler, a share
 // of the harness's CPU per frame (docs/PERFORMANCE.md). A goroutine kept
 // for the session keeps its stack between frames. Unlike a pool shared by
 // sessions (measured and not adopted), no session waits behind another.

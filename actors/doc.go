@@ -4,19 +4,28 @@
 //	Host (root supervisor; one-for-one: a crashing session never touches another)
 //	└── session <id>          single writer of the session's events; owns the reconcilers
 //	    ├── discovery         finds and verifies agy's port (PortFound / DiscoveryStalled)
-//	    ├── streamReader      StreamAgentStateUpdates -> FrameReceived; fails when the stream ends
+//	    ├── streamReader      StreamAgentStateUpdates -> frameReceived; fails when the stream ends
 //	    ├── poller            GetCascadeTrajectorySteps: fast while the stream is down, slow always
 //	    ├── rotationWatcher   GetAllCascadeTrajectories -> ConversationRotated (/clear)
 //	    ├── turnSender        serialised turns (model resolved at run time) and interrupts
 //	    ├── interaction <id>  one per open prompt: answer -> freshest WAITING step
 //	    └── subagent <conv>   one per child conversation, mirrored into the session
 //
-// Actors talk only by the messages in package messages. Nothing blocks
-// inside Receive: RPCs run in goroutines each actor owns (tasks), under a
-// context it cancels when it stops, and their results come back as
-// messages tagged with the session's generation, so a late message from an
-// old child is ignored. Each parent's supervision policy is a named decider
+// Actors talk only by messages: the tree's protocol in package messages
+// (plain values), and a few of this package's own, unexported, that carry a
+// live object and so can never cross a node (a frame whose bytes its stream
+// lends, the session's client, a subscription). Nothing blocks inside
+// Receive: RPCs run in goroutines each actor owns (tasks), under a context
+// it cancels when it stops, and their results come back as messages tagged
+// with the session's generation, so a late message from an old child is
+// ignored. Each child embeds child, which starts and stops its tasks with
+// its incarnation. Each parent's supervision policy is a named decider
 // (sessionDecider, hostDecider) with its table in supervision.go.
+//
+// Each piece of state has one writer. The session actor alone writes its
+// state (sessionCore); the embedding API reads a view it publishes. Timers,
+// periodic reads, backoffs and the spans the actors measure run on
+// Config.Clock, which tests move forward.
 //
 // Embedding:
 //

@@ -39,18 +39,18 @@ func TestDiscoveryFallsBackWhenAgysListenersCannotBeRead(t *testing.T) {
 	defer cancel()
 	spec := Spec{PID: agy.Process.Pid}
 
-	found, err := discoverOnce(ctx, spec, srv.ConversationID(), nil, nil, 0)
+	found, probe, err := discoverOnce(ctx, spec, srv.ConversationID(), nil, 0)
 	require.NoError(t, err)
-	defer found.Client.Close()
+	probe.Close()
 	assert.Equal(t, srv.Port(), found.Port)
 	assert.Equal(t, srv.ConversationID(), found.ConversationID)
 
-	_, err = discoverOnce(ctx, spec, "", nil, nil, 0)
+	_, _, err = discoverOnce(ctx, spec, "", nil, 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "name agy's conversation", "any language server would do: no guess")
 
 	spec.CSRFToken = "S3CRET"
-	_, err = discoverOnce(ctx, spec, srv.ConversationID(), nil, nil, 0)
+	_, _, err = discoverOnce(ctx, spec, srv.ConversationID(), nil, 0)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "known to be agy's", "no token to a port not known to be agy's")
 }

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/agyharness/agyharness/rpc"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -113,15 +114,14 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	if spec.PID <= 0 && spec.Port <= 0 && spec.LogFile == "" {
 		return nil, fmt.Errorf("actors: attach: a PID, a port or agy's log file is required")
 	}
-	if spec.Host != "" && !isLoopback(spec.Host) {
+	if spec.Host != "" && !rpc.IsLoopbackHost(spec.Host) {
 		return nil, fmt.Errorf("actors: attach: host %q is not loopback", spec.Host)
 	}
-	switch spec.ReadMode {
-	case "":
+	if spec.ReadMode == "" {
 		spec.ReadMode = ReadBoth
-	case ReadBoth, ReadPoll, ReadStream:
-	default:
-		return nil, fmt.Errorf("actors: attach: unknown read mode %q (want both, stream or poll)", spec.ReadMode)
+	}
+	if _, err := ParseReadMode(string(spec.ReadMode)); err != nil {
+		return nil, fmt.Errorf("actors: attach: %w", err)
 	}
 	switch spec.Turns {
 	case "":
@@ -154,7 +154,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	}
 	core := newSessionCore(spec, h.cfg, &h.wg, &h.pumps, h.system)
 	s := &Session{core: core, host: h}
-	s.events = core.subscribeLocked()
+	s.events = core.firstSubscription()
 	h.sessions[spec.SessionID] = s
 	h.mu.Unlock()
 
@@ -167,7 +167,6 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 		return nil, fmt.Errorf("actors: attach: %w", err)
 	}
 	s.pid = res.(*actor.PID)
-	core.setPID(s.pid)
 
 	select {
 	case <-core.bound:
@@ -176,9 +175,9 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 	case <-core.done:
 		s.events.Close() // nobody will read the events of a session never returned
 		h.forget(spec.SessionID)
-		return nil, fmt.Errorf("actors: attach: %w", core.Err())
+		return nil, fmt.Errorf("actors: attach: %w", core.view.Load().err)
 	case <-ctx.Done():
-		last := core.lastError()
+		last := core.view.Load().lastErr
 		_ = s.Detach(context.Background())
 		s.events.Close()
 		h.forget(spec.SessionID)
@@ -203,7 +202,7 @@ func (h *Host) Sessions() []*Session {
 		}
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	slices.SortFunc(out, func(a, b *Session) int { return strings.Compare(a.ID(), b.ID()) })
 	return out
 }
 
@@ -291,12 +290,4 @@ func newID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -101,23 +101,15 @@ const secret = "S3CRET-csrf-token"
 // nor a turn, and the driver is told.
 func TestImpostorOnTheNamedPortGetsNothing(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true, CSRFToken: secret, ChunkDelay: time.Millisecond})
-	host := actors.NewHost(testConfig())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
 	port := srv.Port()
-	s, err := host.Attach(ctx, actors.Spec{Port: port, CSRFToken: secret})
-	require.NoError(t, err)
+	s := attach(t, newHost(t, testConfig()), actors.Spec{Port: port, CSRFToken: secret})
 	ev := collect(s.Events())
 	ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateIdle })
 
 	require.NoError(t, srv.Close())
 	imp := startImpostor(t, port)
 	ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return strings.Contains(e.Message, "another certificate") })
+	// The requester's deadline is on the machine's clock (its context's).
 	tctx, tcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer tcancel()
 	require.Error(t, s.SendTurn(tctx, "the secret plan", ""), "no agy to take the turn")
@@ -133,16 +125,7 @@ func TestImpostorPortInAgysLogIsNotProbed(t *testing.T) {
 	cmd, _ := fakeAgyProcess(t, "--log", logFile, "--csrf-token", secret, "--chunk-delay", "1ms",
 		"--scenario", "../testdata/scenarios/text.json")
 	first := nextPortFromLog(t, logFile, 0)
-	host := actors.NewHost(testConfig())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	s, err := host.Attach(ctx, actors.Spec{PID: cmd.Process.Pid, LogFile: logFile, CSRFToken: secret})
-	require.NoError(t, err)
+	s := attach(t, newHost(t, testConfig()), actors.Spec{PID: cmd.Process.Pid, LogFile: logFile, CSRFToken: secret})
 	collect(s.Events()) // read until the host's shutdown closes it
 	require.Equal(t, first, s.Port())
 

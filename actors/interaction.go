@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/mapper"
@@ -30,7 +29,7 @@ import (
 //   - "input not registered" with the step still WAITING: a shape error;
 //     *messages.AnswerFailed (not retryable) with a clear error;
 //   - a lost port: wait for the session to find agy again
-//     (*messages.ClientChanged) and deliver there; the answer is kept;
+//     (*clientChanged) and deliver there; the answer is kept;
 //   - transient (5xx, timeouts): retry with capped backoff up to
 //     Config.DeliveryAttempts, then AnswerFailed (retryable).
 //
@@ -38,13 +37,8 @@ import (
 // gone), the session sees it in the trajectory, emits elicitation_resolved
 // and stops the actor.
 type interaction struct {
-	client *rpc.Client
-	conv   string
+	child
 	prompt mapper.Prompt
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
 
 	answer     *messages.Resolve
 	attempts   int
@@ -63,20 +57,16 @@ type deliveryOutcome struct {
 
 type deliverAgain struct{}
 
-func newInteraction(client *rpc.Client, conv string, prompt mapper.Prompt, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &interaction{client: client, conv: conv, prompt: prompt, cfg: cfg, gen: gen, wg: wg}
+func newInteraction(c child, prompt mapper.Prompt) actor.Actor {
+	return &interaction{child: c, prompt: prompt}
 }
 
 // Receive waits for the answer, then delivers it.
 func (in *interaction) Receive(ctx actor.Context) {
+	in.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		in.t = newTasks(in.wg, ctx.ActorSystem().Root)
-	case *actor.Stopping, *actor.Restarting:
-		in.t.stop()
-	case *messages.ClientChanged:
-		in.client = m.Client
-		in.gen = m.Gen
+	case *clientChanged:
+		in.client, in.gen = m.client, m.gen
 		if in.waitClient {
 			in.waitClient = false
 			in.deliver(ctx)
@@ -151,10 +141,11 @@ func (in *interaction) onOutcome(ctx actor.Context, o *deliveryOutcome) {
 		ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id, Err: o.err, Retryable: false})
 		in.answer = nil
 	case o.waitRetry:
+		now := in.cfg.Clock.Now()
 		if in.waitSince.IsZero() {
-			in.waitSince = time.Now()
+			in.waitSince = now
 		}
-		if time.Since(in.waitSince) > in.cfg.PromptRetryWait {
+		if now.Sub(in.waitSince) > in.cfg.PromptRetryWait {
 			ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id,
 				Err: fmt.Errorf("agy did not re-open the prompt within %s: %w", in.cfg.PromptRetryWait, o.err)})
 			in.answer = nil

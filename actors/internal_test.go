@@ -83,14 +83,14 @@ func TestSubscriptionCoalescesDeltasNeverItems(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
 	sub := newSubscription(2, p)
 	// Nobody reads yet: the pump holds one event; the queue grows.
-	sub.Push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
+	sub.push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
 	for i := uint64(2); i <= 10; i++ {
-		sub.Push(delta(i, "a", fmt.Sprint(i, " ")))
+		sub.push(delta(i, "a", fmt.Sprint(i, " ")))
 	}
-	sub.Push(&messages.Event{Type: messages.EventMessage, Seq: 11, ItemID: "a", Text: "all"})
-	sub.Push(delta(12, "b", "x"))
-	sub.Push(&messages.Event{Type: messages.EventOutputTextDelta, Seq: 13, ItemID: "b", Snapshot: "rewritten"})
-	sub.Finish()
+	sub.push(&messages.Event{Type: messages.EventMessage, Seq: 11, ItemID: "a", Text: "all"})
+	sub.push(delta(12, "b", "x"))
+	sub.push(&messages.Event{Type: messages.EventOutputTextDelta, Seq: 13, ItemID: "b", Snapshot: "rewritten"})
+	sub.finish()
 
 	var got []*messages.Event
 	for ev := range sub.C() {
@@ -137,12 +137,12 @@ func TestSubscriptionKeepsOrderAcrossHandoffs(t *testing.T) {
 		got <- seqs
 	}()
 	for i := uint64(1); i <= n; i++ {
-		require.True(t, sub.Push(delta(i, "a", "x")))
+		require.True(t, sub.push(delta(i, "a", "x")))
 		if i%7 == 0 {
 			runtime.Gosched() // let the consumer catch up and wait on C
 		}
 	}
-	sub.Finish()
+	sub.finish()
 	seqs := <-got
 	p.wg.Wait()
 	require.Len(t, seqs, n)
@@ -173,11 +173,11 @@ func TestSubscriptionHandsOverWithoutThePump(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for seq := uint64(1); handedOver() == 0; seq++ {
 		require.True(t, time.Now().Before(deadline), "no event went straight to the consumer")
-		require.True(t, sub.Push(delta(seq, "a", "x")))
+		require.True(t, sub.push(delta(seq, "a", "x")))
 		require.Equal(t, seq, (<-got).Seq)
 		runtime.Gosched() // the consumer's turn to get back to C
 	}
-	sub.Finish()
+	sub.finish()
 	_, open := <-got
 	require.False(t, open)
 	p.wg.Wait()
@@ -186,10 +186,10 @@ func TestSubscriptionHandsOverWithoutThePump(t *testing.T) {
 func TestSubscriptionClosedByConsumerStopsTakingEvents(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
 	sub := newSubscription(4, p)
-	require.True(t, sub.Push(delta(1, "a", "x")))
+	require.True(t, sub.push(delta(1, "a", "x")))
 	sub.Close()
 	p.wg.Wait()
-	require.False(t, sub.Push(delta(2, "a", "y")))
+	require.False(t, sub.push(delta(2, "a", "y")))
 }
 
 func summary(parent, root, lastInput string) rpc.TrajectorySummary {
@@ -217,7 +217,7 @@ func TestMostRecentRootSkipsChildren(t *testing.T) {
 }
 
 func TestRotationRule(t *testing.T) {
-	w := &rotationWatcher{conv: "a"}
+	w := &rotationWatcher{child: child{conv: "a"}}
 	first := map[string]rpc.TrajectorySummary{
 		"a":     summary("", "", "2026-01-02T00:00:00Z"),
 		"older": summary("", "", "2026-01-01T00:00:00Z"),
@@ -246,7 +246,7 @@ func TestRotationRule(t *testing.T) {
 	// Bound to a conversation just minted (no times): older activity
 	// elsewhere is history, newer activity is a rotation.
 	bound := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
-	w2 := &rotationWatcher{conv: "fresh", started: bound}
+	w2 := &rotationWatcher{child: child{conv: "fresh"}, started: bound}
 	active := map[string]rpc.TrajectorySummary{
 		"fresh": summary("", "", ""),
 		"a":     summary("", "", "2026-01-09T00:00:00Z"),
@@ -267,4 +267,16 @@ func TestRecommendedModel(t *testing.T) {
 	delete(cat, "M3")
 	require.Equal(t, "M1", recommended(cat))
 	require.Equal(t, "", recommended(nil))
+}
+
+func TestParseReadMode(t *testing.T) {
+	for _, m := range []ReadMode{ReadBoth, ReadStream, ReadPoll} {
+		got, err := ParseReadMode(string(m))
+		require.NoError(t, err)
+		require.Equal(t, m, got)
+	}
+	for _, s := range []string{"", "Both", "sometimes"} {
+		_, err := ParseReadMode(s)
+		require.ErrorContains(t, err, "want both, stream or poll", "%q", s)
+	}
 }

@@ -154,23 +154,10 @@ func (f *fakeTerminal) typedTurns() []string {
 // has no conversation, so there is none).
 func attachCold(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actors.Spec) (*actors.Session, *collector) {
 	t.Helper()
-	host := actors.NewHost(cfg)
-	var ev *collector
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-		if ev != nil {
-			<-ev.done
-		}
-	})
+	events := collectUntilShutdown(t)
 	spec.Port = srv.Port()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	s, err := host.Attach(ctx, spec)
-	require.NoError(t, err)
-	ev = collect(s.Events())
-	return s, ev
+	s := attach(t, newHost(t, cfg), spec)
+	return s, events(s)
 }
 
 // A fresh agy has no conversation until the first turn is typed into its
@@ -198,13 +185,14 @@ func TestAttachToAFreshAgyWaitsForItsFirstConversation(t *testing.T) {
 
 func TestWaitForTheFirstConversationIsBounded(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
-	s, ev := attachCold(t, testConfig(), srv, actors.Spec{WaitConversation: 200 * time.Millisecond})
+	cfg := testConfig()
+	clock := actors.NewTestClock()
+	cfg.Clock = clock
+	s, ev := attachCold(t, cfg, srv, actors.Spec{WaitConversation: time.Hour})
+	ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateNoConversation })
+	require.Never(t, closed(s.Done()), 50*time.Millisecond, 5*time.Millisecond, "an hour has not passed")
+	advanceUntil(t, clock, time.Hour, "the session to end", closed(s.Done()))
 	ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return strings.Contains(e.Message, "no conversation") })
-	select {
-	case <-s.Done():
-	case <-time.After(waitLong):
-		t.Fatal("the session did not end")
-	}
 	require.Error(t, s.Err())
 }
 
@@ -277,11 +265,13 @@ func TestTypedTurnThatNeverShowsIsAnError(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
 	term := &fakeTerminal{srv: srv, swallow: true}
 	cfg := testConfig()
-	cfg.TypedTurnTimeout = 200 * time.Millisecond
+	clock := actors.NewTestClock()
+	cfg.Clock, cfg.TypedTurnTimeout = clock, time.Hour
 	s, ev := attachCold(t, cfg, srv, actors.Spec{NewConversation: true, Terminal: term})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	advanceUntil(t, clock, time.Hour, "an error event", func() bool { return len(ofType(ev.all(), messages.EventError)) > 0 })
 	e := ev.waitFor(t, messages.EventError, nil)
 	assert.Contains(t, e.Message, "did not show in agy's conversation")
 	assert.Equal(t, []string{"hello"}, term.typedTurns(), "typed once")

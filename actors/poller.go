@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -25,13 +24,8 @@ import (
 // A transient error just waits for the next tick. A lost port is a failure
 // (the session re-discovers).
 type poller struct {
-	client *rpc.Client
-	conv   string
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	mode   ReadMode
-	t      *tasks
+	child
+	mode ReadMode
 	// window is what the last read read, for the next read to start from
 	// and reuse. Only the read in flight touches it, and reads run one at a
 	// time (busy).
@@ -60,8 +54,8 @@ type pollDone struct {
 	err     error
 }
 
-func newPoller(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, mode ReadMode) actor.Actor {
-	return &poller{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, mode: mode}
+func newPoller(c child, mode ReadMode) actor.Actor {
+	return &poller{child: c, mode: mode}
 }
 
 // interval is the time to the next read; 0 means none (stream mode with
@@ -80,13 +74,11 @@ func (p *poller) interval() time.Duration {
 
 // Receive runs reads on ticks and on request.
 func (p *poller) Receive(ctx actor.Context) {
+	p.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		p.t = newTasks(p.wg, ctx.ActorSystem().Root)
 		p.due++
 		p.poll(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		p.t.stop()
 	case *pollTick:
 		if m.seq != p.tickSeq {
 			return // re-armed since
@@ -98,8 +90,9 @@ func (p *poller) Receive(ctx actor.Context) {
 			return
 		}
 		p.active = m.Active
-		if p.active && p.tickArmed && !p.busy {
-			// The slow tick pending is too late for a turn: arm anew.
+		if p.active && !p.busy {
+			// The tick pending is too late for a turn (a slow one), or there
+			// is none (stream mode reads at rest only when asked): arm anew.
 			p.tickArmed = false
 			p.arm(ctx)
 		}
@@ -170,7 +163,7 @@ func (p *poller) poll(ctx actor.Context) {
 	p.t.run(func(c context.Context) {
 		snap, err := readSnapshot(c, p.client, p.conv, withStatus, &p.window)
 		if err == nil {
-			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: time.Now()})
+			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: p.cfg.Clock.Now()})
 		}
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:

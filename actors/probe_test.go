@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -70,6 +69,16 @@ func startProbe(t *testing.T, newChild func(wg *sync.WaitGroup) actor.Actor) *pr
 	return r
 }
 
+// startAgy starts a fake agy and a client of it, closed when the test ends.
+func startAgy(t *testing.T, opts agytest.Options) (*agytest.Server, *rpc.Client) {
+	t.Helper()
+	srv := agytest.Start(t, opts)
+	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	t.Cleanup(client.Close)
+	return srv, client
+}
+
 // expect waits for the first message of type T that satisfies pred.
 func expect[T any](r *probeRig, pred func(T) bool) T {
 	r.t.Helper()
@@ -88,51 +97,73 @@ func expect[T any](r *probeRig, pred func(T) bool) T {
 	}
 }
 
+// Discovery names the port, the certificate its probe saw and the token
+// the port takes; a client built from them talks to agy, and accepts no
+// other certificate on that port.
 func TestDiscoveryFindsThePortAndTheConversation(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true})
+	srv := agytest.Start(t, agytest.Options{Conversation: true, CSRFToken: "S3CRET"})
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "", nil, cfg, 7, wg, nil)
+		return newDiscovery(child{conv: "", cfg: cfg, gen: 7, wg: wg}, Spec{Port: srv.Port(), CSRFToken: "S3CRET"}, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
-	defer found.Client.Close()
 	require.Equal(t, messages.Gen(7), found.Gen)
 	require.Equal(t, srv.Port(), found.Port)
 	require.Equal(t, srv.ConversationID(), found.ConversationID, "without a conversation id, the most recent root is bound")
+	require.Equal(t, "S3CRET", found.CSRFToken)
+	require.NotEmpty(t, found.Pin)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bound, err := rpc.NewClient(rpc.Config{Port: found.Port, Pin: found.Pin, CSRFToken: found.CSRFToken})
+	require.NoError(t, err)
+	defer bound.Close()
+	ok, err := bound.ConversationMatches(ctx, found.ConversationID)
+	require.NoError(t, err)
+	require.True(t, ok)
+	other, err := rpc.NewClient(rpc.Config{Port: found.Port, Pin: []byte("another certificate"), CSRFToken: found.CSRFToken})
+	require.NoError(t, err)
+	defer other.Close()
+	require.ErrorIs(t, other.Heartbeat(ctx), rpc.ErrCertificateChanged)
 }
 
 func TestDiscoveryRefusesAPortThatDoesNotHostTheConversation(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	cfg := testCfg()
-	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, "not-a-conversation-here", nil, cfg, 1, wg, nil)
+		return newDiscovery(child{conv: "not-a-conversation-here", cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil)
 	})
-	stalled := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
-	require.Error(t, stalled.Err)
-	require.GreaterOrEqual(t, stalled.Attempts, 1)
+	stalled := expect[*messages.DiscoveryStalled](r, nil)
+	require.ErrorContains(t, stalled.Err, "does not host conversation not-a-conversation-here")
+	require.Equal(t, 1, stalled.Attempts)
 }
 
+// Discovery gives up GiveUpAfter into its rounds on the host's clock, and
+// not before: here an hour passes at once.
 func TestDiscoveryGivesUpOnADeadPort(t *testing.T) {
 	cfg := testCfg()
-	cfg.GiveUpAfter = 100 * time.Millisecond
+	clock := NewTestClock()
+	cfg.Clock, cfg.GiveUpAfter = clock, time.Hour
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: 1}, "", nil, cfg, 1, wg, nil)
+		return newDiscovery(child{conv: "", cfg: cfg, gen: 1, wg: wg}, Spec{Port: 1}, nil)
 	})
 	first := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, first.Err, rpc.ErrPortGone)
+	require.False(t, first.GiveUp)
+	again := expect[*messages.DiscoveryStalled](r, nil)
+	require.False(t, again.GiveUp, "an hour has not passed")
+	clock.Advance(time.Hour)
 	last := expect[*messages.DiscoveryStalled](r, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
-	require.Greater(t, last.Attempts, first.Attempts, "it retried with backoff before giving up")
+	require.Greater(t, last.Attempts, again.Attempts, "it retried with backoff before giving up")
 }
 
 func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}}})
 	conv := srv.ConversationID()
 	cfg := testCfg()
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newTurnSender(client, conv, cfg, 3, wg) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newTurnSender(child{client: client, conv: conv, cfg: cfg, gen: 3, wg: wg})
+	})
 	loaded := expect[*messages.ModelsLoaded](r, nil)
 	require.NotEmpty(t, loaded.Models)
 	want := recommended(loaded.Models)
@@ -177,41 +208,37 @@ func TestDiscoveryTriesThePortAgyLoggedFirst(t *testing.T) {
 	require.NoError(t, os.WriteFile(log, []byte(line(1)+line(srv.Port())), 0o600))
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), nil, cfg, 1, wg, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{LogFile: log}, nil)
 	})
 	found := expect[*messages.PortFound](r, nil)
-	defer found.Client.Close()
 	require.Equal(t, srv.Port(), found.Port, "the last line agy logged")
 
 	// A stale log falls back to the PID scan.
 	require.NoError(t, os.WriteFile(log, []byte(line(1)), 0o600))
 	r2 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log, PID: os.Getpid()}, srv.ConversationID(), nil, cfg, 2, wg, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 2, wg: wg}, Spec{LogFile: log, PID: os.Getpid()}, nil)
 	})
 	found2 := expect[*messages.PortFound](r2, nil)
-	defer found2.Client.Close()
 	require.Equal(t, srv.Port(), found2.Port)
 
 	// Only a log, and it is stale: a clear error each round.
-	cfg.GiveUpAfter = 50 * time.Millisecond
 	r3 := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{LogFile: log}, srv.ConversationID(), nil, cfg, 3, wg, nil)
+		return newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 3, wg: wg}, Spec{LogFile: log}, nil)
 	})
-	stalled := expect[*messages.DiscoveryStalled](r3, func(m *messages.DiscoveryStalled) bool { return m.GiveUp })
-	require.ErrorContains(t, stalled.Err, "log file")
+	for range 2 {
+		stalled := expect[*messages.DiscoveryStalled](r3, nil)
+		require.ErrorContains(t, stalled.Err, "no port in agy's log file works")
+	}
 }
 
 // openPrompt starts a fake whose turn waits on a permission prompt and
 // returns it with the prompt as the mapper sees it.
 func openPrompt(t *testing.T, line string) (*agytest.Server, *rpc.Client, mapper.Prompt) {
 	t.Helper()
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 		agytest.Run(agytest.CommandAction{Line: line, Output: "ok\n", NeedsApproval: true}),
 		agytest.Say("Done.", 1),
 	}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	t.Cleanup(client.Close)
 	require.NoError(t, srv.TypeTurn("go"))
 	var step rpc.Step
 	require.Eventually(t, func() bool {
@@ -229,7 +256,7 @@ func TestInteractionDeliversToTheWaitingStep(t *testing.T) {
 	srv, client, prompt := openPrompt(t, "make")
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newInteraction(client, srv.ConversationID(), prompt, cfg, 4, wg)
+		return newInteraction(child{client: client, conv: srv.ConversationID(), cfg: cfg, gen: 4, wg: wg}, prompt)
 	})
 	r.system.Root.Send(r.child, &messages.DeliverAnswer{Gen: 4, Resolve: messages.Resolve{ElicitationID: "e1", Action: messages.ActionAccept}})
 	done := expect[*messages.AnswerDelivered](r, nil)
@@ -240,12 +267,9 @@ func TestInteractionDeliversToTheWaitingStep(t *testing.T) {
 }
 
 func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
 		agytest.Run(agytest.CommandAction{Line: "deploy", Output: "ok\n", NeedsApproval: true}),
 	}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout}) // the first ask expires at once
 	require.NoError(t, srv.TypeTurn("go"))
 	conv := srv.ConversationID()
@@ -267,7 +291,7 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 	prompt := *p
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newInteraction(client, conv, prompt, cfg, 1, wg)
+		return newInteraction(child{client: client, conv: conv, cfg: cfg, gen: 1, wg: wg}, prompt)
 	})
 	r.system.Root.Send(r.child, &messages.DeliverAnswer{Gen: 1, Resolve: messages.Resolve{ElicitationID: "e1", Action: messages.ActionDecline}})
 	done := expect[*messages.AnswerDelivered](r, nil)
@@ -276,16 +300,16 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 }
 
 func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
-	// The first read is slow, so the ReadNow arrives while it runs.
+	srv, client := startAgy(t, agytest.Options{Conversation: true})
+	// The first read is slow, so the ReadNow arrives while it runs (the
+	// fake's slowness is on the machine's clock).
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodGetCascadeTrajectorySteps, Count: 1, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
 	cfg.PollSlow = time.Hour // no reconciliation reads during the test
 	conv := srv.ConversationID()
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newPoller(client, conv, cfg, 2, wg, ReadBoth) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadBoth)
+	})
 	r.system.Root.Send(r.child, &messages.StreamState{Gen: 2, Up: true})
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetCascadeTrajectorySteps) == 1 }, 10*time.Second, time.Millisecond)
 	r.system.Root.Send(r.child, &messages.ReadNow{Gen: 2})
@@ -299,24 +323,47 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 	require.Equal(t, 4, srv.Calls(rpc.MethodGetAllCascadeTrajectories), "two reads with the status, each between two status reads")
 }
 
-// startRotationWatcher starts a rotation watcher (generation 9) on a fresh
-// fake's conversation, reading every interval.
-func startRotationWatcher(t *testing.T, interval time.Duration, streaming func() bool) (*agytest.Server, *probeRig) {
-	t.Helper()
-	srv := agytest.Start(t, agytest.Options{Conversation: true})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	t.Cleanup(client.Close)
+// In stream mode a poller at rest reads only when asked; a turn that starts
+// then is read every PollActive all the same (agy may park a prompt without
+// a frame), not only when a read happened to be running as it started.
+func TestPollerInStreamModeReadsWhileATurnRuns(t *testing.T) {
+	srv, client := startAgy(t, agytest.Options{Conversation: true})
+	clock := NewTestClock()
 	cfg := testCfg()
-	cfg.RotationInterval = interval
+	// Every tick comes when the test moves the clock.
+	cfg.Clock, cfg.PollFast, cfg.PollActive, cfg.PollSlow = clock, time.Hour, time.Hour, 2*time.Hour
+	conv := srv.ConversationID()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		p := newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadStream).(*poller)
+		p.streamUp = true // as if told before it started: its one read is the one owed at start
+		return p
+	})
+	expect[*messages.SnapshotRead](r, nil)
+	require.Zero(t, clock.Pending(), "at rest: no tick")
+
+	r.system.Root.Send(r.child, &messages.TurnActive{Gen: 2, Active: true})
+	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "a turn runs: a tick")
+	calls := srv.Calls(rpc.MethodGetCascadeTrajectorySteps)
+	clock.Advance(cfg.PollActive + maxTickSlack)
+	expect[*messages.SnapshotRead](r, nil)
+	require.Equal(t, calls+1, srv.Calls(rpc.MethodGetCascadeTrajectorySteps))
+}
+
+// startRotationWatcher starts a rotation watcher (generation 9) on a fresh
+// fake's conversation.
+func startRotationWatcher(t *testing.T, cfg Config) (*agytest.Server, *probeRig) {
+	t.Helper()
+	srv, client := startAgy(t, agytest.Options{Conversation: true})
 	from := srv.ConversationID()
 	return srv, startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newRotationWatcher(client, from, cfg, 9, wg, streaming, time.Time{})
+		return newRotationWatcher(child{client: client, conv: from, cfg: cfg, gen: 9, wg: wg}, time.Time{})
 	})
 }
 
 func TestRotationWatcherReportsClearOnce(t *testing.T) {
-	srv, r := startRotationWatcher(t, 5*time.Millisecond, nil)
+	cfg := testCfg()
+	cfg.RotationInterval = 5 * time.Millisecond
+	srv, r := startRotationWatcher(t, cfg)
 	from := srv.ConversationID()
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 2 }, 10*time.Second, time.Millisecond)
 	to := srv.Clear()
@@ -329,51 +376,83 @@ func TestRotationWatcherReportsClearOnce(t *testing.T) {
 		"it reported and stopped reading: the session spawns a new watcher for the new conversation")
 }
 
-// TestRotationWatcherReadsLessWhileTheStreamFlows: while the bound
-// conversation streams, the watcher reads on one tick in rotationSkips+1,
-// and still reports a /clear.
+// TestRotationWatcherReadsLessWhileTheStreamFlows: while the session tells
+// the watcher that frames of the bound conversation flow, it reads on one
+// tick in rotationSkips+1, and still reports a /clear; otherwise on every
+// tick.
 func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
-	var asked atomic.Int64 // ticks that asked whether the stream flows
-	srv, r := startRotationWatcher(t, 2*time.Millisecond, func() bool { asked.Add(1); return true })
-	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) >= 4 }, 10*time.Second, time.Millisecond)
-	// The first read is at start; each later one follows rotationSkips
-	// skipped ticks. (Ticks are counted first: a read may come in between.)
-	ticks := asked.Load()
-	reads := int64(srv.Calls(rpc.MethodGetAllCascadeTrajectories))
-	require.GreaterOrEqual(t, ticks, rotationSkips*(reads-2), "%d reads after %d skipped ticks", reads, ticks)
-	require.LessOrEqual(t, ticks, rotationSkips*reads, "%d reads after %d skipped ticks", reads, ticks)
+	clock := NewTestClock()
+	cfg := testCfg()
+	cfg.Clock, cfg.RotationInterval = clock, time.Hour // a tick comes when the test moves the clock
+	srv, r := startRotationWatcher(t, cfg)
+	reads := func() int { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) }
+	armed := func() {
+		t.Helper()
+		require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "the next tick is armed")
+	}
+	// tick moves the clock to the watcher's next tick; with flowing, a
+	// frame has come by then.
+	tick := func(flowing bool) {
+		t.Helper()
+		armed()
+		if flowing {
+			r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Last: clock.Now().Add(cfg.RotationInterval)})
+		}
+		clock.Advance(cfg.RotationInterval + maxTickSlack)
+	}
+	armed()
+	require.Equal(t, 1, reads(), "one read at start")
+	for i := range 2 {
+		tick(false)
+		armed()
+		require.Equal(t, 2+i, reads(), "no frames: a read on every tick")
+	}
+	for range rotationSkips {
+		tick(true)
+	}
+	armed()
+	require.Equal(t, 3, reads(), "frames flow: ticks skipped")
+	tick(true)
+	armed()
+	require.Equal(t, 4, reads(), "one tick in rotationSkips+1 reads")
 
 	to := srv.Clear()
+	for i := 0; i <= rotationSkips; i++ {
+		tick(true)
+	}
 	rot := expect[*messages.ConversationRotated](r, nil)
 	require.Equal(t, to, rot.To, "a /clear is still seen, a few intervals later")
 }
 
 func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
-	// agy answers, but slower than a probe waits: not gone, slow.
-	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 2, Duration: rpc.DefaultProbeTimeout + 500*time.Millisecond})
+	// agy answers, but slower than a probe waits: not gone, slow. (The
+	// first probe waits 100 ms instead of rpc's 2 s, so that the test does
+	// not wait seconds: a probe's timeout bounds an RPC, on the machine's
+	// clock.)
+	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 2, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
 	cfg.GiveUpAfter = 100 * time.Millisecond
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newDiscovery(Spec{Port: srv.Port()}, srv.ConversationID(), nil, cfg, 1, wg, nil)
+		d := newDiscovery(child{conv: srv.ConversationID(), cfg: cfg, gen: 1, wg: wg}, Spec{Port: srv.Port()}, nil).(*discovery)
+		d.probeTimeout = 100 * time.Millisecond
+		return d
 	})
 	stalled := expect[*messages.DiscoveryStalled](r, nil)
 	require.ErrorIs(t, stalled.Err, context.DeadlineExceeded)
 	require.False(t, stalled.GiveUp, "a port that answers slowly is not gone")
 	found := expect[*messages.PortFound](r, nil) // the next probe waits long enough
-	defer found.Client.Close()
 	require.Equal(t, srv.Port(), found.Port)
 }
 
 func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
-	child := srv.Clear() // a conversation just minted: IDLE, no steps yet
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
+	kid := srv.Clear() // a conversation just minted: IDLE, no steps yet
 	cfg := testCfg()
 	cfg.SubagentPoll = 5 * time.Millisecond
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newSubagent(client, child, cfg, 3, wg) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newSubagent(child{client: client, conv: kid, cfg: cfg, gen: 3, wg: wg})
+	})
 	// Three reads of the idle, empty child: none says it is done.
 	for reads := 0; reads < 3; {
 		select {
@@ -382,7 +461,7 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 			case *messages.SubagentDone:
 				t.Fatal("a child that has not worked yet is not done")
 			case *messages.SnapshotRead:
-				require.Equal(t, child, m.ConversationID)
+				require.Equal(t, kid, m.ConversationID)
 				require.Empty(t, m.Steps)
 				reads++
 			}
@@ -393,8 +472,8 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 	// Once the child has worked and rests, it is done.
 	require.NoError(t, srv.TypeTurn("work"))
 	done := expect[*messages.SubagentDone](r, nil)
-	require.Equal(t, child, done.ConversationID)
-	require.NotEmpty(t, srv.GroundTruth(child))
+	require.Equal(t, kid, done.ConversationID)
+	require.NotEmpty(t, srv.GroundTruth(kid))
 }
 
 // A read made under one generation, finished after the session moved to the
@@ -402,24 +481,24 @@ func TestSubagentIsNotDoneBeforeItHasWorked(t *testing.T) {
 // it must carry the same old generation, or the session stops the child with
 // its only complete read ignored (the long soak lost whole children so).
 func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
-	srv := agytest.Start(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
-	client, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer client.Close()
-	child := srv.Clear()
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: time.Millisecond, Scenario: &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("Child done.", 2)}}}}})
+	kid := srv.Clear()
 	require.NoError(t, srv.TypeTurn("work"))
-	require.NoError(t, srv.WaitIdle(context.Background(), child))
-	// The first read is slow: the generation moves on while it runs.
+	require.NoError(t, srv.WaitIdle(context.Background(), kid))
+	// The first read is slow: the generation moves on while it runs (the
+	// fake's slowness is on the machine's clock).
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Count: 1, Duration: 300 * time.Millisecond})
 	cfg := testCfg()
 	cfg.SubagentPoll = 5 * time.Millisecond
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newSubagent(client, child, cfg, 3, wg) })
-	r.system.Root.Send(r.child, &messages.ClientChanged{Gen: 4, Client: client})
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newSubagent(child{client: client, conv: kid, cfg: cfg, gen: 3, wg: wg})
+	})
+	r.system.Root.Send(r.child, &clientChanged{gen: 4, client: client})
 
 	read := expect[*messages.SnapshotRead](r, nil)
 	require.Equal(t, messages.Gen(3), read.Gen, "the slow read was made under generation 3")
 	done := expect[*messages.SubagentDone](r, nil)
 	require.Equal(t, messages.Gen(3), done.Gen, "its done rests on that read: same generation")
 	later := expect[*messages.SubagentDone](r, func(d *messages.SubagentDone) bool { return d.Gen == 4 })
-	require.Equal(t, child, later.ConversationID, "the next read, under generation 4, says done again")
+	require.Equal(t, kid, later.ConversationID, "the next read, under generation 4, says done again")
 }

@@ -61,16 +61,9 @@ func TestDiscoveryByPIDFollowsAgyToANewPort(t *testing.T) {
 	cmd, ports := fakeAgyProcess(t, "--scenario", "../testdata/scenarios/text.json", "--chunk-delay", "1ms")
 	first := nextPort(t, ports)
 
-	host := actors.NewHost(testConfig())
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	}()
+	s := attach(t, newHost(t, testConfig()), actors.Spec{PID: cmd.Process.Pid})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	s, err := host.Attach(ctx, actors.Spec{PID: cmd.Process.Pid})
-	require.NoError(t, err)
 	require.Equal(t, first, s.Port(), "the PID scan found the HTTPS port, not the plain one")
 	ev := collect(s.Events())
 

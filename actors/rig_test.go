@@ -185,28 +185,56 @@ func newRigOn(t *testing.T, srv *agytest.Server, spec actors.Spec) *rig {
 	return newRigWith(t, testConfig(), srv, spec)
 }
 
-// newRigWith is newRigOn with a host configured by cfg.
-func newRigWith(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actors.Spec) *rig {
+// newHost starts a host configured by cfg, shut down when the test ends
+// (every event channel then closes, and nothing is left running).
+func newHost(t *testing.T, cfg actors.Config) *actors.Host {
 	t.Helper()
 	host := actors.NewHost(cfg)
-	r := &rig{t: t, srv: srv, host: host}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		require.NoError(t, host.Shutdown(ctx))
-		if r.ev != nil {
-			<-r.ev.done
-		}
 	})
-	if spec.PID == 0 && spec.Port == 0 && spec.LogFile == "" {
-		spec.Port = srv.Port()
-	}
+	return host
+}
+
+// attach attaches a session to the agy spec names, within waitLong.
+func attach(t *testing.T, host *actors.Host, spec actors.Spec) *actors.Session {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	s, err := host.Attach(ctx, spec)
 	require.NoError(t, err)
-	r.s = s
-	r.ev = collect(s.Events())
+	return s
+}
+
+// collectUntilShutdown collects a session's events; the test's end waits
+// for its channel to close (call it before newHost: cleanups run last
+// first).
+func collectUntilShutdown(t *testing.T) func(*actors.Session) *collector {
+	t.Helper()
+	var c *collector
+	t.Cleanup(func() {
+		if c != nil {
+			<-c.done
+		}
+	})
+	return func(s *actors.Session) *collector {
+		c = collect(s.Events())
+		return c
+	}
+}
+
+// newRigWith is newRigOn with a host configured by cfg.
+func newRigWith(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actors.Spec) *rig {
+	t.Helper()
+	events := collectUntilShutdown(t)
+	r := &rig{t: t, srv: srv, host: newHost(t, cfg)}
+	if spec.PID == 0 && spec.Port == 0 && spec.LogFile == "" {
+		spec.Port = srv.Port()
+	}
+	r.s = attach(t, r.host, spec)
+	r.ev = events(r.s)
 	// The first read of a quiet agy ends in idle; tests start from there.
 	r.ev.waitFor(t, messages.EventStatus, func(ev *messages.Event) bool { return ev.State == messages.StateIdle })
 	return r
@@ -306,3 +334,30 @@ func ofType(evs []*messages.Event, typ messages.EventType) []*messages.Event {
 type dumpLazy struct{ c *collector }
 
 func (d dumpLazy) String() string { return dump(d.c.all()) }
+
+// advanceUntil moves clock forward by step every few milliseconds until
+// done holds (a timeout or backoff of step on the host's clock passes at
+// once), or fails the test after waitLong.
+func advanceUntil(t *testing.T, clock *actors.TestClock, step time.Duration, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		clock.Advance(step)
+		time.Sleep(5 * time.Millisecond) // paces the loop: the condition is polled, with a deadline
+	}
+}
+
+// closed says whether ch is closed.
+func closed(ch <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+}

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -27,23 +26,19 @@ import (
 // reads every 50ms (or Config.PollFast, when shorter) until it finds it, so
 // little of the first turn is streamed before the session follows it.
 //
-// While the bound conversation streams (streaming says a frame of it came
-// within the last RotationInterval), only every rotationSkips+1-th tick
-// reads: agy is at work in the bound conversation, and on a host of
-// hundreds of sessions these reads are a large share of the harness's CPU
-// (docs/PERFORMANCE.md). A frame naming another conversation still makes
-// the session ask for a read at once.
+// While the bound conversation streams (a frame of it came within the last
+// RotationInterval: the session tells the watcher with
+// *messages.FramesFlowing), only every rotationSkips+1-th tick reads: agy is
+// at work in the bound conversation, and on a host of hundreds of sessions
+// these reads are a large share of the harness's CPU (docs/PERFORMANCE.md).
+// A frame naming another conversation still makes the session ask for a
+// read at once.
 //
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
-	client    *rpc.Client
-	conv      string
-	cfg       Config
-	gen       messages.Gen
-	wg        *sync.WaitGroup
-	t         *tasks
-	streaming func() bool // nil: read on every tick
-	skipped   int         // ticks skipped in a row while streaming
+	child
+	lastFrame time.Time // when the latest frame of conv the session told of came (FramesFlowing)
+	skipped   int       // ticks skipped in a row while streaming
 
 	started  time.Time       // activity before this is history, not a rotation
 	known    map[string]bool // conversations present at the first read
@@ -72,23 +67,25 @@ type rotationRead struct {
 // newRotationWatcher watches for a rotation away from conv ("" for agy's
 // first conversation), counting activity after since (the moment conv was
 // bound; zero: when the watcher starts).
-func newRotationWatcher(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup, streaming func() bool, since time.Time) actor.Actor {
-	return &rotationWatcher{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg, streaming: streaming, started: since}
+func newRotationWatcher(c child, since time.Time) actor.Actor {
+	return &rotationWatcher{child: c, started: since}
 }
 
 // Receive reads on ticks and reports a rotation once.
 func (w *rotationWatcher) Receive(ctx actor.Context) {
+	w.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		w.t = newTasks(w.wg, ctx.ActorSystem().Root)
 		if w.started.IsZero() {
-			w.started = time.Now()
+			w.started = time.Now() // compared with agy's times: the machine's clock
 		}
 		w.read(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		w.t.stop()
+	case *messages.FramesFlowing:
+		if m.Gen == w.gen {
+			w.lastFrame = m.Last
+		}
 	case *rotationTick:
-		if w.streaming != nil && w.skipped < rotationSkips && w.streaming() {
+		if w.skipped < rotationSkips && w.streaming() {
 			w.skipped++
 			w.t.tick(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
 			return
@@ -116,6 +113,12 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		}
 		w.t.tick(interval, ctx.Self(), &rotationTick{})
 	}
+}
+
+// streaming says whether a frame of the bound conversation came within the
+// last RotationInterval.
+func (w *rotationWatcher) streaming() bool {
+	return !w.lastFrame.IsZero() && w.cfg.Clock.Now().Sub(w.lastFrame) < w.cfg.RotationInterval
 }
 
 func (w *rotationWatcher) read(ctx actor.Context) {

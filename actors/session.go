@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -20,9 +21,9 @@ import (
 // RotationWatcher and TurnSender on that port, an Interaction per open
 // prompt and a Subagent per child conversation.
 //
-// It takes the children's messages (PortFound, FrameReceived, SnapshotRead,
+// It takes the children's messages (PortFound, frameReceived, SnapshotRead,
 // ConversationRotated, AnswerDelivered, ...) and the embedding API's
-// requests (SendTurn, Interrupt, ResolveElicitation, Subscribe). Every child
+// requests (SendTurn, Interrupt, ResolveElicitation, subscribe). Every child
 // message carries the generation the child was spawned with; a message from
 // an older generation is ignored.
 //
@@ -39,6 +40,7 @@ type session struct {
 
 	client     *rpc.Client
 	boundAt    time.Time // when the port was bound, or the conversation rotated
+	frameTold  time.Time // when the last frame the rotation watcher was told of came
 	streamUp   bool
 	turnActive bool // the poller was told a turn runs
 	endErr     error
@@ -116,6 +118,27 @@ type heldRequest struct {
 	resend   bool // a turn sent once that never reached agy: already expected and recorded
 }
 
+// subscribe asks a session (from the embedding API) for a new subscriber:
+// the events after afterSeq still in its log, then the open prompts again,
+// then live events go to sub. Reply: *subscribed. It carries a live
+// Subscription, so it is the tree's own: it never crosses a node.
+type subscribe struct {
+	afterSeq uint64
+	sub      *Subscription
+}
+
+type subscribed struct{}
+
+// clientChanged is sent by the session to its Interaction and Subagent
+// children when it has bound agy's port again (or followed a rotation), so
+// that work they have in flight goes on over its new client and generation.
+// No reply. It carries a live client, so it is the tree's own: it never
+// crosses a node.
+type clientChanged struct {
+	gen    messages.Gen
+	client *rpc.Client
+}
+
 // restartNow is sent by the session to itself when a failed child's
 // backoff has elapsed.
 type restartNow struct {
@@ -139,13 +162,13 @@ func (s *session) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.self = ctx.Self()
-		s.t = newTasks(s.core.wg, s.core.system.Root)
+		s.t = newTasks(s.core.wg, s.cfg.Clock, s.core.system.Root)
 		if s.core.root == nil && s.core.spec.ConversationID != "" {
 			s.bindConversation(s.core.spec.ConversationID)
 		}
 		if term := s.core.spec.Terminal; term != nil {
-			cfg, wg := s.cfg, s.core.wg
-			s.terminal = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newTerminalWriter(term, cfg, wg) }))
+			c := s.childOf("")
+			s.terminal = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newTerminalWriter(c, term) }))
 		}
 		s.startDiscovery(ctx)
 	case *actor.Restarting:
@@ -172,13 +195,13 @@ func (s *session) Receive(ctx actor.Context) {
 		if m.Gen == s.core.gen {
 			s.portLost(ctx, m.Err)
 		}
-	case *messages.FrameReceived:
-		if m.Gen == s.core.gen {
+	case *frameReceived:
+		if m.gen == s.core.gen {
 			s.onFrame(ctx, m)
 		}
 		// Nothing the session keeps refers to the frame's bytes (events and
 		// prompts hold copies; the reconciler keeps Raw of snapshots only).
-		m.Frame.Release()
+		m.frame.Release()
 	case *messages.StreamState:
 		if m.Gen == s.core.gen {
 			s.setStreamUp(ctx, m.Up)
@@ -223,11 +246,7 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *conversationWaitOver:
 		if s.conv() == "" && s.noConvSince.Equal(m.since) {
-			msg := fmt.Sprintf("agy has no conversation after %s: no first turn was typed into agy's terminal", s.core.spec.WaitConversation)
-			s.publishError(ctx, msg, false)
-			s.publishStatus(messages.StateError)
-			s.endErr = errors.New(msg)
-			ctx.Stop(ctx.Self())
+			s.endWithError(ctx, fmt.Sprintf("agy has no conversation after %s: no first turn was typed into agy's terminal", s.core.spec.WaitConversation))
 		}
 
 	case *messages.SendTurn:
@@ -249,13 +268,16 @@ func (s *session) Receive(ctx actor.Context) {
 		s.onInterruptDone(ctx, m)
 	case *messages.ResolveElicitation:
 		ctx.Respond(&messages.ResolveAccepted{Err: s.onResolve(ctx, m.Resolve)})
-	case *messages.Subscribe:
-		s.onSubscribe(m)
-		ctx.Respond(&messages.Subscribed{})
+	case *subscribe:
+		s.core.events.subscribe(m.sub, m.afterSeq)
+		ctx.Respond(&subscribed{})
 	}
 }
 
 func (s *session) conv() string { return s.core.rootConv }
+
+// now is the time on the host's clock.
+func (s *session) now() time.Time { return s.cfg.Clock.Now() }
 
 // bindConversation makes conv the session's root conversation, with a fresh
 // reconciler unless it is already the bound one.
@@ -268,22 +290,26 @@ func (s *session) bindConversation(conv string) {
 	for _, tt := range s.typed {
 		s.core.root.ExpectTurn(tt.text) // typed before this conversation was bound
 	}
-	s.record("bind", conv, nil, time.Now()) // "": agy's port, no conversation yet
+	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
 }
 
 // ---- binding ----
 
 func (s *session) startDiscovery(ctx actor.Context) {
 	s.core.gen++
-	pin := s.core.pin
-	props := actor.PropsFromProducer(func() actor.Actor {
-		return newDiscovery(s.core.spec, s.conv(), pin, s.cfg, s.core.gen, s.core.wg, s.core.countRPCError)
-	})
-	s.discovery = s.spawn(ctx, props, "discovery")
+	c, spec, pin := s.childOf(s.conv()), s.core.spec, s.core.pin
+	s.discovery = s.spawn(ctx, "discovery", func() actor.Actor { return newDiscovery(c, spec, pin) })
 }
 
-func (s *session) spawn(ctx actor.Context, props *actor.Props, kind string) *actor.PID {
-	pid := ctx.Spawn(props)
+// childOf is what a child spawned now for conv works with: the bound
+// client and the current generation.
+func (s *session) childOf(conv string) child {
+	return child{client: s.client, conv: conv, cfg: s.cfg, gen: s.core.gen, wg: s.core.wg}
+}
+
+// spawn starts a child of the kind its supervision knows it by.
+func (s *session) spawn(ctx actor.Context, kind string, produce func() actor.Actor) *actor.PID {
+	pid := ctx.Spawn(actor.PropsFromProducer(produce))
 	s.kinds[pid.Id] = kind
 	return pid
 }
@@ -298,26 +324,29 @@ func (s *session) stopChild(ctx actor.Context, pid *actor.PID) {
 
 func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	if m.Gen != s.core.gen {
-		m.Client.Close()
+		return
+	}
+	client, err := rpc.NewClient(rpc.Config{Host: s.core.spec.Host, Port: m.Port, Pin: m.Pin,
+		CSRFToken: m.CSRFToken, OnError: s.core.countRPCError})
+	if err != nil {
+		// Discovery probed with the same host and port: this cannot be.
+		s.endWithError(ctx, fmt.Sprintf("agy's port %d: %v", m.Port, err))
 		return
 	}
 	s.stopChild(ctx, s.discovery)
 	s.discovery = nil
 	s.closeClient()
-	s.client = m.Client
+	s.client = client
 	if s.core.spec.Port > 0 && s.core.pin == nil {
 		// The port the user named: from now on only this certificate is agy's.
-		s.core.pin = m.Client.Pinned()
+		s.core.pin = m.Pin
 	}
 	s.bindConversation(m.ConversationID)
 	if s.core.everBound {
-		s.core.mu.Lock()
-		s.core.rebinds++
-		s.core.mu.Unlock()
+		s.core.publishView(func(v *sessionView) { v.rebinds++ })
 	}
-	s.core.everBound = true
 	s.lostSince, s.lostReported = time.Time{}, false
-	s.boundAt = time.Now()
+	s.boundAt = time.Now() // compared with agy's times: the machine's clock
 	s.core.markBound(m.ConversationID, m.Port)
 	if m.ConversationID == "" {
 		s.awaitConversation(ctx)
@@ -326,7 +355,7 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 	s.release(ctx)
 	// Work in flight follows the session to the new port; prompts opened
 	// while no port was bound get their Interaction now.
-	changed := &messages.ClientChanged{Gen: s.core.gen, Client: s.client}
+	changed := &clientChanged{gen: s.core.gen, client: s.client}
 	for _, pid := range s.interactions {
 		ctx.Send(pid, changed)
 	}
@@ -340,34 +369,20 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 
 // spawnReaders starts the RPC children on the bound port and conversation.
 func (s *session) spawnReaders(ctx actor.Context) {
-	gen, client, conv, cfg, wg := s.core.gen, s.client, s.conv(), s.cfg, s.core.wg
-	mode := s.core.spec.ReadMode
+	c, mode, since := s.childOf(s.conv()), s.core.spec.ReadMode, s.boundAt
 	s.streamUp = false
-	since := s.boundAt
-	if conv == "" {
+	if c.conv == "" {
 		// agy has no conversation yet: watch for its first.
-		s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-			return newRotationWatcher(client, conv, cfg, gen, wg, nil, since)
-		}), "rotation")
+		s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
 		return
 	}
 	if mode != ReadPoll {
-		s.stream = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-			return newStreamReader(client, conv, gen, wg)
-		}), "stream")
+		s.stream = s.spawn(ctx, "stream", func() actor.Actor { return newStreamReader(c) })
 	}
-	s.poller = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newPoller(client, conv, cfg, gen, wg, mode)
-	}), "poller")
-	last := &s.core.lastFrame
-	last.Store(0) // frames of a conversation bound before do not count
-	streaming := func() bool { return time.Since(time.Unix(0, last.Load())) < cfg.RotationInterval }
-	s.rotation = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newRotationWatcher(client, conv, cfg, gen, wg, streaming, since)
-	}), "rotation")
-	s.turns = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newTurnSender(client, conv, cfg, gen, wg)
-	}), "turns")
+	s.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode) })
+	s.frameTold = time.Time{} // the new watcher has been told of no frame
+	s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
+	s.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
 	s.turnActive = false // the new poller knows of no turn
 	s.tellTurnActive(ctx)
 }
@@ -395,12 +410,9 @@ func (s *session) portLost(ctx actor.Context, err error) {
 		return // already re-discovering
 	}
 	s.core.cfg.Logger.Info("port lost; re-discovering", "session", s.core.spec.SessionID, "err", err)
-	s.core.setLastError(err)
+	s.core.publishView(func(v *sessionView) { v.lastErr, v.port = err, 0 })
 	s.stopReaders(ctx)
-	s.lostSince = time.Now()
-	s.core.mu.Lock()
-	s.core.port = 0
-	s.core.mu.Unlock()
+	s.lostSince = s.now()
 	s.startDiscovery(ctx)
 }
 
@@ -408,24 +420,20 @@ func (s *session) onDiscoveryStalled(ctx actor.Context, m *messages.DiscoverySta
 	if m.Gen != s.core.gen {
 		return
 	}
-	s.core.setLastError(m.Err)
+	s.core.publishView(func(v *sessionView) { v.lastErr = m.Err })
 	if errors.Is(m.Err, rpc.ErrCertificateChanged) && !s.certReported {
 		s.certReported = true
 		s.publishError(ctx, fmt.Sprintf("port %d now presents another certificate than the agy this session bound: "+
 			"another process holds it; nothing (no token, no turn) is sent to it", s.core.spec.Port), false)
 	}
 	if s.lostSince.IsZero() {
-		s.lostSince = time.Now()
+		s.lostSince = s.now()
 	}
 	if m.GiveUp {
-		msg := fmt.Sprintf("agy's language server is gone: not found for %s (%v); giving up", m.Since, m.Err)
-		s.publishError(ctx, msg, false)
-		s.publishStatus(messages.StateError)
-		s.endErr = errors.New(msg)
-		ctx.Stop(ctx.Self())
+		s.endWithError(ctx, fmt.Sprintf("agy's language server is gone: not found for %s (%v); giving up", m.Since, m.Err))
 		return
 	}
-	if !s.lostReported && time.Since(s.lostSince) >= s.cfg.LostAfter {
+	if !s.lostReported && s.now().Sub(s.lostSince) >= s.cfg.LostAfter {
 		s.lostReported = true
 		s.publishError(ctx, fmt.Sprintf("agy's language server unreachable for %s (%v); still looking", m.Since, m.Err), true)
 	}
@@ -437,7 +445,7 @@ func (s *session) awaitConversation(ctx actor.Context) {
 	if !s.noConvSince.IsZero() {
 		return // still waiting, on a new port
 	}
-	s.noConvSince = time.Now()
+	s.noConvSince = s.now()
 	s.publish(NoConversationEvent(s.noConvSince))
 	if d := s.core.spec.WaitConversation; d > 0 {
 		s.t.after(d, ctx.Self(), &conversationWaitOver{since: s.noConvSince})
@@ -454,7 +462,7 @@ func NoConversationEvent(t time.Time) *messages.Event {
 // first (from "": the conversation agy minted for the first turn typed).
 func (s *session) rotate(ctx actor.Context, to string) {
 	from := s.conv()
-	t := time.Now()
+	t := s.now()
 	if from != "" {
 		s.publish(&messages.Event{
 			Type: messages.EventConversationRotated, ID: from + "/rotated/" + to,
@@ -475,11 +483,11 @@ func (s *session) rotate(ctx actor.Context, to string) {
 	}
 	s.core.gen++
 	s.bindConversation(to)
-	s.boundAt = t
+	s.boundAt = time.Now() // compared with agy's times: the machine's clock
 	s.core.markBound(to, s.client.Port())
 	s.spawnReaders(ctx)
 	s.release(ctx)
-	changed := &messages.ClientChanged{Gen: s.core.gen, Client: s.client}
+	changed := &clientChanged{gen: s.core.gen, client: s.client}
 	for _, pid := range s.subagents {
 		ctx.Send(pid, changed)
 	}
@@ -487,14 +495,14 @@ func (s *session) rotate(ctx actor.Context, to string) {
 
 // ---- reading ----
 
-func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
-	up := &m.Frame.Update
+func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
+	up := &m.frame.Update
 	if s.core.spec.Recorder != nil {
 		conv := up.ConversationID
 		if conv == "" {
 			conv = s.conv()
 		}
-		s.record("frame", conv, captureFrame(m.Frame), m.Received)
+		s.record("frame", conv, captureFrame(m.frame), m.received)
 	}
 	if up.ConversationID != "" && up.ConversationID != s.conv() {
 		if _, child := s.core.children[up.ConversationID]; !child && s.rotation != nil {
@@ -503,11 +511,21 @@ func (s *session) onFrame(ctx actor.Context, m *messages.FrameReceived) {
 		}
 		return
 	}
-	s.core.lastFrame.Store(m.Received.UnixNano())
-	s.apply(ctx, s.conv(), mapper.FromFrame(m.Frame, m.Received))
+	s.tellFrame(ctx, m.received)
+	s.apply(ctx, s.conv(), mapper.FromFrame(m.frame, m.received))
 	if up.Status == rpc.RunIdle && s.poller != nil {
 		// agy can report IDLE before its last steps are flushed: read once more.
 		ctx.Send(s.poller, &messages.ReadNow{Gen: s.core.gen})
+	}
+}
+
+// tellFrame tells the rotation watcher that a frame of the bound
+// conversation came at t: on the first frame, then at most every quarter
+// of its interval (it reads less while frames flow).
+func (s *session) tellFrame(ctx actor.Context, t time.Time) {
+	if s.rotation != nil && (s.frameTold.IsZero() || t.Sub(s.frameTold) >= s.cfg.RotationInterval/4) {
+		s.frameTold = t
+		ctx.Send(s.rotation, &messages.FramesFlowing{Gen: s.core.gen, Last: t})
 	}
 }
 
@@ -600,10 +618,8 @@ func (s *session) ensureInteraction(ctx actor.Context, p *mapper.Prompt) {
 	if conv == "" {
 		conv = s.conv()
 	}
-	gen, client, cfg, wg := s.core.gen, s.client, s.cfg, s.core.wg
-	s.interactions[p.ElicitationID] = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-		return newInteraction(client, conv, prompt, cfg, gen, wg)
-	}), "interaction")
+	c := s.childOf(conv)
+	s.interactions[p.ElicitationID] = s.spawn(ctx, "interaction", func() actor.Actor { return newInteraction(c, prompt) })
 }
 
 // syncSubagents mirrors every child conversation the root has spawned.
@@ -620,10 +636,8 @@ func (s *session) syncSubagents(ctx actor.Context) {
 		if _, ok := s.subagents[c.ConversationID]; ok || s.core.childrenDone[c.ConversationID] {
 			continue
 		}
-		conv, gen, client, cfg, wg := c.ConversationID, s.core.gen, s.client, s.cfg, s.core.wg
-		s.subagents[conv] = s.spawn(ctx, actor.PropsFromProducer(func() actor.Actor {
-			return newSubagent(client, conv, cfg, gen, wg)
-		}), "subagent")
+		sc := s.childOf(c.ConversationID)
+		s.subagents[sc.conv] = s.spawn(ctx, "subagent", func() actor.Actor { return newSubagent(sc) })
 	}
 }
 
@@ -646,7 +660,7 @@ func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
 
 func (s *session) setModels(models map[string]rpc.ModelInfo) {
 	s.core.models = models
-	s.record("models", s.conv(), models, time.Now())
+	s.record("models", s.conv(), models, s.now())
 	s.core.root.SetModels(models)
 	for _, r := range s.core.children {
 		r.SetModels(models)
@@ -664,7 +678,7 @@ func (s *session) hold(ctx actor.Context, msg any, deadline time.Time) {
 func (s *session) release(ctx actor.Context) {
 	held := s.held
 	s.held = nil
-	now := time.Now()
+	now := time.Now() // a requester's deadline is on the machine's clock (its context's)
 	for _, h := range held {
 		if now.After(h.deadline) {
 			continue // the requester has given up: never send it late
@@ -717,7 +731,7 @@ func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 	if s.core.root != nil {
 		s.core.root.ExpectTurn(m.Text) // origin harness (a conversation bound later expects it too)
 	}
-	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
 	ctx.Send(s.terminal, &typeTurn{id: tt.id, text: m.Text, reply: sender})
 	s.t.after(s.cfg.TypedTurnTimeout, s.self, &typedTurnCheck{id: tt.id})
 	if s.conv() == "" && s.rotation != nil {
@@ -790,7 +804,7 @@ func (s *session) closeDialog(ctx actor.Context, p *mapper.Prompt, r messages.Re
 func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
 	m.LastModel = s.core.root.LastModel()
 	s.core.root.ExpectTurn(m.Text)
-	s.record("turn", s.conv(), map[string]string{"text": m.Text}, time.Now())
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
 	ctx.RequestWithCustomSender(s.turns, m, sender)
 }
 
@@ -860,7 +874,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 		return errors.New("resolve: elicitation_id is required")
 	}
 	p, ok := s.findPrompt(r.ElicitationID)
-	if !ok && s.core.resolvedIDs[r.ElicitationID] {
+	if !ok && s.core.events.resolved[r.ElicitationID] {
 		return fmt.Errorf("resolve: %w %q: %w", ErrUnknownElicitation, r.ElicitationID, ErrElicitationResolved)
 	}
 	if !ok {
@@ -877,7 +891,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	rec := s.reconcilerOf(r.ElicitationID)
 	rec.AnswerInFlight(r.ElicitationID, r.Action)
 	s.answers[r.ElicitationID] = answerOnItsWay{prompt: *p, resolve: r, root: rec == s.core.root}
-	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, time.Now())
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, s.now())
 	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.core.gen, Resolve: r})
 	return nil
 }
@@ -895,7 +909,7 @@ func (s *session) reconcilerOf(elicitationID string) *mapper.Reconciler {
 }
 
 func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
-	t := time.Now()
+	t := s.now()
 	s.record("resolved", s.conv(), answerRecord{ElicitationID: m.ElicitationID, Action: m.Action, StepIndex: &m.StepIndex}, t)
 	s.answered(ctx, m.ElicitationID)
 	if ev, ok := s.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
@@ -910,93 +924,45 @@ func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDeliver
 func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
 	delete(s.answers, m.ElicitationID)
 	s.reconcilerOf(m.ElicitationID).AnswerInFlight(m.ElicitationID, "")
-	s.record("delivering", s.conv(), answerRecord{ElicitationID: m.ElicitationID}, time.Now())
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: m.ElicitationID}, s.now())
 	s.publishError(ctx, fmt.Sprintf("answer to %s not delivered: %v", m.ElicitationID, m.Err), m.Retryable)
-}
-
-func (s *session) onSubscribe(m *messages.Subscribe) {
-	// Replay what the log still holds after AfterSeq, then the open prompts
-	// the replay did not carry, then live events.
-	sent := make(map[string]bool)
-	for _, ev := range s.core.logged() {
-		if ev.Seq > m.AfterSeq {
-			m.Sink.Push(ev)
-			sent[ev.ID] = true
-		}
-	}
-	for _, ev := range s.core.openRequests {
-		if !sent[ev.ID] {
-			m.Sink.Push(ev)
-		}
-	}
-	s.core.sinks = append(s.core.sinks, m.Sink)
 }
 
 // ---- publishing ----
 
-// publish stamps ev with the session id and the next seq, logs it, and
-// pushes it to every subscriber. It never blocks.
+// publish stamps ev with the time (when it has none), and the event log
+// with the session id and the next seq; the log keeps it and hands it to
+// every subscriber. It never blocks.
 func (s *session) publish(ev *messages.Event) {
-	c := s.core
-	c.seq++
-	ev.Seq = c.seq
-	ev.SessionID = c.spec.SessionID
 	if ev.Time.IsZero() {
-		ev.Time = time.Now()
+		ev.Time = s.now()
 	}
-	c.logEvent(ev)
-	var openIDs []string
-	switch ev.Type {
-	case messages.EventElicitationRequest:
-		c.openRequests = append(c.openRequests, ev)
-		openIDs = openIDsOf(c.openRequests)
-	case messages.EventElicitationResolved:
-		for i, req := range c.openRequests {
-			if req.ElicitationID == ev.ElicitationID {
-				c.openRequests = append(c.openRequests[:i], c.openRequests[i+1:]...)
-				break
-			}
-		}
-		c.resolvedIDs[ev.ElicitationID] = true
-		openIDs = openIDsOf(c.openRequests)
+	s.core.events.publish(ev)
+	if ev.Type == messages.EventElicitationRequest || ev.Type == messages.EventElicitationResolved {
+		open := s.core.events.openIDs()
+		s.core.publishView(func(v *sessionView) { v.openIDs = open })
 	}
-	live := c.sinks[:0]
-	for _, sink := range c.sinks {
-		if sink.Push(ev) {
-			live = append(live, sink)
-		}
-	}
-	for i := len(live); i < len(c.sinks); i++ {
-		c.sinks[i] = nil
-	}
-	c.sinks = live
-	c.mu.Lock()
-	c.published++
-	if openIDs != nil {
-		c.openIDs = openIDs
-	}
-	c.mu.Unlock()
-}
-
-// openIDsOf lists the elicitation ids of open requests (never nil).
-func openIDsOf(open []*messages.Event) []string {
-	ids := make([]string, len(open))
-	for i, ev := range open {
-		ids[i] = ev.ElicitationID
-	}
-	return ids
 }
 
 func (s *session) publishError(ctx actor.Context, msg string, retryable bool) {
 	s.publish(&messages.Event{
-		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.core.spec.SessionID, s.core.seq+1),
+		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.core.spec.SessionID, s.core.events.seq+1),
 		ConversationID: s.conv(), Message: msg, Retryable: messages.Ptr(retryable),
 	})
 }
 
+// endWithError ends the session for good: an error event (not retryable)
+// with msg, status error, and the session stops with msg as its Err.
+func (s *session) endWithError(ctx actor.Context, msg string) {
+	s.publishError(ctx, msg, false)
+	s.publishStatus(messages.StateError)
+	s.endErr = errors.New(msg)
+	ctx.Stop(ctx.Self())
+}
+
 func (s *session) publishStatus(state string) {
 	s.publish(&messages.Event{
-		Type: messages.EventStatus, ID: fmt.Sprintf("%s/status/%d", s.core.spec.SessionID, s.core.seq+1),
+		Type: messages.EventStatus, ID: fmt.Sprintf("%s/status/%d", s.core.spec.SessionID, s.core.events.seq+1),
 		ConversationID: s.conv(), State: state,
 	})
 }
@@ -1034,9 +1000,13 @@ func (s *session) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor,
 			return
 		}
 		publish(actor.RestartDirective)
-		s.core.mu.Lock()
-		s.core.restarts[kind]++
-		s.core.mu.Unlock()
+		s.core.publishView(func(v *sessionView) {
+			v.restarts = maps.Clone(v.restarts)
+			if v.restarts == nil {
+				v.restarts = make(map[string]int)
+			}
+			v.restarts[kind]++
+		})
 		s.t.after(backoff(n, s.cfg.RestartBackoffMin, s.cfg.RestartBackoffMax), s.self, &restartNow{pid: child, gen: s.core.gen})
 	case rediscover:
 		publish(actor.StopDirective)

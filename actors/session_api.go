@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,8 +36,11 @@ var (
 )
 
 // Session is the embedding API of one attached agy session. Its methods are
-// safe for concurrent use; each sends a message to the session actor and
-// waits for the reply (never longer than its context allows).
+// safe for concurrent use. The requests (SendTurn, Resolve, Interrupt, Do,
+// Subscribe) send a message to the session actor and wait for its reply
+// (never longer than their context allows); ConversationID, Port,
+// OpenElicitations, Stats and Err read what the session actor last
+// published.
 type Session struct {
 	core     *sessionCore
 	host     *Host
@@ -50,19 +54,11 @@ func (s *Session) ID() string { return s.core.spec.SessionID }
 
 // ConversationID is the conversation the session is bound to now (it
 // changes when agy rotates to a new conversation after /clear).
-func (s *Session) ConversationID() string {
-	s.core.mu.Lock()
-	defer s.core.mu.Unlock()
-	return s.core.conversationID
-}
+func (s *Session) ConversationID() string { return s.core.view.Load().conversationID }
 
 // Port is the language-server port the session is bound to now (0 while
 // re-discovering).
-func (s *Session) Port() int {
-	s.core.mu.Lock()
-	defer s.core.mu.Unlock()
-	return s.core.port
-}
+func (s *Session) Port() int { return s.core.view.Load().port }
 
 // Attached is when Attach returned the session; zero while it is still
 // attaching (Host.Sessions lists it from the start).
@@ -76,9 +72,7 @@ func (s *Session) Attached() time.Time {
 // OpenElicitations lists the ids of the prompts open now, in the order
 // they opened.
 func (s *Session) OpenElicitations() []string {
-	s.core.mu.Lock()
-	defer s.core.mu.Unlock()
-	return slices.Clone(s.core.openIDs)
+	return slices.Clone(s.core.view.Load().openIDs)
 }
 
 // Events is the session's event stream from its start. The channel closes
@@ -91,7 +85,7 @@ func (s *Session) Events() <-chan *messages.Event { return s.events.C() }
 // Close it when done.
 func (s *Session) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, error) {
 	sub := newSubscription(s.core.cfg.CoalesceAfter, s.core.pumps)
-	if _, err := s.request(ctx, &messages.Subscribe{AfterSeq: afterSeq, Sink: sub}); err != nil {
+	if _, err := s.request(ctx, &subscribe{afterSeq: afterSeq, sub: sub}); err != nil {
 		sub.Close()
 		return nil, err
 	}
@@ -172,7 +166,7 @@ func (s *Session) Detach(ctx context.Context) error {
 func (s *Session) Done() <-chan struct{} { return s.core.done }
 
 // Err says why the session stopped (nil after Detach or Shutdown).
-func (s *Session) Err() error { return s.core.Err() }
+func (s *Session) Err() error { return s.core.view.Load().err }
 
 // Stats are a session's counters.
 type Stats struct {
@@ -185,17 +179,10 @@ type Stats struct {
 
 // Stats returns the session's counters.
 func (s *Session) Stats() Stats {
-	s.core.mu.Lock()
-	defer s.core.mu.Unlock()
-	r := make(map[string]int, len(s.core.restarts))
-	for k, v := range s.core.restarts {
-		r[k] = v
-	}
-	e := make(map[string]int, len(s.core.rpcErrors))
-	for k, v := range s.core.rpcErrors {
-		e[k] = v
-	}
-	return Stats{Events: s.core.published, Restarts: r, Rebinds: s.core.rebinds, RPCErrors: e}
+	v := s.core.view.Load()
+	r := make(map[string]int, len(v.restarts))
+	maps.Copy(r, v.restarts)
+	return Stats{Events: s.core.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.core.rpcErrors.counts()}
 }
 
 // requestTimeout bounds a request whose context has no deadline.
@@ -238,9 +225,14 @@ func (s *Session) request(ctx context.Context, msg any) (any, error) {
 }
 
 // sessionCore is the state of a session that outlives any one incarnation
-// of its actor (a restart resumes where it was). Only the session actor
-// touches the unexported state above mu; the fields under mu are read by
-// the embedding API too.
+// of its actor (a restart resumes where it was). Each field has one writer:
+//   - the first block is set when the session is made, and never written
+//     after;
+//   - the second is the session actor's alone: it writes and reads it, and
+//     nothing else touches it;
+//   - the third is what the embedding API reads: the view the session actor
+//     publishes, the signals it closes, the events' count (events.published)
+//     it keeps, and the failed RPCs its clients count.
 type sessionCore struct {
 	spec   Spec
 	cfg    Config
@@ -249,18 +241,8 @@ type sessionCore struct {
 	system *actor.ActorSystem
 	// mailbox runs the session actor's mailbox; stopped with the actor
 	mailbox *ownGoroutine
-	// lastFrame is when the session last applied a frame of the bound
-	// conversation (UnixNano; 0: none since it was bound), for the
-	// rotation watcher
-	lastFrame atomic.Int64
 
-	// owned by the session actor
-	seq          uint64
-	log          []logEntry        // the last cfg.EventLog events: a ring once full
-	logStart     int               // index of the oldest event in log, once full
-	openRequests []*messages.Event // elicitation_request events of prompts still open, as published
-	resolvedIDs  map[string]bool   // elicitations that were open and have been resolved
-	sinks        []messages.EventSink
+	events       eventLog
 	root         *mapper.Reconciler
 	rootConv     string
 	models       map[string]rpc.ModelInfo
@@ -269,174 +251,104 @@ type sessionCore struct {
 	orphans      map[string]bool               // children of a root left by a rotation
 	gen          messages.Gen
 	everBound    bool
+	finished     bool
 	pin          []byte // the certificate first bound on Spec.Port
 
-	mu             sync.Mutex
-	pid            *actor.PID
+	view      atomic.Pointer[sessionView]
+	bound     chan struct{} // closed when the session first binds agy's port
+	done      chan struct{} // closed when the session has stopped
+	rpcErrors rpcErrorCounts
+}
+
+// sessionView is what the embedding API reads of a session: a snapshot the
+// session actor publishes (sessionCore.view) whenever one of its fields
+// changes. Nothing in a published view is written again, its map included.
+type sessionView struct {
 	conversationID string
-	port           int
-	published      uint64
-	restarts       map[string]int
-	rpcErrors      map[string]int
+	port           int            // 0 while re-discovering
+	restarts       map[string]int // child restarts by actor kind
 	rebinds        int
-	openIDs        []string // the ids of openRequests, replaced whole on a change
-	lastErr        error
-	err            error
-	bound          chan struct{}
-	boundOnce      sync.Once
-	done           chan struct{}
-	doneOnce       sync.Once
+	openIDs        []string // the ids of the open prompts' requests, in the order they opened
+	lastErr        error    // the last error of discovery, or of the lost port
+	err            error    // why the session ended (set when it stops)
 }
 
 func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionCore {
-	return &sessionCore{
+	c := &sessionCore{
 		spec: spec, cfg: cfg, wg: wg, pumps: p, system: system,
+		events:       newEventLog(spec.SessionID, cfg.EventLog),
 		children:     make(map[string]*mapper.Reconciler),
 		childrenDone: make(map[string]bool),
 		orphans:      make(map[string]bool),
-		resolvedIDs:  make(map[string]bool),
-		restarts:     make(map[string]int),
-		rpcErrors:    make(map[string]int),
 		bound:        make(chan struct{}),
 		done:         make(chan struct{}),
 	}
+	c.view.Store(&sessionView{})
+	return c
 }
 
-// logEvent keeps ev among the last cfg.EventLog events. Once the log is
-// full it is a ring: the newest event overwrites the oldest, in constant
-// time (shifting 4,096 pointers per event cost every long session).
-func (c *sessionCore) logEvent(ev *messages.Event) {
-	e := c.entryOf(ev)
-	if len(c.log) < c.cfg.EventLog {
-		c.log = append(c.log, e)
-		return
-	}
-	c.log[c.logStart] = e
-	c.logStart = (c.logStart + 1) % len(c.log)
-}
-
-// logged returns the logged events, oldest first.
-func (c *sessionCore) logged() []*messages.Event {
-	out := make([]*messages.Event, 0, len(c.log))
-	for _, part := range [][]logEntry{c.log[c.logStart:], c.log[:c.logStart]} {
-		for i := range part {
-			out = append(out, c.eventOf(&part[i]))
-		}
-	}
-	return out
-}
-
-// logEntry is an event as the session's log keeps it. A text, reasoning or
-// tool output delta, most of what a streaming session publishes, is kept in
-// the fields a delta has: 152 bytes instead of a whole event's 584, so a log
-// of streamed deltas takes about a third of the room (about 1 MB instead of
-// 3 MB for a full log of 4,096). Any other event, and a delta with any
-// other field set, is kept whole.
-type logEntry struct {
-	whole  *messages.Event // nil: a delta kept in the fields below
-	typ    messages.EventType
-	seq    uint64
-	time   time.Time
-	id     string
-	conv   string
-	parent string
-	item   string
-	delta  string
-	call   string // a tool output delta's call_id
-}
-
-// entryOf is ev as the log keeps it.
-func (c *sessionCore) entryOf(ev *messages.Event) logEntry {
-	if !ev.Type.Delta() || ev.SessionID != c.spec.SessionID || !deltaOnly(ev) ||
-		(ev.CallID != "" && ev.Type != messages.EventFunctionCallOutputDelta) {
-		return logEntry{whole: ev}
-	}
-	return logEntry{typ: ev.Type, seq: ev.Seq, time: ev.Time, id: ev.ID, conv: ev.ConversationID,
-		parent: ev.ParentConversationID, item: ev.ItemID, delta: ev.Delta, call: ev.CallID}
-}
-
-// eventOf is the event a log entry keeps (a delta's, made anew).
-func (c *sessionCore) eventOf(e *logEntry) *messages.Event {
-	if e.whole != nil {
-		return e.whole
-	}
-	return &messages.Event{Type: e.typ, ID: e.id, SessionID: c.spec.SessionID, ConversationID: e.conv,
-		ParentConversationID: e.parent, Seq: e.seq, Time: e.time, ItemID: e.item, Delta: e.delta, CallID: e.call}
-}
-
-// deltaOnly says whether every field of ev a logEntry does not keep is
-// unset (CallID is kept, for tool output deltas). (TestLogKeepsEveryFieldOfAnEvent
-// sets each field of Event in turn: a field added to Event must be added here.)
-func deltaOnly(ev *messages.Event) bool {
-	return ev.State == "" && ev.Text == "" && ev.Origin == "" && ev.Role == "" && ev.Snapshot == "" &&
-		ev.Name == "" && ev.Arguments == "" && ev.Output == "" && ev.ExitCode == nil &&
-		ev.Title == "" && ev.Locations == nil && ev.Diffs == nil && ev.Hits == nil && ev.HitCount == nil && ev.URL == "" &&
-		ev.ElicitationID == "" && ev.Kind == "" && ev.Questions == nil && ev.Command == nil && ev.Resource == nil &&
-		ev.Action == "" && ev.By == "" && ev.DeliveredStepIndex == nil &&
-		ev.Model == "" && ev.InputTokens == nil && ev.OutputTokens == nil && ev.ThinkingTokens == nil &&
-		ev.ResponseTokens == nil && ev.CacheReadTokens == nil && ev.ContextTokens == nil &&
-		ev.TotalInputTokens == nil && ev.TotalOutputTokens == nil &&
-		ev.From == "" && ev.To == "" && ev.DisplayName == "" && ev.StepType == "" && ev.StepIndex == nil &&
-		ev.Message == "" && ev.Retryable == nil
-}
-
-// subscribeLocked adds a subscriber before the session actor runs.
-func (c *sessionCore) subscribeLocked() *Subscription {
+// firstSubscription subscribes to the session's events from its start. It
+// is called once, before the session actor starts.
+func (c *sessionCore) firstSubscription() *Subscription {
 	sub := newSubscription(c.cfg.CoalesceAfter, c.pumps)
-	c.sinks = append(c.sinks, sub)
+	c.events.subscribe(sub, 0)
 	return sub
 }
 
-// countRPCError is the bound clients' rpc.Config.OnError: a metric, called
-// from RPC goroutines.
-func (c *sessionCore) countRPCError(_ string, err error) {
-	c.mu.Lock()
-	c.rpcErrors[rpc.ErrorClass(err)]++
-	c.mu.Unlock()
+// publishView publishes a new view: the current one changed by change.
+// Only the session actor calls it.
+func (c *sessionCore) publishView(change func(v *sessionView)) {
+	v := *c.view.Load()
+	change(&v)
+	c.view.Store(&v)
 }
 
-func (c *sessionCore) setPID(pid *actor.PID) {
-	c.mu.Lock()
-	c.pid = pid
-	c.mu.Unlock()
-}
-
+// markBound publishes the bound conversation and port, and signals the
+// first binding. Only the session actor calls it.
 func (c *sessionCore) markBound(conv string, port int) {
-	c.mu.Lock()
-	c.conversationID, c.port = conv, port
-	c.mu.Unlock()
-	c.boundOnce.Do(func() { close(c.bound) })
+	c.publishView(func(v *sessionView) { v.conversationID, v.port = conv, port })
+	if !c.everBound {
+		c.everBound = true
+		close(c.bound)
+	}
 }
 
-func (c *sessionCore) setLastError(err error) {
-	c.mu.Lock()
-	c.lastErr = err
-	c.mu.Unlock()
-}
-
-func (c *sessionCore) lastError() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lastErr
-}
-
-// Err is why the session ended, if it did so on its own.
-func (c *sessionCore) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-// finish ends the session: subscribers drain and close, Done closes.
+// finish ends the session: subscribers drain and close, Done closes. Only
+// the session actor calls it.
 func (c *sessionCore) finish(err error) {
-	c.doneOnce.Do(func() {
-		c.mu.Lock()
-		c.err = err
-		c.mu.Unlock()
-		for _, s := range c.sinks {
-			s.Finish()
-		}
-		c.sinks = nil
-		close(c.done)
-	})
+	if c.finished {
+		return
+	}
+	c.finished = true
+	c.publishView(func(v *sessionView) { v.err = err })
+	c.events.close()
+	close(c.done)
+}
+
+// countRPCError is the bound clients' rpc.Config.OnError.
+func (c *sessionCore) countRPCError(_ string, err error) { c.rpcErrors.add(rpc.ErrorClass(err)) }
+
+// rpcErrorCounts counts failed RPCs by rpc.ErrorClass: a metric the
+// session's clients count from their RPC goroutines, and Stats reads.
+type rpcErrorCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (e *rpcErrorCounts) add(class string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n == nil {
+		e.n = make(map[string]int)
+	}
+	e.n[class]++
+}
+
+// counts returns a copy of the counts.
+func (e *rpcErrorCounts) counts() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[string]int, len(e.n))
+	maps.Copy(out, e.n)
+	return out
 }

@@ -399,32 +399,22 @@ func Test5xxBursts(t *testing.T) {
 
 func TestTwoSessionsOneAgyDiesOtherUntouched(t *testing.T) {
 	cfg := testConfig()
-	cfg.GiveUpAfter = 500 * time.Millisecond
-	host := actors.NewHost(cfg)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	}()
+	clock := actors.NewTestClock()
+	cfg.Clock, cfg.GiveUpAfter = clock, time.Minute
+	host := newHost(t, cfg)
 	sc := scenario(agytest.Say("Alive.", 2))
 	srvA := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
 	srvB := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	a := attach(t, host, actors.Spec{Port: srvA.Port()})
+	b := attach(t, host, actors.Spec{Port: srvB.Port()})
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
-	a, err := host.Attach(ctx, actors.Spec{Port: srvA.Port()})
-	require.NoError(t, err)
-	b, err := host.Attach(ctx, actors.Spec{Port: srvB.Port()})
-	require.NoError(t, err)
 	evA, evB := collect(a.Events()), collect(b.Events())
 
 	require.NoError(t, srvA.Close())
+	advanceUntil(t, clock, cfg.GiveUpAfter, "session A to end after agy died", closed(a.Done()))
 	errEv := evA.waitFor(t, messages.EventError, func(ev *messages.Event) bool { return ev.Retryable != nil && !*ev.Retryable })
 	require.Contains(t, errEv.Message, "gone")
-	select {
-	case <-a.Done():
-	case <-time.After(waitLong):
-		t.Fatal("session A did not end after agy died")
-	}
 	require.Error(t, a.Err())
 
 	require.NoError(t, b.SendTurn(ctx, "still there?", ""))
@@ -488,12 +478,8 @@ func TestResubscribeGetsOpenPromptsAgain(t *testing.T) {
 }
 
 func TestAttachErrors(t *testing.T) {
-	host := actors.NewHost(testConfig())
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	}()
+	host := newHost(t, testConfig())
+	// Attach's context is the requester's, on the machine's clock.
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	_, err := host.Attach(ctx, actors.Spec{})
@@ -548,7 +534,8 @@ func TestShutdownDoesNotWaitForeverOnAConsumerThatNeverReads(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.SendTurn(ctx, "hello", ""))
 	require.NoError(t, srv.WaitIdle(ctx, s.ConversationID()))
-	// Events() is never read: its events stay queued.
+	// Events() is never read: its events stay queued. (Shutdown's context
+	// is the caller's, on the machine's clock.)
 	short, cancelShort := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancelShort()
 	err = host.Shutdown(short)
@@ -623,8 +610,9 @@ func TestIdleAfterStreamDropsAtEveryPoint(t *testing.T) {
 func TestTurnSentWhileAgyMovesWaitsForTheNewPort(t *testing.T) {
 	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Still here.", 2)), ChunkDelay: time.Millisecond})
 	seq := r.ev.lastSeq()
-	// agy moves, and answers its first heartbeat slowly: the session is
-	// without a port for a while.
+	// agy moves, and answers its first heartbeat slowly (the fake's
+	// slowness is on the machine's clock): the session is without a port
+	// for a while.
 	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHeartbeat, Count: 1, Duration: 300 * time.Millisecond})
 	_, err := r.srv.Restart()
 	require.NoError(t, err)
@@ -637,32 +625,23 @@ func TestTurnSentWhileAgyMovesWaitsForTheNewPort(t *testing.T) {
 
 func TestTurnHeldPastItsDeadlineIsNeverSent(t *testing.T) {
 	cfg := testConfig()
-	host := actors.NewHost(cfg)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, host.Shutdown(ctx))
-	}()
+	clock := actors.NewTestClock()
+	cfg.Clock, cfg.GiveUpAfter = clock, time.Minute
+	host := newHost(t, cfg)
 	srv, err := agytest.NewServer(agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("x", 1))})
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	s, err := host.Attach(ctx, actors.Spec{Port: srv.Port()})
-	require.NoError(t, err)
+	s := attach(t, host, actors.Spec{Port: srv.Port()})
 	ev := collect(s.Events())
 	calls := srv.Calls(rpc.MethodSendUserCascadeMessage)
 	require.NoError(t, srv.Close()) // agy is gone; the session looks for it
 	require.Eventually(t, func() bool { return s.Port() == 0 }, waitLong, time.Millisecond, "the session noticed")
+	// The requester's deadline is on the machine's clock (its context's).
 	short, cancelShort := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancelShort()
 	err = s.SendTurn(short, "too late", "")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Equal(t, calls, srv.Calls(rpc.MethodSendUserCascadeMessage))
-	select {
-	case <-s.Done():
-	case <-time.After(waitLong):
-		t.Fatal("the session did not give up on a gone agy")
-	}
+	advanceUntil(t, clock, cfg.GiveUpAfter, "the session to give up on a gone agy", closed(s.Done()))
 	<-ev.done
 	for _, e := range ev.all() {
 		require.False(t, e.Type == messages.EventUserMessage, "nothing was sent")

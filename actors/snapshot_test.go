@@ -113,7 +113,9 @@ func TestPollerReadsAgainUntilItCanTell(t *testing.T) {
 	client := scriptedAgy(t, conv, []string{idle(1), idle(2)}, steps, gate)
 	cfg := testCfg()
 	cfg.PollFast, cfg.PollSlow = 5*time.Millisecond, time.Hour
-	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor { return newPoller(client, conv, cfg, 1, wg, ReadBoth) })
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 1, wg: wg}, ReadBoth)
+	})
 	// The stream comes up while the first read (owed from the start) runs.
 	r.system.Root.Send(r.child, &messages.StreamState{Gen: 1, Up: true})
 	close(gate)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -14,7 +13,7 @@ import (
 
 // streamReader is the actor that consumes StreamAgentStateUpdates for the
 // session's conversation. Its one job: hand every frame to the session, in
-// order (*messages.FrameReceived), and say when the stream is up
+// order (*frameReceived), and say when the stream is up
 // (*messages.StreamState).
 //
 // Its goroutine reads the stream and sends frames straight to the session.
@@ -23,11 +22,18 @@ import (
 // session's policy restarts it with capped backoff (or re-discovers when the
 // port is gone) while the Poller covers.
 type streamReader struct {
-	client *rpc.Client
-	conv   string
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
+	child
+}
+
+// frameReceived is sent by the stream reader to its session for every data
+// frame of the stream, in order. No reply. Received is when the frame was
+// decoded (the mapper stamps events with it). The frame's bytes are lent by
+// the stream (the session gives them back: Frame.Release), so the message
+// is the tree's own: it never crosses a node.
+type frameReceived struct {
+	gen      messages.Gen
+	frame    *rpc.StreamFrame
+	received time.Time
 }
 
 // streamEnded is sent by the reader's goroutine to the reader.
@@ -35,18 +41,16 @@ type streamEnded struct{ err error }
 
 var errStreamEnded = errors.New("stream ended")
 
-func newStreamReader(client *rpc.Client, conv string, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &streamReader{client: client, conv: conv, gen: gen, wg: wg}
+func newStreamReader(c child) actor.Actor {
+	return &streamReader{child: c}
 }
 
 // Receive starts the stream and fails when it ends.
 func (r *streamReader) Receive(ctx actor.Context) {
+	r.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		r.t = newTasks(r.wg, ctx.ActorSystem().Root)
 		r.read(ctx.Self(), ctx.Parent())
-	case *actor.Stopping, *actor.Restarting:
-		r.t.stop()
 	case *streamEnded:
 		err := m.err
 		if errors.Is(err, io.EOF) {
@@ -77,7 +81,7 @@ func (r *streamReader) read(self, session *actor.PID) {
 				up = true
 				r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true})
 			}
-			r.t.send(session, &messages.FrameReceived{Gen: r.gen, Frame: f, Received: time.Now()})
+			r.t.send(session, &frameReceived{gen: r.gen, frame: f, received: r.cfg.Clock.Now()})
 		}
 	})
 }

@@ -3,8 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"sync"
-	"time"
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
@@ -20,15 +18,10 @@ import (
 // done something (a child just minted is IDLE with no steps yet), it says so
 // (*messages.SubagentDone); the session stops it once the parent step is
 // terminal too. Transient errors wait for the next tick; it follows the
-// session to a new port (*messages.ClientChanged).
+// session to a new port (*clientChanged).
 type subagent struct {
-	client *rpc.Client
-	conv   string
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
-	busy   bool
+	child
+	busy bool
 	// window is what the last read read, for the next read to start from
 	// and reuse. Only the read in flight touches it, and reads run one at a
 	// time (busy).
@@ -51,20 +44,18 @@ func (r *subagentRead) finished() bool {
 	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0
 }
 
-func newSubagent(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &subagent{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+func newSubagent(c child) actor.Actor {
+	return &subagent{child: c}
 }
 
 // Receive reads on ticks.
 func (a *subagent) Receive(ctx actor.Context) {
+	a.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.t = newTasks(a.wg, ctx.ActorSystem().Root)
 		a.read(ctx)
-	case *actor.Stopping, *actor.Restarting:
-		a.t.stop()
-	case *messages.ClientChanged:
-		a.client, a.gen = m.Client, m.Gen
+	case *clientChanged:
+		a.client, a.gen = m.client, m.gen
 	case *subagentTick:
 		a.read(ctx)
 	case *subagentRead:
@@ -94,7 +85,7 @@ func (a *subagent) read(ctx actor.Context) {
 		a.window.forGen(gen)
 		snap, err := readSnapshot(c, client, a.conv, true, &a.window)
 		if err == nil {
-			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: time.Now()})
+			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: a.cfg.Clock.Now()})
 		}
 		a.t.send(self, &subagentRead{gen: gen, status: snap.status, steps: snap.offset + len(snap.steps), err: err})
 	})

@@ -7,10 +7,11 @@ import (
 )
 
 // Subscription is one consumer's view of a session's events, in seq order.
-// The session pushes without ever blocking; when the consumer falls behind
-// by more than Config.CoalesceAfter events, consecutive deltas of one item
-// are merged into one (their text concatenated, or the later snapshot kept).
-// Items, prompts and status edges are never merged or dropped.
+// The session hands it events without ever blocking; when the consumer
+// falls behind by more than Config.CoalesceAfter events, consecutive deltas
+// of one item are merged into one (their text concatenated, or the later
+// snapshot kept). Items, prompts and status edges are never merged or
+// dropped.
 type Subscription struct {
 	out     chan *messages.Event
 	done    chan struct{}   // closed by Close: the consumer is gone
@@ -19,7 +20,7 @@ type Subscription struct {
 	mu         sync.Mutex
 	queue      []*messages.Event
 	inFlight   bool   // the pump holds an event it has not handed over yet
-	handedOver uint64 // events Push gave the consumer itself
+	handedOver uint64 // events push gave the consumer itself
 	wake       chan struct{}
 	closed     bool // no more pushes: drain then close out
 	coalesceN  int
@@ -73,9 +74,10 @@ func (s *Subscription) Coalesced() uint64 {
 	return s.coalesced
 }
 
-// Push queues ev for the consumer. It never blocks. It returns false once
-// the consumer has closed the subscription.
-func (s *Subscription) Push(ev *messages.Event) bool {
+// push queues ev for the consumer (the session's goroutine calls it). It
+// never blocks. It returns false once the consumer has closed the
+// subscription.
+func (s *Subscription) push(ev *messages.Event) bool {
 	select {
 	case <-s.done:
 		return false
@@ -108,9 +110,9 @@ func (s *Subscription) Push(ev *messages.Event) bool {
 	return true
 }
 
-// Finish marks the end of the session's events: the pump drains the queue
+// finish marks the end of the session's events: the pump drains the queue
 // and then closes C.
-func (s *Subscription) Finish() {
+func (s *Subscription) finish() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
@@ -126,7 +128,7 @@ func (s *Subscription) signal() {
 
 func (s *Subscription) pump() {
 	defer func() {
-		// No Push may hand an event to C once it is closed.
+		// No push may hand an event to C once it is closed.
 		s.mu.Lock()
 		s.closed = true
 		s.mu.Unlock()

@@ -2,9 +2,7 @@ package actors
 
 import (
 	"fmt"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,7 +18,7 @@ func TestSubscriptionCoalescesToolOutputDeltas(t *testing.T) {
 	out := func(seq uint64, call, text string) *messages.Event {
 		return &messages.Event{Type: messages.EventFunctionCallOutputDelta, Seq: seq, CallID: call, ItemID: "c/" + call + "/output", Delta: text}
 	}
-	sub.Push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
+	sub.push(&messages.Event{Type: messages.EventStatus, Seq: 1, State: "running"})
 	seq := uint64(1)
 	for i := 0; i < 8; i++ {
 		seq++
@@ -28,11 +26,11 @@ func TestSubscriptionCoalescesToolOutputDeltas(t *testing.T) {
 		if i%4 == 3 {
 			call = "2" // another command's output, between
 		}
-		sub.Push(out(seq, call, fmt.Sprint(i, ";")))
+		sub.push(out(seq, call, fmt.Sprint(i, ";")))
 	}
 	seq++
-	sub.Push(&messages.Event{Type: messages.EventFunctionCallOutput, Seq: seq, CallID: "1", Output: "0;1;2;4;5;6;"})
-	sub.Finish()
+	sub.push(&messages.Event{Type: messages.EventFunctionCallOutput, Seq: seq, CallID: "1", Output: "0;1;2;4;5;6;"})
+	sub.finish()
 
 	texts := map[string]string{}
 	n, outputs := 0, 0
@@ -52,21 +50,4 @@ func TestSubscriptionCoalescesToolOutputDeltas(t *testing.T) {
 	require.Equal(t, 1, outputs)
 	require.Less(t, n, 10, "deltas were merged")
 	require.Greater(t, sub.Coalesced(), uint64(0))
-}
-
-// TestLogKeepsAToolOutputDeltaCompact: a command's output delta is kept in a
-// delta's fields, its call id with it, and comes back as published.
-func TestLogKeepsAToolOutputDeltaCompact(t *testing.T) {
-	var wg sync.WaitGroup
-	core := newSessionCore(Spec{SessionID: "log"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
-	ev := &messages.Event{Type: messages.EventFunctionCallOutputDelta, ID: "c/4/output@10", SessionID: "log", ConversationID: "c",
-		Seq: 3, Time: time.Unix(1700000000, 5), ItemID: "c/4/output", CallID: "traj:4", Delta: "ok  w/db\n"}
-	core.logEvent(ev)
-	require.Nil(t, core.log[0].whole, "kept in a delta's fields")
-	require.Equal(t, ev, core.logged()[0])
-
-	text := &messages.Event{Type: messages.EventOutputTextDelta, ID: "c/3/text@0", SessionID: "log", ConversationID: "c",
-		Seq: 4, ItemID: "c/3/message", CallID: "x", Delta: "hi"}
-	core.logEvent(text)
-	require.Same(t, text, core.log[1].whole, "a text delta with a call id is unusual: kept whole")
 }

@@ -16,15 +16,16 @@ type tasks struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     *sync.WaitGroup
+	clock  Clock
 	root   *actor.RootContext
 
 	mu     sync.Mutex
-	timers map[*time.Timer]struct{}
+	timers map[Timer]struct{}
 }
 
-func newTasks(wg *sync.WaitGroup, root *actor.RootContext) *tasks {
+func newTasks(wg *sync.WaitGroup, clock Clock, root *actor.RootContext) *tasks {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &tasks{ctx: ctx, cancel: cancel, wg: wg, root: root}
+	return &tasks{ctx: ctx, cancel: cancel, wg: wg, clock: clock, root: root}
 }
 
 // run starts f in a goroutine owned by this incarnation.
@@ -47,22 +48,23 @@ func (t *tasks) send(pid *actor.PID, msg any) {
 	}
 }
 
-// after sends msg to pid after d, unless the incarnation stops first.
+// after sends msg to pid after d on the clock, unless the incarnation
+// stops first.
 func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
 	if t.ctx.Err() != nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var tm *time.Timer
-	tm = time.AfterFunc(d, func() {
+	var tm Timer
+	tm = t.clock.AfterFunc(d, func() {
 		t.mu.Lock()
 		delete(t.timers, tm)
 		t.mu.Unlock()
 		t.send(pid, msg)
 	})
 	if t.timers == nil {
-		t.timers = make(map[*time.Timer]struct{})
+		t.timers = make(map[Timer]struct{})
 	}
 	t.timers[tm] = struct{}{}
 }
@@ -71,17 +73,17 @@ func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
 // grid shared by every actor of the process (alignedDelay), so the reads of
 // many sessions fall due together: a host of hundreds of idle sessions wakes
 // once for a batch of reads instead of once for each, and a wake-up is most
-// of what a small read costs (docs/PERFORMANCE.md, round 5). A tick fires
+// of what a small read costs (docs/PERFORMANCE.md). A tick fires
 // at most a twentieth of d, and at most maxTickSlack, late.
 func (t *tasks) tick(d time.Duration, pid *actor.PID, msg any) {
-	t.after(alignedDelay(time.Now(), d), pid, msg)
+	t.after(alignedDelay(t.clock.Now(), d), pid, msg)
 }
 
 // maxTickSlack bounds how late alignedDelay makes a tick.
 const maxTickSlack = 100 * time.Millisecond
 
 // alignedDelay is d, lengthened so that now+d falls on a multiple of a
-// grid of d/20 (at most maxTickSlack) on the wall clock. Below a grid of a
+// grid of d/20 (at most maxTickSlack) on the clock. Below a grid of a
 // millisecond, d is returned as it is.
 func alignedDelay(now time.Time, d time.Duration) time.Duration {
 	g := int64(min(d/20, maxTickSlack))

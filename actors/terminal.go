@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -52,10 +51,8 @@ var ErrNoConversation = errors.New("agy has no conversation yet: type the first 
 // It lives as long as its session (agy's terminal does not move with its
 // port), and needs no restart: its work runs in goroutines it owns.
 type terminalWriter struct {
+	child
 	term Terminal
-	cfg  Config
-	wg   *sync.WaitGroup
-	t    *tasks
 
 	queue []any // *typeTurn and *pressKeys not yet done
 	busy  bool
@@ -81,17 +78,15 @@ type terminalDone struct{}
 // terminalTimeout bounds one Type or Press.
 const terminalTimeout = 20 * time.Second
 
-func newTerminalWriter(term Terminal, cfg Config, wg *sync.WaitGroup) actor.Actor {
-	return &terminalWriter{term: term, cfg: cfg, wg: wg}
+func newTerminalWriter(c child, term Terminal) actor.Actor {
+	return &terminalWriter{child: c, term: term}
 }
 
 // Receive queues the requests and runs them one at a time.
 func (w *terminalWriter) Receive(ctx actor.Context) {
+	w.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
-	case *actor.Started:
-		w.t = newTasks(w.wg, ctx.ActorSystem().Root)
 	case *actor.Stopping, *actor.Restarting:
-		w.t.stop()
 		for _, q := range w.queue {
 			if tt, ok := q.(*typeTurn); ok {
 				ctx.Send(tt.reply, &messages.TurnResult{Err: ErrSessionEnded})

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agyharness/agyharness/mapper"
@@ -32,12 +32,7 @@ import (
 // (*messages.ModelsLoaded). A lost port is a failure (the session
 // re-discovers); other errors are the requester's to see.
 type turnSender struct {
-	client *rpc.Client
-	conv   string
-	cfg    Config
-	gen    messages.Gen
-	wg     *sync.WaitGroup
-	t      *tasks
+	child
 
 	queue   []pendingTurn
 	busy    bool
@@ -60,22 +55,21 @@ type catalogRead struct {
 	err     error
 }
 
-func newTurnSender(client *rpc.Client, conv string, cfg Config, gen messages.Gen, wg *sync.WaitGroup) actor.Actor {
-	return &turnSender{client: client, conv: conv, cfg: cfg, gen: gen, wg: wg}
+func newTurnSender(c child) actor.Actor {
+	return &turnSender{child: c}
 }
 
 // Receive queues turns, runs one at a time, and runs interrupts at once.
 func (ts *turnSender) Receive(ctx actor.Context) {
+	ts.lifecycle(ctx)
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ts.t = newTasks(ts.wg, ctx.ActorSystem().Root)
 		self := ctx.Self()
 		ts.t.run(func(c context.Context) {
 			cat, err := readCatalog(c, ts.client)
 			ts.t.send(self, &catalogRead{cat, err})
 		})
 	case *actor.Stopping, *actor.Restarting:
-		ts.t.stop()
 		for _, p := range ts.queue {
 			ctx.Send(p.reply, &messages.TurnResult{Err: ErrNotBound})
 		}
@@ -277,7 +271,8 @@ func (ts *turnSender) declinePrompts(ctx context.Context, convs []messages.Conve
 
 // waitIdle polls the cascade's run status until IDLE or d elapses.
 func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
-	deadline := time.Now().Add(d)
+	clock := ts.cfg.Clock
+	deadline := clock.Now().Add(d)
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
 		all, err := ts.client.GetAllCascadeTrajectories(ctx)
 		if err == nil {
@@ -285,13 +280,8 @@ func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 				return true
 			}
 		}
-		if time.Now().Add(wait).After(deadline) {
+		if clock.Now().Add(wait).After(deadline) || !sleep(ctx, clock, wait) {
 			return false
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(wait):
 		}
 	}
 }
@@ -313,11 +303,7 @@ func readCatalog(ctx context.Context, c *rpc.Client) (map[string]rpc.ModelInfo, 
 
 // recommended is the catalog's recommended model, else its first by name.
 func recommended(catalog map[string]rpc.ModelInfo) string {
-	names := make([]string, 0, len(catalog))
-	for name := range catalog {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(catalog))
 	for _, name := range names {
 		if catalog[name].Recommended {
 			return name

@@ -1,5 +1,7 @@
 package messages
 
+// Public contract: the commands a driver sends (DESIGN.md section 5).
+
 // CommandType names a driver command (DESIGN.md section 5).
 type CommandType string
 

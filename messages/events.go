@@ -1,5 +1,7 @@
 package messages
 
+// Public contract: the events a session publishes (DESIGN.md section 5).
+
 import "time"
 
 // EventType names an event of the public contract (DESIGN.md section 5).

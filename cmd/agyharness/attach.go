@@ -92,11 +92,11 @@ func specFor(pid int, conv, csrf string, mode actors.ReadMode) actors.Spec {
 func osGetpid() int { return os.Getpid() }
 
 func parseReadMode(s string) (actors.ReadMode, error) {
-	switch m := actors.ReadMode(s); m {
-	case actors.ReadBoth, actors.ReadStream, actors.ReadPoll:
-		return m, nil
+	m, err := actors.ParseReadMode(s)
+	if err != nil {
+		return "", usagef("--read-mode: %v", err)
 	}
-	return "", usagef("--read-mode %q: want both, stream or poll", s)
+	return m, nil
 }
 
 // humanOrJSON completes a driver config for --json or human mode.

@@ -367,10 +367,8 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := actors.Spec{PID: req.PID, Port: req.Port, ConversationID: req.ConversationID,
 		CSRFToken: req.CSRFToken, SessionID: req.SessionID, ReadMode: actors.ReadMode(req.ReadMode)}
-	switch spec.ReadMode {
-	case "", actors.ReadBoth, actors.ReadStream, actors.ReadPoll:
-	default:
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf(`"read_mode" %q: want both, stream or poll`, req.ReadMode))
+	if _, err := actors.ParseReadMode(req.ReadMode); err != nil && req.ReadMode != "" {
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf(`"read_mode": %v`, err))
 		return
 	}
 	if spec.SessionID != "" && !validSessionID(spec.SessionID) {

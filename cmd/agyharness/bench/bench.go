@@ -261,10 +261,8 @@ func (o Options) normalized() (Options, error) {
 			return o, fmt.Errorf("bench: unknown fault %q (known: %s)", f, strings.Join(AllFaults, ", "))
 		}
 	}
-	switch o.ReadMode {
-	case "", actors.ReadBoth, actors.ReadStream, actors.ReadPoll:
-	default:
-		return o, fmt.Errorf("bench: unknown read mode %q (stream, poll or both)", o.ReadMode)
+	if _, err := actors.ParseReadMode(string(o.ReadMode)); err != nil && o.ReadMode != "" {
+		return o, fmt.Errorf("bench: %w", err)
 	}
 	if o.PollSessions < 0 || o.PollSessions > o.Sessions {
 		return o, fmt.Errorf("bench: --poll-sessions must be between 0 and --sessions (%d), got %d", o.Sessions, o.PollSessions)

@@ -1,6 +1,7 @@
 package messages
 
-import "github.com/agyharness/agyharness/rpc"
+// The tree's protocol (internal to package actors): finding agy's port and
+// losing it.
 
 // Gen is a session's binding generation. It grows each time the session
 // (re)binds a port or a conversation; children carry the generation they were
@@ -9,12 +10,16 @@ import "github.com/agyharness/agyharness/rpc"
 type Gen uint64
 
 // PortFound is sent by Discovery to its session when it has a port whose
-// server answers Heartbeat and hosts the conversation. No reply. Client is
-// ready to use; the session owns it from here on (and closes it).
+// server answers Heartbeat and hosts the conversation (ConversationID; ""
+// when agy has none yet). No reply. The session builds its client of the
+// port: it accepts only the certificate Pin (DER: the one the probe saw)
+// and sends CSRFToken on every call ("" when the port takes none: a secret,
+// never logged).
 type PortFound struct {
 	Gen            Gen
 	Port           int
-	Client         *rpc.Client
+	Pin            []byte
+	CSRFToken      string
 	ConversationID string
 }
 
@@ -35,12 +40,4 @@ type DiscoveryStalled struct {
 type PortLost struct {
 	Gen Gen
 	Err error
-}
-
-// ClientChanged is sent by the session to its Interaction and Subagent
-// children after a re-discovery, so that work they have in flight continues
-// on the new port. No reply.
-type ClientChanged struct {
-	Gen    Gen
-	Client *rpc.Client
 }

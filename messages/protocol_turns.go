@@ -1,5 +1,8 @@
 package messages
 
+// The tree's protocol (internal to package actors): turns, interrupts and
+// the model catalog.
+
 import (
 	"time"
 
@@ -44,33 +47,6 @@ type Interrupt struct {
 type ConversationFrom struct {
 	ConversationID string
 	From           int
-}
-
-// Detach asks a session to stop: its children stop, its RPCs are cancelled,
-// its subscribers' channels close. Reply: *Detached once stopped.
-type Detach struct{}
-
-// Detached replies to Detach.
-type Detached struct{}
-
-// Subscribe asks a session for a new subscriber (from the embedding API).
-// AfterSeq > 0 resumes after that seq from the session's bounded log.
-// Reply: *Subscribed.
-type Subscribe struct {
-	AfterSeq uint64
-	Sink     EventSink
-}
-
-// Subscribed replies to Subscribe.
-type Subscribed struct{}
-
-// EventSink receives a session's events. The session calls Push from its own
-// goroutine, so Push must not block; the embedding API's subscription queues
-// and coalesces. Push returns false once the consumer is gone, and the
-// session drops the sink. Finish says no event will follow.
-type EventSink interface {
-	Push(*Event) bool
-	Finish()
 }
 
 // ModelsLoaded is sent by TurnSender to its session when it has read agy's

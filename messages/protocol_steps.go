@@ -1,19 +1,13 @@
 package messages
 
+// The tree's protocol (internal to package actors): reading agy's
+// trajectory, and following agy to a new conversation.
+
 import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
 )
-
-// FrameReceived is sent by StreamReader to its session for every data frame
-// of StreamAgentStateUpdates, in order. No reply. Received is when the frame
-// was decoded (the mapper stamps events with it).
-type FrameReceived struct {
-	Gen      Gen
-	Frame    *rpc.StreamFrame
-	Received time.Time
-}
 
 // StreamState is sent by StreamReader to its session when its stream opens
 // (Up) and by the session to its Poller when the stream goes up or down, so
@@ -51,6 +45,15 @@ type TurnActive struct {
 // is declared idle. No reply.
 type ReadNow struct {
 	Gen Gen
+}
+
+// FramesFlowing is sent by the session to its RotationWatcher while frames
+// of the bound conversation arrive: on the first, then at most every
+// quarter of Config.RotationInterval, so Last (when the latest told of was
+// received) is never further behind than that. No reply.
+type FramesFlowing struct {
+	Gen  Gen
+	Last time.Time
 }
 
 // ConversationRotated is sent by RotationWatcher to its session when agy

@@ -1,5 +1,8 @@
 package messages
 
+// The tree's protocol (internal to package actors): answering agy's
+// prompts.
+
 // ResolveElicitation asks a session (from the embedding API) to answer an
 // open elicitation. The session checks the command against the prompt, then
 // hands it to the prompt's Interaction actor as *DeliverAnswer.
@@ -40,12 +43,4 @@ type AnswerFailed struct {
 	ElicitationID string
 	Err           error
 	Retryable     bool
-}
-
-// PromptRetargeted is sent by the session to an Interaction actor when the
-// reconciler saw agy retry the prompt at a new step (after a timeout). No
-// reply.
-type PromptRetargeted struct {
-	Gen       Gen
-	StepIndex int
 }
