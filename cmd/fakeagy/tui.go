@@ -164,6 +164,10 @@ func (t *terminal) run(ctx context.Context, in io.Reader) error {
 			}
 			var keys []key
 			keys, rest = parseKeys(append(rest, b...))
+			// agy's terminal knows its prompts the moment they open (it
+			// is the same process as its language server): look before
+			// taking the keys, so none lands beside a dialog not drawn yet.
+			t.update()
 			for _, k := range keys {
 				if k.r == keyCtrlC {
 					return errQuit
