@@ -3,12 +3,14 @@ GO ?= go
 FUZZTIME ?= 10s
 PKGS := ./...
 
-.PHONY: test lint vet fuzz bench soak
+.PHONY: test lint vet fuzz bench soak proto
 
 # One package at a time (-p 1): the simulation and campaign tests run many
 # fake agys each, and two such packages at once overload 2 cores.
 test: vet
 	$(GO) test -race -p 1 -timeout 15m $(PKGS)
+	@# Several cluster nodes in one process: without -race (hostcluster/node_test.go says why).
+	$(GO) test -p 1 -timeout 5m ./hostcluster/
 
 vet:
 	$(GO) vet $(PKGS)
@@ -42,3 +44,10 @@ bench:
 # The long campaign, for people before a release (about 11 minutes).
 soak:
 	$(GO) run ./cmd/agyharness bench --sessions 200 --duration 10m --seed 42 --json
+
+# Regenerates the Go code of the cluster protocol from its .proto file (needs
+# protoc, Debian's protobuf-compiler, and protoc-gen-go at go.mod's
+# google.golang.org/protobuf version:
+# go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.33.0).
+proto:
+	protoc --go_out=. --go_opt=module=github.com/agyharness/agyharness hostcluster/clusterpb/hostcluster.proto
