@@ -39,12 +39,13 @@ type NodeStatus struct {
 // It is written from event-stream callbacks and the node's goroutines, so
 // it holds a mutex; readers get copies.
 type membership struct {
-	self    string
+	self    string // this node's name
 	now     func() time.Time
 	changed func(name, state string) // called without the lock held
 
-	mu    sync.Mutex
-	nodes map[string]*memberEntry
+	mu     sync.Mutex
+	selfID string // this node's member id now
+	nodes  map[string]*memberEntry
 }
 
 type memberEntry struct {
@@ -177,6 +178,42 @@ func (m *membership) notify(changes [][2]string) {
 	for _, c := range changes {
 		m.changed(c[0], c[1])
 	}
+}
+
+// setSelf records this node's member id (a new one on each join).
+func (m *membership) setSelf(id string) {
+	m.mu.Lock()
+	m.selfID = id
+	m.mu.Unlock()
+}
+
+// view is what a listing tells the asking node of this one's membership:
+// its member id, how many members it sees alive, and the member ids it saw
+// leave.
+func (m *membership) view() (selfID string, alive uint32, lost []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ent := range m.nodes {
+		switch {
+		case ent.status.State == StateAlive:
+			alive++
+		case !ent.inTopology && ent.status.MemberID != "" && !ent.status.Self:
+			lost = append(lost, ent.status.MemberID)
+		}
+	}
+	return m.selfID, alive, lost
+}
+
+// left reports whether memberID is a member this node saw leave.
+func (m *membership) left(memberID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ent := range m.nodes {
+		if ent.status.MemberID == memberID {
+			return !ent.inTopology
+		}
+	}
+	return false
 }
 
 // node returns a node's status and a channel closed once it is no longer

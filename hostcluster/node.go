@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -32,21 +33,20 @@ import (
 // Proto.Actor remote. Its methods are safe for concurrent use.
 type Node struct {
 	cfg     Config
-	system  *actor.ActorSystem
-	cluster *cluster.Cluster
-	actor   *actor.PID
+	host    string // of the remote endpoint
+	port    int
+	allow   *peerFilter
 	members *membership
-	sub     *eventstream.Subscription
-	// stopProvider releases what the provider holds beyond its Shutdown
-	stopProvider func()
-	wg           sync.WaitGroup // goroutines of the node's actors and streams
-	stop         chan struct{}  // closed by Shutdown: stops the refresh loop
-	loops        sync.WaitGroup
+	wg      sync.WaitGroup // goroutines of the node's actors and streams
+	stop    chan struct{}  // closed by Shutdown: stops the refresh loop
+	loops   sync.WaitGroup // the refresh loop, joins and rejoins
 
-	mu       sync.Mutex
-	sessions map[string]cachedSession // session id -> where it was last seen
-	figures  map[string]*NodeFigures  // by node name
-	closed   bool
+	mu        sync.Mutex
+	gen       *generation
+	rejoining bool
+	sessions  map[string]cachedSession // session id -> where it was last seen
+	figures   map[string]*NodeFigures  // by node name
+	closed    bool
 }
 
 type cachedSession struct {
@@ -84,10 +84,65 @@ func Start(cfg Config) (*Node, error) {
 		port = probe.Addr().(*net.TCPAddr).Port
 	}
 	_ = probe.Close()
+	n := &Node{cfg: cfg, host: host, port: port, members: newMembership(cfg.Node, time.Now),
+		sessions: make(map[string]cachedSession), figures: make(map[string]*NodeFigures), stop: make(chan struct{})}
+	n.members.changed = n.nodeChanged
+	n.allow = newPeerFilter(append(append([]string{host}, cfg.AllowPeers...), cfg.Provider.hosts()...), n.members)
+	if _, err := n.join(); err != nil {
+		return nil, err
+	}
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		n.refreshLoop()
+	}()
+	return n, nil
+}
 
+// generation is one incarnation of this node's membership: an actor
+// system with its own member id, remote endpoint, provider and node actor.
+// A node that the others dropped (cut off long enough for the provider to
+// report it gone) joins again as a new generation: Proto.Actor never
+// admits a member id it saw leave.
+type generation struct {
+	system       *actor.ActorSystem
+	cluster      *cluster.Cluster
+	actor        *actor.PID
+	sub          *eventstream.Subscription
+	stopProvider func()
+
+	mu      sync.Mutex
+	streams map[*actor.PID]bool // stream actors reading other nodes
+	left    bool
+}
+
+// track records a stream actor of this generation until untrack; false:
+// the generation is leaving (the stream is not to be opened).
+func (g *generation) track(pid *actor.PID) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.left {
+		return false
+	}
+	g.streams[pid] = true
+	return true
+}
+
+func (g *generation) untrack(pid *actor.PID) {
+	g.mu.Lock()
+	delete(g.streams, pid)
+	g.mu.Unlock()
+}
+
+// join starts a generation on the node's address.
+func (n *Node) join() (*generation, error) {
+	cfg := n.cfg
 	provider, stopProvider, err := cfg.Provider.build(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if stopProvider == nil {
+		stopProvider = func() {}
 	}
 	logger := cfg.Logger
 	system := actor.NewActorSystem(
@@ -95,45 +150,103 @@ func Start(cfg Config) (*Node, error) {
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
 	system.ID = cfg.Node + "@" + incarnation()
-	if stopProvider == nil {
-		stopProvider = func() {}
-	}
-	n := &Node{cfg: cfg, system: system, stopProvider: stopProvider, members: newMembership(cfg.Node, time.Now),
-		sessions: make(map[string]cachedSession), figures: make(map[string]*NodeFigures), stop: make(chan struct{})}
-	n.members.changed = n.nodeChanged
-
-	allow := newPeerFilter(append(append([]string{host}, cfg.AllowPeers...), cfg.Provider.hosts()...), n.members)
-	serverOpts := []grpc.ServerOption{grpc.StreamInterceptor(allow.stream), grpc.UnaryInterceptor(allow.unary)}
+	serverOpts := []grpc.ServerOption{grpc.StreamInterceptor(n.allow.stream), grpc.UnaryInterceptor(n.allow.unary)}
 	dialOpts := []grpc.DialOption{grpc.WithInsecure()} //nolint:staticcheck // remote's own default
 	if cfg.ServerTLS != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.ServerTLS)))
 		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(cfg.ClientTLS))}
 	}
-	rc := remote.Configure(host, port, remote.WithAdvertisedHost(net.JoinHostPort(host, strconv.Itoa(port))),
+	rc := remote.Configure(n.host, n.port, remote.WithAdvertisedHost(net.JoinHostPort(n.host, strconv.Itoa(n.port))),
 		remote.WithServerOptions(serverOpts...), remote.WithDialOptions(dialOpts...))
 	rc.MaxRetryCount = 2
-	cc := cluster.Configure(cfg.Cluster, provider, disthash.New(), rc)
-	n.cluster = cluster.New(system, cc)
-	n.sub = system.EventStream.Subscribe(n.members.handle)
-	if err := startMember(n.cluster); err != nil {
-		system.EventStream.Unsubscribe(n.sub)
+	g := &generation{system: system, stopProvider: stopProvider, streams: make(map[*actor.PID]bool)}
+	g.cluster = cluster.New(system, cluster.Configure(cfg.Cluster, provider, disthash.New(), rc))
+	n.mu.Lock()
+	n.gen = g // what requests made while it joins go through
+	n.mu.Unlock()
+	g.sub = system.EventStream.Subscribe(n.members.handle)
+	if err := startMember(g.cluster); err != nil {
+		system.EventStream.Unsubscribe(g.sub)
 		stopProvider()
 		return nil, err
 	}
-	n.actor, err = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &nodeActor{name: cfg.Node, local: cfg.Local, window: cfg.Window, wg: &n.wg}
+	n.members.setSelf(system.ID)
+	g.actor, err = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &nodeActor{name: cfg.Node, local: cfg.Local, window: cfg.Window, wg: &n.wg, members: n.members, rejoin: n.rejoin}
 	}), nodeActorName)
 	if err != nil {
-		n.cluster.Shutdown(false)
+		n.leave(g)
 		return nil, fmt.Errorf("hostcluster: node actor: %w", err)
 	}
+	cfg.Logger.Info("joined the cluster", "cluster", cfg.Cluster, "node", cfg.Node, "member", system.ID, "address", system.Address())
+	return g, nil
+}
+
+// leave stops a generation: its node actor (and the streams it feeds),
+// then its membership, provider and remote endpoint.
+func (n *Node) leave(g *generation) {
+	g.mu.Lock()
+	g.left = true
+	streams := g.streams
+	g.streams = nil
+	g.mu.Unlock()
+	for pid := range streams {
+		g.system.Root.Send(pid, &ownerLost{why: "is out of reach: this node left the cluster"})
+	}
+	if g.actor != nil {
+		_ = g.system.Root.PoisonFuture(g.actor).Wait()
+	}
+	g.system.EventStream.Unsubscribe(g.sub)
+	g.cluster.Shutdown(true)
+	g.stopProvider()
+}
+
+// current is the generation in use.
+func (n *Node) current() *generation {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.gen
+}
+
+// rejoin replaces the current generation by a new one, once at a time,
+// when memberID (the current generation's) was dropped by the cluster.
+func (n *Node) rejoin(memberID, why string) {
+	n.mu.Lock()
+	if n.closed || n.rejoining || n.gen == nil || n.gen.system.ID != memberID {
+		n.mu.Unlock()
+		return
+	}
+	n.rejoining = true
+	old := n.gen
 	n.loops.Add(1)
+	n.mu.Unlock()
 	go func() {
 		defer n.loops.Done()
-		n.refreshLoop()
+		n.cfg.Logger.Warn("the cluster dropped this node: joining again", "member", memberID, "why", why)
+		n.leave(old)
+		for {
+			g, err := n.join()
+			n.mu.Lock()
+			closed := n.closed
+			n.rejoining = err != nil && !closed
+			n.mu.Unlock()
+			if err == nil || closed {
+				if err == nil && closed {
+					n.leave(g)
+				}
+				return
+			}
+			n.cfg.Logger.Warn("joining again failed", "err", err)
+			select {
+			case <-n.stop:
+				n.mu.Lock()
+				n.rejoining = false
+				n.mu.Unlock()
+				return
+			case <-time.After(time.Second):
+			}
+		}
 	}()
-	cfg.Logger.Info("joined the cluster", "cluster", cfg.Cluster, "node", cfg.Node, "address", system.Address())
-	return n, nil
 }
 
 // startMember runs Proto.Actor's StartMember, which panics on failure.
@@ -157,7 +270,7 @@ func incarnation() string {
 func (n *Node) Name() string { return n.cfg.Node }
 
 // Address is this node's remote address.
-func (n *Node) Address() string { return n.system.Address() }
+func (n *Node) Address() string { return n.current().system.Address() }
 
 // Shutdown leaves the cluster: streams read from other nodes end, streams
 // this node feeds end, the provider forgets this node, remote stops. The
@@ -171,13 +284,10 @@ func (n *Node) Shutdown(ctx context.Context) error {
 	n.closed = true
 	n.mu.Unlock()
 	close(n.stop)
-	n.loops.Wait()
 	done := make(chan struct{})
 	go func() {
-		_ = n.system.Root.PoisonFuture(n.actor).Wait()
-		n.cluster.Shutdown(true)
-		n.stopProvider()
-		n.system.EventStream.Unsubscribe(n.sub)
+		n.loops.Wait() // a rejoin in progress included
+		n.leave(n.current())
 		n.wg.Wait()
 		close(done)
 	}()
@@ -299,7 +409,7 @@ func (n *Node) figure(node string) *NodeFigures {
 func (n *Node) refreshLoop() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for {
+	for i := 1; ; i++ {
 		select {
 		case <-n.stop:
 			return
@@ -313,9 +423,55 @@ func (n *Node) refreshLoop() {
 				}
 			}()
 			n.refresh(ctx)
+			if i%probeEvery == 0 {
+				n.probeLost(ctx)
+			}
 			cancel()
 		}
 	}
+}
+
+// probeEvery is how many refreshes pass between probes of lost members;
+// probeFor is how long after its loss a member is probed.
+const (
+	probeEvery = 3
+	probeFor   = 10 * time.Minute
+)
+
+// probeLost asks each member lost lately whether it is back. One that
+// answers is a member the cluster dropped while it was cut off (or one
+// that dropped this node): Proto.Actor admits neither member id again, so
+// one of the two joins again under a new id. The node that the other
+// dropped joins again; when each dropped the other, the one that sees
+// fewer members alive (at equal counts, the one with the greater name).
+func (n *Node) probeLost(ctx context.Context) {
+	selfID, alive, _ := n.members.view()
+	var wg sync.WaitGroup
+	for _, st := range n.members.list() {
+		if st.Self || st.State != StateLost || st.Address == "" || time.Since(st.Since) > probeFor {
+			continue
+		}
+		wg.Add(1)
+		go func(st NodeStatus) {
+			defer wg.Done()
+			actx, cancel := context.WithTimeout(ctx, n.cfg.AskTimeout)
+			defer cancel()
+			res, err := n.askWatching(actx, st, &clusterpb.ListSessions{Version: ProtocolVersion}, nil)
+			list, ok := res.(*clusterpb.SessionList)
+			if err != nil || !ok || list.MemberId == "" {
+				return
+			}
+			switch rejoiner(n.members.left(list.MemberId), slices.Contains(list.LostMembers, selfID),
+				alive, list.AliveMembers, n.cfg.Node, st.Name) {
+			case rejoinSelf:
+				n.rejoin(selfID, fmt.Sprintf("node %s dropped it", st.Name))
+			case rejoinOther:
+				n.current().system.Root.Send(actor.NewPID(st.Address, nodeActorName),
+					&clusterpb.Rejoin{Version: ProtocolVersion, MemberId: list.MemberId, Reason: fmt.Sprintf("node %s dropped it", n.cfg.Node)})
+			}
+		}(st)
+	}
+	wg.Wait()
 }
 
 // nodeChanged is membership's hook: a node that becomes alive has its
@@ -353,6 +509,11 @@ func (n *Node) nodeChanged(name, state string) {
 // the node's loss. A listing that times out marks the node unreachable.
 func (n *Node) ask(ctx context.Context, st NodeStatus, msg any) (any, error) {
 	_, lost, _ := n.members.node(st.Name)
+	return n.askWatching(ctx, st, msg, lost)
+}
+
+// askWatching is ask, given up when lost closes (nil: never).
+func (n *Node) askWatching(ctx context.Context, st NodeStatus, msg any, lost <-chan struct{}) (any, error) {
 	timeout := n.cfg.AskTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
@@ -364,7 +525,7 @@ func (n *Node) ask(ctx context.Context, st NodeStatus, msg any) (any, error) {
 	n.mu.Lock()
 	n.figure(st.Name).Requests++
 	n.mu.Unlock()
-	f := n.system.Root.RequestFuture(actor.NewPID(st.Address, nodeActorName), msg, timeout)
+	f := n.current().system.Root.RequestFuture(actor.NewPID(st.Address, nodeActorName), msg, timeout)
 	type result struct {
 		v   any
 		err error
@@ -511,7 +672,7 @@ func (n *Node) Subscribe(ctx context.Context, node, sessionID string, afterSeq u
 	n.mu.Lock()
 	n.figure(node).StreamsIn++
 	n.mu.Unlock()
-	return openStream(ctx, n.system.Root, &n.wg, actor.NewPID(st.Address, nodeActorName), node, sessionID, afterSeq, n.cfg.Window, lost)
+	return openStream(ctx, n.current(), &n.wg, actor.NewPID(st.Address, nodeActorName), node, sessionID, afterSeq, n.cfg.Window, lost)
 }
 
 // askError is err as the caller of a request to node sees it.
@@ -530,4 +691,32 @@ func askError(node string, err error) error {
 
 func unexpected(node string, res any) error {
 	return &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: fmt.Sprintf("node %q answered with %T", node, res)}
+}
+
+func (g *generation) root() *actor.RootContext { return g.system.Root }
+
+// Who joins again after a probe (probeLost).
+const (
+	rejoinNone = iota
+	rejoinSelf
+	rejoinOther
+)
+
+// rejoiner decides who of this node and a lost one that answered joins
+// again: the one the other dropped; when each dropped the other, the one
+// that sees fewer members alive, and at equal counts the one with the
+// greater name (both sides decide alike).
+func rejoiner(droppedIt, droppedMe bool, alive, itsAlive uint32, name, its string) int {
+	switch {
+	case droppedMe && droppedIt:
+		if alive < itsAlive || alive == itsAlive && name > its {
+			return rejoinSelf
+		}
+		return rejoinOther
+	case droppedMe:
+		return rejoinSelf
+	case droppedIt:
+		return rejoinOther
+	}
+	return rejoinNone
 }

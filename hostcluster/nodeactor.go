@@ -26,12 +26,14 @@ const ownerDefault = time.Minute
 // children, the feeders, stop: their readers see the stream end); requests
 // in flight are answered by their goroutines all the same.
 type nodeActor struct {
-	name   string
-	local  Local
-	window int
-	wg     *sync.WaitGroup
-	ctx    context.Context
-	cancel context.CancelFunc
+	name    string
+	local   Local
+	window  int
+	wg      *sync.WaitGroup
+	members *membership
+	rejoin  func(memberID, why string)
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
 
 func (a *nodeActor) Receive(ctx actor.Context) {
@@ -51,7 +53,15 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		for _, s := range list {
 			s.Node = a.name
 		}
-		ctx.Respond(&clusterpb.SessionList{Version: ProtocolVersion, Node: a.name, Sessions: list})
+		reply := &clusterpb.SessionList{Version: ProtocolVersion, Node: a.name, Sessions: list}
+		if a.members != nil {
+			reply.MemberId, reply.AliveMembers, reply.LostMembers = a.members.view()
+		}
+		ctx.Respond(reply)
+	case *clusterpb.Rejoin:
+		if m.Version == ProtocolVersion && a.rejoin != nil {
+			a.rejoin(m.MemberId, m.Reason)
+		}
 	case *clusterpb.CreateSession:
 		if m.Version != ProtocolVersion {
 			ctx.Respond(&clusterpb.Created{Version: ProtocolVersion, Failure: versionFailure(m.Version)})

@@ -86,6 +86,17 @@ type openResult struct {
 	err       error
 }
 
+// streamHome is where a stream actor lives: the actor system of a node's
+// generation, which ends its streams when it leaves.
+type streamHome interface {
+	root() *actor.RootContext
+	track(pid *actor.PID) bool
+	untrack(pid *actor.PID)
+}
+
+// errStreamClosed ends a stream stopped before its end.
+var errStreamClosed = errors.New("hostcluster: stream closed")
+
 // ownerLost tells a stream actor its owner's node is gone (queued after
 // whatever the owner sent before).
 type ownerLost struct{ why string }
@@ -102,7 +113,7 @@ func (a *streamActor) Receive(ctx actor.Context) {
 			a.opened <- openResult{err: errors.New("hostcluster: stream closed before it opened")}
 			a.isOpen = true
 		}
-		a.end(nil)
+		a.end(errStreamClosed)
 	case *clusterpb.Subscribed:
 		if a.isOpen {
 			return
@@ -190,14 +201,20 @@ func (a *streamActor) end(err error) {
 
 // openStream starts a stream actor and waits for the owner's answer, the
 // owner's loss, or ctx.
-func openStream(ctx context.Context, root *actor.RootContext, wg *sync.WaitGroup, owner *actor.PID, node, sessionID string,
+func openStream(ctx context.Context, g streamHome, wg *sync.WaitGroup, owner *actor.PID, node, sessionID string,
 	after uint64, window int, lost <-chan struct{}) (*Stream, error) {
+	root := g.root()
 	opened := make(chan openResult, 1)
 	ended := make(chan error, 1)
 	in := make(chan *messages.Event, window)
 	a := &streamActor{owner: owner, node: node, sessionID: sessionID, after: after, window: window,
 		opened: opened, in: in, ended: ended}
 	pid := root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
+	if !g.track(pid) {
+		root.Stop(pid)
+		<-opened
+		return nil, nodeLost(node, "is out of reach: this node is leaving the cluster")
+	}
 	s := &Stream{out: make(chan *messages.Event), actor: pid, root: root, done: make(chan struct{})}
 	var res openResult
 	select {
@@ -208,9 +225,11 @@ func openStream(ctx context.Context, root *actor.RootContext, wg *sync.WaitGroup
 	case <-ctx.Done():
 		root.Stop(pid)
 		<-opened
+		g.untrack(pid)
 		return nil, ctx.Err()
 	}
 	if res.err != nil {
+		g.untrack(pid)
 		return nil, res.err
 	}
 	s.published = res.published
@@ -219,6 +238,7 @@ func openStream(ctx context.Context, root *actor.RootContext, wg *sync.WaitGroup
 	go func() {
 		defer wg.Done()
 		s.pump(in, ended, res.feeder, window, sessionID, node, after)
+		g.untrack(pid)
 		close(watchLost)
 	}()
 	if lost != nil {

@@ -46,8 +46,15 @@ func (r *ownerRig) open(t *testing.T, id string, after uint64, window int, lost 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return openStream(ctx, r.system.Root, r.wg, r.node, "B", id, after, window, lost)
+	return openStream(ctx, rigHome{r.system}, r.wg, r.node, "B", id, after, window, lost)
 }
+
+// rigHome is the rig's actor system as a stream's home.
+type rigHome struct{ system *actor.ActorSystem }
+
+func (h rigHome) root() *actor.RootContext { return h.system.Root }
+func (h rigHome) track(*actor.PID) bool    { return true }
+func (h rigHome) untrack(*actor.PID)       {}
 
 func TestStreamActorsDeliverEveryEventInOrder(t *testing.T) {
 	r := newOwnerRig(t, 16)

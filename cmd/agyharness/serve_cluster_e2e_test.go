@@ -79,6 +79,10 @@ func startClusterNode(t *testing.T, name string, args ...string) *clusterNodePro
 			<-n.done
 		}
 		n.checkRaces(t)
+		if t.Failed() {
+			log := strings.Split(n.logText(), "\n")
+			t.Logf("node %s, the end of its log:\n%s", name, strings.Join(log[max(0, len(log)-80):], "\n"))
+		}
 	})
 	return n
 }
@@ -149,6 +153,17 @@ func (n *clusterNodeProc) nodeStates() map[string]string {
 		out[st.Name] = st.State
 	}
 	return out
+}
+
+func (n *clusterNodeProc) memberID(node string) string {
+	var v nodesView
+	require.Equal(n.t, http.StatusOK, n.do("GET", "/v1/nodes", nil, true, &v))
+	for _, st := range v.Nodes {
+		if st.Name == node {
+			return st.MemberID
+		}
+	}
+	return ""
 }
 
 func (n *clusterNodeProc) sessions() map[string]sessionView {
@@ -349,4 +364,51 @@ func startEtcdServer(t *testing.T) string {
 		return res.StatusCode == http.StatusOK
 	}, wait, 50*time.Millisecond, "etcd answers on %s", client)
 	return client
+}
+
+// A node cut off (stopped with SIGSTOP: its connections stay open, it
+// answers nothing) is reported lost within 2 s; when it comes back
+// (SIGCONT) after the provider dropped it, it joins again and its live
+// sessions are listed and driven again.
+func TestClusterNodeCutOffAndBack(t *testing.T) {
+	ports := []int{freeLoopbackPort(t), freeLoopbackPort(t)}
+	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
+	a := startClusterNode(t, "A", "--cluster", "cut", "--cluster-provider", "automanaged", "--peers", peers, "--provider-port", strconv.Itoa(ports[0]))
+	b := startClusterNode(t, "B", "--cluster", "cut", "--cluster-provider", "automanaged", "--peers", peers, "--provider-port", strconv.Itoa(ports[1]))
+	require.Eventually(t, func() bool { return a.nodeStates()["B"] == hostcluster.StateAlive }, wait, 50*time.Millisecond)
+	fakeB := agytest.Start(t, agytest.Options{Conversation: true, Seed: 31, ChunkDelay: 2 * time.Millisecond})
+	require.Equal(t, http.StatusCreated, a.do("POST", "/v1/sessions", map[string]any{"node": "B", "port": fakeB.Port(), "session_id": "b1"}, true, nil))
+	stream := a.events("b1", "")
+	stream.until("the first status", isType(messages.EventStatus))
+
+	require.NoError(t, b.cmd.Process.Signal(syscall.SIGSTOP))
+	cut := time.Now()
+	stream.until("node_lost", func(ev *messages.Event) bool {
+		return ev.Type == messages.EventError && strings.HasPrefix(ev.Message, "node_lost")
+	})
+	t.Logf("the stream ended %s after B was cut off", time.Since(cut))
+	require.Eventually(t, func() bool {
+		start := time.Now()
+		got := a.sessions()
+		require.Less(t, time.Since(start), 2*time.Second, "A answers within 2 s")
+		return got["b1"].State == sessionNodeLost
+	}, wait, 50*time.Millisecond)
+	start := time.Now()
+	assert.Equal(t, http.StatusServiceUnavailable, a.do("POST", "/v1/sessions/b1/turns", map[string]string{"text": "hello?"}, true, nil))
+	assert.Less(t, time.Since(start), 2*time.Second)
+
+	// Cut off until the provider drops B: Proto.Actor never admits its
+	// member id again, so B must join again under a new one.
+	require.Eventually(t, func() bool { return a.nodeStates()["B"] == hostcluster.StateLost }, wait, 100*time.Millisecond)
+	before := a.memberID("B")
+	require.NoError(t, b.cmd.Process.Signal(syscall.SIGCONT))
+	back := time.Now()
+	require.Eventually(t, func() bool { return a.sessions()["b1"].State == sessionLive }, wait, 100*time.Millisecond,
+		"B's session is listed live again")
+	t.Logf("B's session was listed again %s after B came back", time.Since(back))
+	assert.NotEqual(t, before, a.memberID("B"), "B joined again as a new member")
+	again := a.events("b1", "")
+	require.Equal(t, http.StatusAccepted, a.do("POST", "/v1/sessions/b1/turns", map[string]string{"text": "What is 2+2?"}, true, nil))
+	again.until("a message", isType(messages.EventMessage))
+	again.close()
 }
