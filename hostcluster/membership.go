@@ -53,7 +53,7 @@ type memberEntry struct {
 	inTopology  bool
 	terminated  bool          // its endpoint broke since it joined
 	unanswered  bool          // its last question timed out
-	lost        chan struct{} // closed when it stops being alive
+	lost        chan struct{} // closed when it is lost
 	lostClosed  bool
 	lastAnswers time.Time
 }
@@ -159,10 +159,11 @@ func (m *membership) settle() [][2]string {
 			continue
 		}
 		ent.status.State, ent.status.Since = state, m.now()
+		// A node that is only slow to answer keeps its streams.
 		switch {
-		case state == StateAlive && ent.lostClosed:
+		case state != StateLost && ent.lostClosed:
 			ent.lost, ent.lostClosed = make(chan struct{}), false
-		case state != StateAlive && !ent.lostClosed:
+		case state == StateLost && !ent.lostClosed:
 			close(ent.lost)
 			ent.lostClosed = true
 		}
@@ -216,8 +217,7 @@ func (m *membership) left(memberID string) bool {
 	return false
 }
 
-// node returns a node's status and a channel closed once it is no longer
-// alive.
+// node returns a node's status and a channel closed once it is lost.
 func (m *membership) node(name string) (NodeStatus, <-chan struct{}, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -571,10 +571,30 @@ func (n *Node) target(node string) (NodeStatus, <-chan struct{}, error) {
 	if !ok {
 		return st, nil, &Error{Status: http.StatusNotFound, Code: CodeNoNode, Message: fmt.Sprintf("no node %q in the cluster", node)}
 	}
-	if st.State != StateAlive {
-		return st, nil, nodeLost(node, "is "+st.State)
+	if st.State == StateLost {
+		return st, nil, nodeLost(node, "is lost")
 	}
 	return st, lost, nil
+}
+
+// suspectWait bounds a request to a node that did not answer its last
+// listing in time: if it does not answer this one either, it is reported
+// lost, so the API answers within 2 s.
+const suspectWait = 1500 * time.Millisecond
+
+// askNode is ask for a request from the API: bounded by suspectWait when
+// the node is unreachable, its timeout then reported as node_lost.
+func (n *Node) askNode(ctx context.Context, st NodeStatus, msg any) (any, error) {
+	if st.State != StateUnreachable {
+		return n.ask(ctx, st, msg)
+	}
+	sctx, cancel := context.WithTimeout(ctx, suspectWait)
+	defer cancel()
+	res, err := n.ask(sctx, st, msg)
+	if err != nil && ctx.Err() == nil && sctx.Err() != nil {
+		return nil, nodeLost(st.Name, "is unreachable: it did not answer in time")
+	}
+	return res, err
 }
 
 // Create attaches a session on the named node (not this one: use Local).
@@ -587,7 +607,7 @@ func (n *Node) Create(ctx context.Context, node string, req *clusterpb.CreateSes
 	if dl, ok := ctx.Deadline(); ok {
 		req.DeadlineUnixNano = dl.UnixNano()
 	}
-	res, err := n.ask(ctx, st, req)
+	res, err := n.askNode(ctx, st, req)
 	if err != nil {
 		return nil, askError(node, err)
 	}
@@ -645,7 +665,7 @@ func (n *Node) Do(ctx context.Context, node, sessionID string, c messages.Comman
 		ctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	res, err := n.ask(ctx, st, commandMessage(sessionID, c, deadline))
+	res, err := n.askNode(ctx, st, commandMessage(sessionID, c, deadline))
 	if err != nil {
 		return askError(node, err)
 	}
@@ -672,6 +692,11 @@ func (n *Node) Subscribe(ctx context.Context, node, sessionID string, afterSeq u
 	n.mu.Lock()
 	n.figure(node).StreamsIn++
 	n.mu.Unlock()
+	if st.State == StateUnreachable {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, suspectWait)
+		defer cancel()
+	}
 	return openStream(ctx, n.current(), &n.wg, actor.NewPID(st.Address, nodeActorName), node, sessionID, afterSeq, n.cfg.Window, lost)
 }
 
