@@ -30,7 +30,8 @@ fuzz:
 # The Go benchmarks, a short fault campaign, the performance run of
 # docs/PERFORMANCE.md (fakes in a separate process, 1,000 idle sessions),
 # then its floors: the same streams read and decoded with no harness, and
-# read only (the transport alone).
+# read only (the transport alone); then the cluster campaign (docs/SCALING.md),
+# across nodes and through each session's own node.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/agyharness bench --sessions 50 --duration 20s --seed 1 --json
@@ -40,6 +41,9 @@ bench:
 	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
 	$(GO) run ./cmd/agyharness bench --floor --floor-raw --sessions 200 --duration 20s --seed 1 --faults none \
 	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
+	$(GO) build -o $${TMPDIR:-/tmp}/agyharness-bench ./cmd/agyharness
+	$${TMPDIR:-/tmp}/agyharness-bench bench --cluster 3 --sessions 300 --duration 20s --faults none --seed 1 --json
+	$${TMPDIR:-/tmp}/agyharness-bench bench --cluster 3 --cluster-local --sessions 300 --duration 20s --faults none --seed 1 --json
 
 # The long campaign, for people before a release (about 11 minutes).
 soak:
