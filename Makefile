@@ -41,9 +41,8 @@ bench:
 	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
 	$(GO) run ./cmd/agyharness bench --floor --floor-raw --sessions 200 --duration 20s --seed 1 --faults none \
 	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
-	$(GO) build -o $${TMPDIR:-/tmp}/agyharness-bench ./cmd/agyharness
-	$${TMPDIR:-/tmp}/agyharness-bench bench --cluster 3 --sessions 300 --duration 20s --faults none --seed 1 --json
-	$${TMPDIR:-/tmp}/agyharness-bench bench --cluster 3 --cluster-local --sessions 300 --duration 20s --faults none --seed 1 --json
+	$(GO) run ./cmd/agyharness bench --cluster 3 --sessions 300 --duration 20s --faults none --seed 1 --json
+	$(GO) run ./cmd/agyharness bench --cluster 3 --cluster-local --sessions 300 --duration 20s --faults none --seed 1 --json
 
 # The long campaign, for people before a release (about 11 minutes).
 soak:
