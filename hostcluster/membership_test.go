@@ -1,6 +1,7 @@
 package hostcluster
 
 import (
+	"net"
 	"testing"
 	"time"
 
@@ -76,4 +77,24 @@ func sorted(s []string) []string {
 		}
 	}
 	return out
+}
+
+// topology is a topology event of members given as id, host, port.
+func topology(members ...any) *cluster.ClusterTopology {
+	var ms []*cluster.Member
+	for i := 0; i+2 < len(members)+1 && i < len(members); i += 3 {
+		ms = append(ms, &cluster.Member{Id: members[i].(string), Host: members[i+1].(string), Port: int32(members[i+2].(int))})
+	}
+	return &cluster.ClusterTopology{Members: ms}
+}
+
+func TestPeerFilterAdmitsMembersAndGivenHosts(t *testing.T) {
+	m := newMembership("A", time.Now)
+	f := newPeerFilter([]string{"127.0.0.1", "not a host name"}, m)
+	assert.True(t, f.allowed(&net.TCPAddr{IP: net.ParseIP("127.0.0.1"), Port: 5}))
+	assert.False(t, f.allowed(&net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}))
+	m.handle(topology("B@1", "10.1.2.3", 7))
+	assert.True(t, f.allowed(&net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}), "a member's host")
+	m.handle(topology())
+	assert.False(t, f.allowed(&net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}), "not once it left")
 }
