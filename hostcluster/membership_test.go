@@ -1,7 +1,9 @@
 package hostcluster
 
 import (
+	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,4 +99,19 @@ func TestPeerFilterAdmitsMembersAndGivenHosts(t *testing.T) {
 	assert.True(t, f.allowed(&net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}), "a member's host")
 	m.handle(topology())
 	assert.False(t, f.allowed(&net.TCPAddr{IP: net.ParseIP("10.1.2.3"), Port: 5}), "not once it left")
+}
+
+func TestQuietHandlerPassesEachMessageOncePerInterval(t *testing.T) {
+	var buf strings.Builder
+	now := time.Unix(0, 0)
+	h := newQuietHandler(slog.NewTextHandler(&buf, nil), 30*time.Second)
+	h.now = func() time.Time { return now }
+	log := slog.New(h).With("provider", "automanaged")
+	log.Error("Bad connection to the node health status")
+	log.Error("Bad connection to the node health status")
+	log.Error("another")
+	now = now.Add(31 * time.Second)
+	log.Error("Bad connection to the node health status")
+	assert.Equal(t, 2, strings.Count(buf.String(), "Bad connection"))
+	assert.Equal(t, 1, strings.Count(buf.String(), "another"))
 }

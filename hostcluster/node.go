@@ -144,7 +144,7 @@ func (n *Node) join() (*generation, error) {
 	if stopProvider == nil {
 		stopProvider = func() {}
 	}
-	logger := cfg.Logger
+	logger := slog.New(newQuietHandler(cfg.Logger.Handler(), 30*time.Second))
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }),
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),

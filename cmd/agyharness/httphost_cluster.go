@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
@@ -211,10 +212,13 @@ func (p *proxySession) Subscribe(ctx context.Context, afterSeq uint64) (eventStr
 type clusterLocal struct {
 	s     *server
 	ready <-chan struct{} // closed once s.cluster is set
+
+	once    sync.Once
+	handler http.Handler // s.handler(), built once ready
 }
 
 // wait waits until the server knows its node.
-func (l clusterLocal) wait(ctx context.Context) error {
+func (l *clusterLocal) wait(ctx context.Context) error {
 	select {
 	case <-l.ready:
 		return nil
@@ -223,7 +227,7 @@ func (l clusterLocal) wait(ctx context.Context) error {
 	}
 }
 
-func (l clusterLocal) Sessions() []*clusterpb.SessionInfo {
+func (l *clusterLocal) Sessions() []*clusterpb.SessionInfo {
 	select {
 	case <-l.ready:
 	default:
@@ -237,7 +241,7 @@ func (l clusterLocal) Sessions() []*clusterpb.SessionInfo {
 	return out
 }
 
-func (l clusterLocal) Attach(ctx context.Context, req *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
+func (l *clusterLocal) Attach(ctx context.Context, req *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
 	body := createRequest{PID: int(req.Pid), Port: int(req.Port), ConversationID: req.ConversationId,
 		CSRFToken: req.CsrfToken, ReadMode: req.ReadMode, SessionID: req.SessionId}
 	var v sessionView
@@ -247,7 +251,7 @@ func (l clusterLocal) Attach(ctx context.Context, req *clusterpb.CreateSession) 
 	return infoOfView(v), nil
 }
 
-func (l clusterLocal) Do(ctx context.Context, id string, c messages.Command) error {
+func (l *clusterLocal) Do(ctx context.Context, id string, c messages.Command) error {
 	path := "/v1/sessions/" + url.PathEscape(id)
 	switch c.Type {
 	case messages.CommandTurn:
@@ -264,7 +268,7 @@ func (l clusterLocal) Do(ctx context.Context, id string, c messages.Command) err
 		Message: fmt.Sprintf("unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)}
 }
 
-func (l clusterLocal) Subscribe(ctx context.Context, id string, afterSeq uint64) (hostcluster.LocalStream, uint64, error) {
+func (l *clusterLocal) Subscribe(ctx context.Context, id string, afterSeq uint64) (hostcluster.LocalStream, uint64, error) {
 	if err := l.wait(ctx); err != nil {
 		return nil, 0, err
 	}
@@ -288,7 +292,7 @@ func (l clusterLocal) Subscribe(ctx context.Context, id string, afterSeq uint64)
 
 // call runs a request through this node's own handler and decodes its
 // answer into out; a refusal becomes a *hostcluster.Error with its status.
-func (l clusterLocal) call(ctx context.Context, method, path string, body, out any) error {
+func (l *clusterLocal) call(ctx context.Context, method, path string, body, out any) error {
 	if err := l.wait(ctx); err != nil {
 		return err
 	}
@@ -305,7 +309,8 @@ func (l clusterLocal) call(ctx context.Context, method, path string, body, out a
 	}
 	req.Header.Set("Authorization", "Bearer "+l.s.cfg.token)
 	rec := httptest.NewRecorder()
-	l.s.handler().ServeHTTP(rec, req)
+	l.once.Do(func() { l.handler = l.s.handler() })
+	l.handler.ServeHTTP(rec, req)
 	if rec.Code >= 400 {
 		var e apiError
 		_ = json.Unmarshal(rec.Body.Bytes(), &e)

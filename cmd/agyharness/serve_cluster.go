@@ -119,7 +119,7 @@ func splitList(s string) []string {
 // from other nodes wait until the server knows its node.
 func joinCluster(cfg hostcluster.Config, s *server) (*hostcluster.Node, error) {
 	ready := make(chan struct{})
-	cfg.Local = clusterLocal{s: s, ready: ready}
+	cfg.Local = &clusterLocal{s: s, ready: ready}
 	n, err := hostcluster.Start(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
