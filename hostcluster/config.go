@@ -51,6 +51,9 @@ type Config struct {
 	// Window is how many events a stream's owner sends ahead of the
 	// reader's consumption: 256.
 	Window int
+	// ForgetLost is how long the sessions of a lost node stay listed, as
+	// node_lost, and the node probed for its return: 10m.
+	ForgetLost time.Duration
 }
 
 // Provider is a membership provider of Proto.Actor's cluster.
@@ -174,6 +177,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Window <= 0 {
 		c.Window = 256
+	}
+	if c.ForgetLost <= 0 {
+		c.ForgetLost = 10 * time.Minute
 	}
 	return c, nil
 }

@@ -183,6 +183,12 @@ func freePort(t *testing.T) int {
 // with its own fakeLocal, and waits until each sees every other alive.
 func testNodes(t *testing.T, names ...string) ([]*Node, []*fakeLocal) {
 	t.Helper()
+	return testNodesTuned(t, nil, names...)
+}
+
+// testNodesTuned is testNodes with each node's Config changed by tune.
+func testNodesTuned(t *testing.T, tune func(*Config), names ...string) ([]*Node, []*fakeLocal) {
+	t.Helper()
 	ports := make([]int, len(names))
 	peers := make([]string, len(names))
 	for i := range names {
@@ -193,7 +199,10 @@ func testNodes(t *testing.T, names ...string) ([]*Node, []*fakeLocal) {
 	for i := range names {
 		providers[i] = Automanaged{Port: ports[i], Peers: peers, Refresh: 100 * time.Millisecond}
 	}
-	return startTestNodes(t, providers, names)
+	if tune == nil {
+		return startTestNodes(t, providers, names)
+	}
+	return startTestNodes(t, providers, names, tune)
 }
 
 // testEtcdNodes starts nodes that find each other in etcd.
@@ -206,13 +215,17 @@ func testEtcdNodes(t *testing.T, endpoint string, names ...string) ([]*Node, []*
 	return startTestNodes(t, providers, names)
 }
 
-func startTestNodes(t *testing.T, providers []Provider, names []string) ([]*Node, []*fakeLocal) {
+func startTestNodes(t *testing.T, providers []Provider, names []string, tune ...func(*Config)) ([]*Node, []*fakeLocal) {
 	t.Helper()
 	nodes := make([]*Node, len(names))
 	locals := make([]*fakeLocal, len(names))
 	for i, name := range names {
 		locals[i] = newFakeLocal()
-		n, err := Start(Config{Cluster: "test", Node: name, Advertise: "127.0.0.1:0", Local: locals[i], Provider: providers[i]})
+		cfg := Config{Cluster: "test", Node: name, Advertise: "127.0.0.1:0", Local: locals[i], Provider: providers[i]}
+		for _, f := range tune {
+			f(&cfg)
+		}
+		n, err := Start(cfg)
 		require.NoError(t, err)
 		nodes[i] = n
 		t.Cleanup(func() {

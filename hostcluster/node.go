@@ -322,7 +322,7 @@ type ClusterSession struct {
 
 // Sessions lists the sessions of every node: this node's own, each live
 // member's (asked now, for at most AskTimeout), and those last seen on a
-// node that is not alive now (Lost).
+// node that is not alive now (Lost), for ForgetLost after it was lost.
 func (n *Node) Sessions(ctx context.Context) []ClusterSession {
 	var out []ClusterSession
 	for _, s := range n.cfg.Local.Sessions() {
@@ -330,9 +330,19 @@ func (n *Node) Sessions(ctx context.Context) []ClusterSession {
 		out = append(out, ClusterSession{Info: s})
 	}
 	answered := n.refresh(ctx)
+	forget := make(map[string]bool)
+	for _, st := range n.members.list() {
+		if st.State == StateLost && time.Since(st.Since) > n.cfg.ForgetLost {
+			forget[st.Name] = true
+		}
+	}
 	n.mu.Lock()
-	for _, c := range n.sessions {
+	for id, c := range n.sessions {
 		if c.node == n.cfg.Node {
+			continue
+		}
+		if forget[c.node] {
+			delete(n.sessions, id)
 			continue
 		}
 		out = append(out, ClusterSession{Info: c.info, Lost: !answered[c.node]})
@@ -431,12 +441,9 @@ func (n *Node) refreshLoop() {
 	}
 }
 
-// probeEvery is how many refreshes pass between probes of lost members;
-// probeFor is how long after its loss a member is probed.
-const (
-	probeEvery = 3
-	probeFor   = 10 * time.Minute
-)
+// probeEvery is how many refreshes pass between probes of lost members
+// (for Config.ForgetLost after their loss).
+const probeEvery = 3
 
 // probeLost asks each member lost lately whether it is back. One that
 // answers is a member the cluster dropped while it was cut off (or one
@@ -448,7 +455,7 @@ func (n *Node) probeLost(ctx context.Context) {
 	selfID, alive, _ := n.members.view()
 	var wg sync.WaitGroup
 	for _, st := range n.members.list() {
-		if st.Self || st.State != StateLost || st.Address == "" || time.Since(st.Since) > probeFor {
+		if st.Self || st.State != StateLost || st.Address == "" || time.Since(st.Since) > n.cfg.ForgetLost {
 			continue
 		}
 		wg.Add(1)

@@ -220,3 +220,18 @@ func TestStreamOfADeadNodeEndsWithNodeLost(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrNodeLost), "%v", err)
 	assert.Less(t, time.Since(start), 100*time.Millisecond)
 }
+
+func TestSessionsOfANodeLostLongAgoAreForgotten(t *testing.T) {
+	nodes, locals := testNodesTuned(t, func(c *Config) { c.ForgetLost = 2 * time.Second }, "A", "B")
+	locals[1].add("b1")
+	ctx := context.Background()
+	require.Len(t, nodes[0].Sessions(ctx), 1)
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	require.NoError(t, nodes[1].Shutdown(sctx))
+	waitFor(t, 10*time.Second, func() bool {
+		got := nodes[0].Sessions(ctx)
+		return len(got) == 1 && got[0].Lost
+	}, "B's session listed lost")
+	waitFor(t, 10*time.Second, func() bool { return len(nodes[0].Sessions(ctx)) == 0 }, "B's session forgotten")
+}
