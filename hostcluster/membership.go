@@ -49,13 +49,12 @@ type membership struct {
 }
 
 type memberEntry struct {
-	status      NodeStatus
-	inTopology  bool
-	terminated  bool          // its endpoint broke since it joined
-	unanswered  bool          // its last question timed out
-	lost        chan struct{} // closed when it is lost
-	lostClosed  bool
-	lastAnswers time.Time
+	status     NodeStatus
+	inTopology bool
+	terminated bool          // its endpoint broke since it joined
+	unanswered bool          // its last question timed out
+	lost       chan struct{} // closed when it is lost
+	lostClosed bool
 }
 
 func newMembership(self string, now func() time.Time) *membership {
@@ -125,9 +124,6 @@ func (m *membership) answered(name, memberID string, ok bool) {
 		return
 	}
 	ent.unanswered = !ok
-	if ok {
-		ent.lastAnswers = m.now()
-	}
 	changes := m.settle()
 	m.mu.Unlock()
 	m.notify(changes)
