@@ -3,12 +3,14 @@ GO ?= go
 FUZZTIME ?= 10s
 PKGS := ./...
 
-.PHONY: test lint vet fuzz bench soak
+.PHONY: test lint vet fuzz bench soak proto
 
 # One package at a time (-p 1): the simulation and campaign tests run many
 # fake agys each, and two such packages at once overload 2 cores.
 test: vet
 	$(GO) test -race -p 1 -timeout 15m $(PKGS)
+	@# Several cluster nodes in one process: without -race (hostcluster/node_test.go says why).
+	$(GO) test -p 1 -timeout 5m ./hostcluster/
 
 vet:
 	$(GO) vet $(PKGS)
@@ -28,7 +30,8 @@ fuzz:
 # The Go benchmarks, a short fault campaign, the performance run of
 # docs/PERFORMANCE.md (fakes in a separate process, 1,000 idle sessions),
 # then its floors: the same streams read and decoded with no harness, and
-# read only (the transport alone).
+# read only (the transport alone); then the cluster campaign (docs/SCALING.md),
+# across nodes and through each session's own node.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/agyharness bench --sessions 50 --duration 20s --seed 1 --json
@@ -38,7 +41,16 @@ bench:
 	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
 	$(GO) run ./cmd/agyharness bench --floor --floor-raw --sessions 200 --duration 20s --seed 1 --faults none \
 	  --turn-kinds essay --chunk-delay 200ms --external-fakes --frame-cost=false --json
+	$(GO) run ./cmd/agyharness bench --cluster 3 --sessions 300 --duration 20s --faults none --seed 1 --json
+	$(GO) run ./cmd/agyharness bench --cluster 3 --cluster-local --sessions 300 --duration 20s --faults none --seed 1 --json
 
 # The long campaign, for people before a release (about 11 minutes).
 soak:
 	$(GO) run ./cmd/agyharness bench --sessions 200 --duration 10m --seed 42 --json
+
+# Regenerates the Go code of the cluster protocol from its .proto file (needs
+# protoc, Debian's protobuf-compiler, and protoc-gen-go at go.mod's
+# google.golang.org/protobuf version:
+# go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.33.0).
+proto:
+	protoc --go_out=. --go_opt=module=github.com/agyharness/agyharness hostcluster/clusterpb/hostcluster.proto

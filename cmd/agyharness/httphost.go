@@ -137,6 +137,10 @@ type server struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // watchers
 	metrics   *metrics
+
+	// cluster is this host's node of a cluster (nil: not in one); set
+	// before the server serves.
+	cluster clusterAPI
 }
 
 func (c serverConfig) withDefaults() serverConfig {
@@ -187,6 +191,9 @@ func (s *server) handler() http.Handler {
 	mux.Handle("POST /v1/sessions/{id}/turns", s.auth(s.withSession(s.turn)))
 	mux.Handle("POST /v1/sessions/{id}/elicitations/{eid}/resolve", s.auth(s.withSession(s.resolve)))
 	mux.Handle("POST /v1/sessions/{id}/interrupt", s.auth(s.withSession(s.interrupt)))
+	if s.cluster != nil {
+		mux.Handle("GET /v1/nodes", s.auth(http.HandlerFunc(s.nodes)))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.EscapedPath())
 	})
@@ -256,6 +263,10 @@ func (s *server) withSession(h sessionHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		sess, ok := s.cfg.host.Session(id)
+		if !ok && s.cluster != nil && !fromCluster(r) {
+			s.remoteSession(w, r, id, h)
+			return
+		}
 		if !ok || sess.Attached().IsZero() {
 			writeError(w, http.StatusNotFound, fmt.Sprintf("no session %q", id))
 			return
@@ -302,6 +313,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // commandStatus maps a session's refusal of a command to a status.
 func commandStatus(err error) int {
+	var owner interface{ HTTPStatus() int } // a refusal from the session's node
+	if errors.As(err, &owner) {
+		return owner.HTTPStatus()
+	}
 	switch {
 	case errors.Is(err, actors.ErrSessionEnded), errors.Is(err, actors.ErrUnknownElicitation):
 		return http.StatusNotFound
@@ -329,6 +344,8 @@ type createRequest struct {
 	CSRFToken      string `json:"csrf_token,omitempty"`
 	ReadMode       string `json:"read_mode,omitempty"`
 	SessionID      string `json:"session_id,omitempty"`
+	// Node creates the session on that node of the cluster.
+	Node string `json:"node,omitempty"`
 }
 
 // sessionView is a session as the API shows it.
@@ -341,6 +358,9 @@ type sessionView struct {
 	Rebinds        int            `json:"rebinds"`
 	Restarts       map[string]int `json:"restarts"`
 	OpenPrompts    []string       `json:"open_elicitations"`
+	// In a cluster: the session's node, and live or node_lost.
+	Node  string `json:"node,omitempty"`
+	State string `json:"state,omitempty"`
 }
 
 func view(sess servedSession) sessionView {
@@ -375,6 +395,9 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnprocessableEntity, `"session_id": 1 to 128 characters of A-Z, a-z, 0-9, ".", "_" and "-" (not "." or "..")`)
 		return
 	}
+	if req.Node != "" && s.createOnNode(w, r, req) {
+		return
+	}
 	if spec.SessionID != "" {
 		if _, dup := s.cfg.host.Session(spec.SessionID); dup {
 			writeError(w, http.StatusConflict, fmt.Sprintf("session %q exists", spec.SessionID))
@@ -400,7 +423,7 @@ func (s *server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	s.watch(sess)
 	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(sess.ID()))
-	writeJSON(w, http.StatusCreated, view(sess))
+	writeJSON(w, http.StatusCreated, s.withNode(view(sess)))
 }
 
 var sessionIDChars = regexp.MustCompile(`^[A-Za-z0-9._-]{1,128}$`)
@@ -427,6 +450,10 @@ func (s *server) watch(sess servedSession) {
 }
 
 func (s *server) listSessions(w http.ResponseWriter, r *http.Request) {
+	if s.cluster != nil {
+		s.listClusterSessions(w, r)
+		return
+	}
 	all := attachedSessions(s.cfg.host)
 	views := make([]sessionView, len(all))
 	for i, sess := range all {
@@ -436,7 +463,7 @@ func (s *server) listSessions(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) getSession(w http.ResponseWriter, r *http.Request, sess servedSession) {
-	writeJSON(w, http.StatusOK, view(sess))
+	writeJSON(w, http.StatusOK, s.withNode(view(sess)))
 }
 
 func (s *server) deleteSession(w http.ResponseWriter, r *http.Request, sess servedSession) {

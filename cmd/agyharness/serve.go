@@ -21,7 +21,7 @@ import (
 func serveCommand() *command {
 	c := &command{
 		name:     "serve",
-		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--tls-cert F --tls-key F] [--allow-remote [--insecure-remote]] [--max-connections N]",
+		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--tls-cert F --tls-key F] [--allow-remote [--insecure-remote]] [--max-connections N] [--cluster NAME --cluster-provider etcd|automanaged [--etcd-endpoints H:P,...] [--peers H:P,... --provider-port N] [--node NAME] [--advertise HOST:PORT]]",
 		summary:  "run the multi-session host: HTTP + SSE, loopback and a bearer token by default",
 		example: `agyharness serve --token-file ~/.config/agyharness/token &
 TOKEN=$(cat ~/.config/agyharness/token)
@@ -39,6 +39,8 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); more wait to be accepted")
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
+		var cluster clusterFlags
+		cluster.register(fs)
 		pos, err := parseFlags(fs, args)
 		if err != nil {
 			return err
@@ -80,6 +82,10 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 			return err
 		}
 		log := newLogger(e)
+		clusterCfg, clustered, err := cluster.config(log)
+		if err != nil {
+			return err
+		}
 		ln, err := net.Listen("tcp", *listen)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -90,6 +96,23 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 			heartbeat: *heartbeat, attachTimeout: *attachTimeout,
 			maxConns: *maxConns, tls: tlsConfig,
 		})
+		shutdown := func(sctx context.Context) error { return h.Shutdown(sctx) }
+		if clustered {
+			node, err := joinCluster(clusterCfg, s)
+			if err != nil {
+				_ = ln.Close()
+				_ = h.Shutdown(context.Background())
+				return err
+			}
+			fmt.Fprintf(e.stderr, "agyharness serve: node %s of cluster %s at %s\n", node.Name(), clusterCfg.Cluster, node.Address())
+			shutdown = func(sctx context.Context) error {
+				// Streams other nodes read end first; then the sessions.
+				if err := node.Shutdown(sctx); err != nil {
+					log.Warn("cluster shutdown", "err", err)
+				}
+				return h.Shutdown(sctx)
+			}
+		}
 		scheme := "http"
 		if tlsConfig != nil {
 			scheme = "https"
@@ -99,7 +122,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 			// The one place a token is ever printed: the operator needs it.
 			fmt.Fprintf(e.stderr, "agyharness serve: token: %s\n", token)
 		}
-		return s.serve(ctx, ln, e.signals, func(sctx context.Context) error { return h.Shutdown(sctx) })
+		return s.serve(ctx, ln, e.signals, shutdown)
 	}
 	return c
 }

@@ -107,6 +107,13 @@ type Options struct {
 	FloorRaw bool
 	// Logger receives the host's and the campaign's logs; nil discards.
 	Logger *slog.Logger
+	// Cluster, when > 0, runs the campaign on that many serve processes
+	// joined in a cluster (cluster.go); ClusterLocal drives each session
+	// through its own node instead of another; Harness is the agyharness
+	// binary to run them (default: this executable).
+	Cluster      int
+	ClusterLocal bool
+	Harness      string
 }
 
 // Result is a campaign's figures, printed by --json.
@@ -202,6 +209,7 @@ type Result struct {
 	FrameCostNs          map[string]float64 `json:"frame_cost_ns,omitempty"`
 	FrameCostRatio       *float64           `json:"frame_cost_ratio_1000_vs_10,omitempty"`
 	Problems             []string           `json:"problems,omitempty"`
+	Cluster              *ClusterFigures    `json:"cluster,omitempty"`
 	problemsDropped      int
 }
 

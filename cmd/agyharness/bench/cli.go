@@ -48,6 +48,9 @@ func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
 	fs.BoolVar(&o.FrameCost, "frame-cost", true, "measure one frame's cost at 10, 100 and 1,000 prior steps (a few seconds)")
 	fs.BoolVar(&o.Floor, "floor", false, "run no harness: read and decode the fakes' streams with the rpc package alone, to measure the floor under the harness's CPU per frame (needs --external-fakes)")
 	fs.BoolVar(&o.FloorRaw, "floor-raw", false, "with --floor: take the frames off the streams undecoded, to measure the transport alone")
+	fs.IntVar(&o.Cluster, "cluster", 0, "run the sessions on this many serve processes joined in a cluster, each session driven through a node other than its own (needs --faults none)")
+	fs.BoolVar(&o.ClusterLocal, "cluster-local", false, "with --cluster, drive each session through its own node (the local figures beside the cross-node ones)")
+	fs.StringVar(&o.Harness, "harness", "", "with --cluster, the agyharness binary to run the nodes (default: this one)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -42,7 +42,7 @@ type driver struct {
 	rng      *rand.Rand
 	srv      *agytest.Server // nil with external fakes
 	fake     fake            // what close releases
-	s        *actors.Session
+	s        drivenSession
 	reqs     chan *messages.Event // elicitation requests, for the driver
 	consum   sync.WaitGroup
 

@@ -25,7 +25,7 @@ type bench struct {
 
 // Run measures what o asks for, in this order: the frame cost (FrameCost),
 // the idle sessions (IdleSessions), then the campaign, or the floor
-// (Floor). An error means the run could not go on (bad options, a fake or
+// (Floor); with Cluster, the campaign on a cluster alone (cluster.go). An error means the run could not go on (bad options, a fake or
 // an attach failed, a profile could not be written), and nothing it
 // started is left running; what the campaign found is in the Result (see
 // Failed).
@@ -33,6 +33,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	o, err := o.normalized()
 	if err != nil {
 		return nil, err
+	}
+	if o.Cluster > 0 {
+		return runCluster(ctx, o)
 	}
 	b := &bench{o: o, res: newResult(o)}
 	if o.HeapProfile != "" {

@@ -1,0 +1,39 @@
+package bench
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestShortClusterCampaign runs the campaign on three serve processes, each
+// session driven through a node other than its own: nothing lost, doubled,
+// out of order or misdelivered across nodes.
+func TestShortClusterCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("campaign skipped in -short")
+	}
+	harness := filepath.Join(t.TempDir(), "agyharness")
+	out, err := exec.Command("go", "build", "-o", harness, "github.com/agyharness/agyharness/cmd/agyharness").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	res, err := Run(context.Background(), Options{Sessions: 9, Duration: 3 * time.Second, TurnTimeout: 30 * time.Second,
+		Seed: campaignSeed(t), Cluster: 3, Harness: harness})
+	require.NoError(t, err)
+	assert.False(t, res.Failed(), "problems: %v", res.Problems)
+	assert.Empty(t, res.Problems)
+	require.NotNil(t, res.Cluster)
+	assert.Equal(t, "cross", res.Cluster.Route)
+	assert.Equal(t, 9, res.Cluster.ListedSessions)
+	assert.Positive(t, res.Turns)
+	assert.Positive(t, res.Cluster.CommandSamples)
+	assert.Positive(t, res.LatencySamples)
+	assert.Equal(t, res.ItemsExpected, res.ItemsEmitted)
+
+	_, err = Run(context.Background(), Options{Sessions: 3, Duration: time.Second, Cluster: 3, Harness: harness, Faults: []string{FaultSlow}})
+	assert.ErrorContains(t, err, "--faults none")
+}

@@ -1,0 +1,291 @@
+package hostcluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/hostcluster/clusterpb"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/stretchr/testify/require"
+)
+
+// fakeLocal is a node's own sessions, scripted: a session's events are
+// whatever the test publishes, and a turn publishes a user_message.
+type fakeLocal struct {
+	mu       sync.Mutex
+	sessions map[string]*fakeSession
+}
+
+type fakeSession struct {
+	id     string
+	events []*messages.Event
+	subs   []*fakeStream
+	ended  bool
+	// handed counts events given to any subscriber's channel
+	handed atomic.Int64
+}
+
+type fakeStream struct {
+	ch   chan *messages.Event
+	done chan struct{}
+	once sync.Once
+	q    chan *messages.Event
+}
+
+func (s *fakeStream) C() <-chan *messages.Event { return s.ch }
+func (s *fakeStream) Close()                    { s.once.Do(func() { close(s.done) }) }
+
+func newFakeLocal() *fakeLocal { return &fakeLocal{sessions: make(map[string]*fakeSession)} }
+
+func (f *fakeLocal) add(id string) *fakeSession {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := &fakeSession{id: id}
+	f.sessions[id] = s
+	return s
+}
+
+// publish appends an event to a session and sends it to its subscribers.
+func (f *fakeLocal) publish(id string, ev *messages.Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[id]
+	ev.Seq = uint64(len(s.events) + 1)
+	ev.SessionID = id
+	s.events = append(s.events, ev)
+	for _, sub := range s.subs {
+		sub.q <- ev
+	}
+}
+
+// end ends a session: its streams close after their events.
+func (f *fakeLocal) end(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[id]
+	s.ended = true
+	for _, sub := range s.subs {
+		close(sub.q)
+	}
+	s.subs = nil
+	delete(f.sessions, id)
+}
+
+func (f *fakeLocal) Sessions() []*clusterpb.SessionInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*clusterpb.SessionInfo
+	for id, s := range f.sessions {
+		out = append(out, &clusterpb.SessionInfo{Id: id, Events: uint64(len(s.events))})
+	}
+	return out
+}
+
+func (f *fakeLocal) Attach(ctx context.Context, req *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
+	if req.Port == 9 {
+		return nil, &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: "attach: no agy on port 9"}
+	}
+	id := req.SessionId
+	if id == "" {
+		id = fmt.Sprintf("s-%d", req.Port)
+	}
+	f.mu.Lock()
+	_, dup := f.sessions[id]
+	f.mu.Unlock()
+	if dup {
+		return nil, &Error{Status: http.StatusConflict, Code: CodeConflict, Message: "session exists"}
+	}
+	f.add(id)
+	return &clusterpb.SessionInfo{Id: id, Port: req.Port}, nil
+}
+
+func (f *fakeLocal) Do(ctx context.Context, id string, c messages.Command) error {
+	f.mu.Lock()
+	_, ok := f.sessions[id]
+	f.mu.Unlock()
+	if !ok {
+		return notFound(id)
+	}
+	switch c.Type {
+	case messages.CommandTurn:
+		if c.Text == "slow" {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		f.publish(id, &messages.Event{Type: messages.EventUserMessage, Text: c.Text, Origin: messages.OriginHarness})
+	case messages.CommandDetach:
+		f.end(id)
+	}
+	return nil
+}
+
+// Subscribe hands the events after afterSeq, then live ones, through an
+// unbuffered channel: what it has handed is what the reader pulled.
+func (f *fakeLocal) Subscribe(ctx context.Context, id string, after uint64) (LocalStream, uint64, error) {
+	f.mu.Lock()
+	s, ok := f.sessions[id]
+	if !ok {
+		f.mu.Unlock()
+		return nil, 0, notFound(id)
+	}
+	published := uint64(len(s.events))
+	if after > published {
+		f.mu.Unlock()
+		return nil, 0, &Error{Status: http.StatusBadRequest, Code: CodeBadRequest, Message: "beyond the last event"}
+	}
+	st := &fakeStream{ch: make(chan *messages.Event), done: make(chan struct{}), q: make(chan *messages.Event, 1<<16)}
+	for _, ev := range s.events[after:] {
+		st.q <- ev
+	}
+	s.subs = append(s.subs, st)
+	f.mu.Unlock()
+	go func() {
+		defer close(st.ch)
+		for {
+			var ev *messages.Event
+			select {
+			case e, ok := <-st.q:
+				if !ok {
+					return
+				}
+				ev = e
+			case <-st.done:
+				return
+			}
+			select {
+			case st.ch <- ev:
+				s.handed.Add(1)
+			case <-st.done:
+				return
+			}
+		}
+	}()
+	return st, published, nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// testNodes starts nodes on loopback with the automanaged provider, each
+// with its own fakeLocal, and waits until each sees every other alive.
+func testNodes(t *testing.T, names ...string) ([]*Node, []*fakeLocal) {
+	t.Helper()
+	return testNodesTuned(t, nil, names...)
+}
+
+// testNodesTuned is testNodes with each node's Config changed by tune.
+func testNodesTuned(t *testing.T, tune func(*Config), names ...string) ([]*Node, []*fakeLocal) {
+	t.Helper()
+	ports := make([]int, len(names))
+	peers := make([]string, len(names))
+	for i := range names {
+		ports[i] = freePort(t)
+		peers[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+	}
+	providers := make([]Provider, len(names))
+	for i := range names {
+		providers[i] = Automanaged{Port: ports[i], Peers: peers, Refresh: 100 * time.Millisecond}
+	}
+	if tune == nil {
+		return startTestNodes(t, providers, names)
+	}
+	return startTestNodes(t, providers, names, tune)
+}
+
+// testEtcdNodes starts nodes that find each other in etcd.
+func testEtcdNodes(t *testing.T, endpoint string, names ...string) ([]*Node, []*fakeLocal) {
+	t.Helper()
+	providers := make([]Provider, len(names))
+	for i := range names {
+		providers[i] = Etcd{Endpoints: []string{endpoint}, Prefix: "/test-" + t.Name()}
+	}
+	return startTestNodes(t, providers, names)
+}
+
+func startTestNodes(t *testing.T, providers []Provider, names []string, tune ...func(*Config)) ([]*Node, []*fakeLocal) {
+	t.Helper()
+	nodes := make([]*Node, len(names))
+	locals := make([]*fakeLocal, len(names))
+	for i, name := range names {
+		locals[i] = newFakeLocal()
+		cfg := Config{Cluster: "test", Node: name, Advertise: "127.0.0.1:0", Local: locals[i], Provider: providers[i]}
+		for _, f := range tune {
+			f(&cfg)
+		}
+		n, err := Start(cfg)
+		require.NoError(t, err)
+		nodes[i] = n
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			require.NoError(t, n.Shutdown(ctx))
+		})
+	}
+	for _, n := range nodes {
+		waitFor(t, 15*time.Second, func() bool {
+			alive := 0
+			for _, st := range n.Nodes() {
+				if st.State == StateAlive {
+					alive++
+				}
+			}
+			return alive == len(names)
+		}, "node %s sees every node alive: %+v", n.Name(), n.Nodes())
+	}
+	return nodes, locals
+}
+
+func waitFor(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not in %s: "+msg, append([]any{within}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// startEtcd runs Debian's etcd (etcd-server) on loopback ports with its
+// data in a temporary directory, and returns its client endpoint. The test
+// is skipped where etcd is not installed (.ci/run installs it).
+func startEtcd(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		t.Skip("etcd is not installed (apt-get install etcd-server)")
+	}
+	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	cmd := exec.Command(bin, "--name", "test", "--data-dir", t.TempDir(),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "test="+peer, "--log-level", "error")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	waitFor(t, 20*time.Second, func() bool {
+		res, err := http.Get(client + "/health")
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	}, "etcd answers on %s", client)
+	return strings.TrimPrefix(client, "http://")
+}

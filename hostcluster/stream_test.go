@@ -1,0 +1,171 @@
+package hostcluster
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agyharness/agyharness/hostcluster/clusterpb"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ownerRig is a node actor serving a fakeLocal, and a reader, in one actor
+// system: the stream and feeder actors without remote between them.
+type ownerRig struct {
+	system *actor.ActorSystem
+	node   *actor.PID
+	local  *fakeLocal
+	wg     *sync.WaitGroup
+}
+
+func newOwnerRig(t *testing.T, window int) *ownerRig {
+	t.Helper()
+	system := actor.NewActorSystem(
+		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
+		actor.WithDeadLetterThrottleInterval(10*time.Millisecond))
+	r := &ownerRig{system: system, local: newFakeLocal(), wg: &sync.WaitGroup{}}
+	r.node = system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &nodeActor{name: "B", local: r.local, window: window, wg: r.wg}
+	}))
+	t.Cleanup(func() {
+		_ = system.Root.PoisonFuture(r.node).Wait()
+		r.wg.Wait()
+		system.Shutdown()
+	})
+	return r
+}
+
+func (r *ownerRig) open(t *testing.T, id string, after uint64, window int, lost <-chan struct{}) (*Stream, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return openStream(ctx, rigHome{r.system}, r.wg, r.node, "B", id, after, window, lost)
+}
+
+// rigHome is the rig's actor system as a stream's home.
+type rigHome struct{ system *actor.ActorSystem }
+
+func (h rigHome) root() *actor.RootContext { return h.system.Root }
+func (h rigHome) track(*actor.PID) bool    { return true }
+func (h rigHome) untrack(*actor.PID)       {}
+
+func TestStreamActorsDeliverEveryEventInOrder(t *testing.T) {
+	r := newOwnerRig(t, 16)
+	r.local.add("s")
+	for i := 0; i < 50; i++ {
+		r.local.publish("s", &messages.Event{Type: messages.EventOutputTextDelta, Delta: "a"})
+	}
+	st, err := r.open(t, "s", 20, 16, nil)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(50), st.Published())
+	go func() {
+		for i := 0; i < 2000; i++ {
+			r.local.publish("s", &messages.Event{Type: messages.EventOutputTextDelta, Delta: "b"})
+		}
+		r.local.end("s")
+	}()
+	want := uint64(21)
+	for ev := range st.C() {
+		require.Equal(t, want, ev.Seq)
+		want++
+	}
+	assert.Equal(t, uint64(2051), want, "every event, once")
+	assert.NoError(t, st.Err())
+}
+
+func TestStreamHoldsTheOwnerToItsWindow(t *testing.T) {
+	r := newOwnerRig(t, 32)
+	sess := r.local.add("s")
+	for i := 0; i < 1000; i++ {
+		r.local.publish("s", &messages.Event{Type: messages.EventOutputTextDelta, Delta: "a"})
+	}
+	st, err := r.open(t, "s", 0, 32, nil)
+	require.NoError(t, err)
+	defer st.Close()
+	for i := 0; i < 10; i++ {
+		<-st.C()
+	}
+	// An owner that ignored credit would have pulled all 1,000 by now.
+	time.Sleep(200 * time.Millisecond)
+	assert.LessOrEqual(t, sess.handed.Load(), int64(10+32+1))
+	for i := 11; i <= 1000; i++ {
+		ev := <-st.C()
+		require.Equal(t, uint64(i), ev.Seq)
+	}
+}
+
+func TestStreamEndsWithNodeLostWhenTheOwnerGoes(t *testing.T) {
+	r := newOwnerRig(t, 16)
+	r.local.add("s")
+	r.local.publish("s", &messages.Event{Type: messages.EventStatus, State: messages.StateRunning})
+	r.local.publish("s", &messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+	lost := make(chan struct{})
+	st, err := r.open(t, "s", 0, 16, lost)
+	require.NoError(t, err)
+	for i := 1; i <= 2; i++ {
+		ev := <-st.C()
+		require.Equal(t, uint64(i), ev.Seq)
+	}
+	close(lost)
+	ev, ok := <-st.C()
+	require.True(t, ok)
+	assert.Equal(t, messages.EventError, ev.Type)
+	assert.Contains(t, ev.Message, "node_lost")
+	assert.Equal(t, uint64(2), ev.Seq)
+	require.NotNil(t, ev.Retryable)
+	assert.True(t, *ev.Retryable)
+	_, ok = <-st.C()
+	assert.False(t, ok)
+	assert.True(t, errors.Is(st.Err(), ErrNodeLost))
+}
+
+func TestClosingAStreamStopsItsFeeder(t *testing.T) {
+	r := newOwnerRig(t, 16)
+	r.local.add("s")
+	st, err := r.open(t, "s", 0, 16, nil)
+	require.NoError(t, err)
+	r.local.mu.Lock()
+	sub := r.local.sessions["s"].subs[0]
+	r.local.mu.Unlock()
+	st.Close()
+	select {
+	case <-sub.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the owner's subscription was not closed")
+	}
+	_, ok := <-st.C()
+	assert.False(t, ok)
+}
+
+func TestStreamRefusedByTheOwnerCrossesAsItsError(t *testing.T) {
+	r := newOwnerRig(t, 16)
+	_, err := r.open(t, "nope", 0, 16, nil)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusNotFound, e.Status)
+
+	r.local.add("s")
+	_, err = r.open(t, "s", 5, 16, nil)
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusBadRequest, e.Status, "Last-Event-ID beyond the session's last event")
+}
+
+func TestNodeActorRefusesAnotherProtocolVersion(t *testing.T) {
+	r := newOwnerRig(t, 16)
+	res, err := r.system.Root.RequestFuture(r.node, &clusterpb.ListSessions{Version: ProtocolVersion + 1}, 5*time.Second).Result()
+	require.NoError(t, err)
+	list := res.(*clusterpb.SessionList)
+	require.NotNil(t, list.Failure)
+	assert.Equal(t, CodeVersion, list.Failure.Code)
+
+	res, err = r.system.Root.RequestFuture(r.node, &clusterpb.Command{Version: 0, SessionId: "s", Type: "turn"}, 5*time.Second).Result()
+	require.NoError(t, err)
+	assert.Equal(t, CodeVersion, res.(*clusterpb.CommandResult).Failure.Code)
+}
