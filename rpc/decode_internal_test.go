@@ -309,6 +309,12 @@ func TestDecodedStepsKeepTheirBytesInPlace(t *testing.T) {
 	require.Same(t, rawData(resp.Steps[0]), rawData(got[0]), "and the unchanged one is reused")
 }
 
+// within says whether b lies in buf.
+func within(b, buf []byte) bool {
+	p, lo := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
+	return p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(buf))
+}
+
 // TestDecodeStepsReusingReadsAsItGoes decodes an unchanged trajectory of
 // 1 MiB from a reader that hands out 16 KiB at a time, as an HTTP/2 body
 // does: the decoder holds a step or so at a time, never the answer.

@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/agyharness/agyharness/rpc/internal/textcache"
 )
 
 // Stream is an open StreamAgentStateUpdates subscription. Next decodes one
@@ -273,11 +275,11 @@ func decodeFrame(payload []byte, opts ...jsonv2.Options) (*StreamFrame, error) {
 }
 
 // A frameDecoder decodes a stream's frames as DecodeFrame does, with the
-// planner's texts through a textCache: a text that extends the one the last
-// frame carried is not decoded again. The cache is emptied on an IDLE
+// planner's texts through a textcache.Cache: a text that extends the one the
+// last frame carried is not decoded again. The cache is emptied on an IDLE
 // frame, so that an idle stream holds no text.
 type frameDecoder struct {
-	texts textCache
+	texts textcache.Cache
 }
 
 func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
@@ -285,14 +287,12 @@ func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.texts.resolve(frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps, payload); err != nil {
-		d.texts.reset()
+	if err := resolveTexts(&d.texts, frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps, payload); err != nil {
+		d.texts.Reset()
 		return nil, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)
 	}
 	if frame.Update.Status == RunIdle {
-		d.texts.reset()
-	} else {
-		d.texts.commit()
+		d.texts.Reset()
 	}
 	return frame, nil
 }

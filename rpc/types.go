@@ -319,10 +319,10 @@ type PlannerResponse struct {
 	StopReason       string     `json:"stopReason,omitempty"`
 	ToolCalls        []ToolCall `json:"toolCalls,omitempty"`
 
-	// While a stream decodes a frame: the texts (by textCache slot) that
-	// are JSON strings still to decode, views of the frame's payload. Nil
-	// in every PlannerResponse handed out.
-	raw *[plannerTexts][]byte
+	// While a stream decodes a frame: where the texts (by slot) that are
+	// JSON strings still to decode lie in the frame's payload. Nil in every
+	// PlannerResponse handed out.
+	raw *[plannerTexts]textSpan
 }
 
 // RunCommand is a RUN_COMMAND step's body.
