@@ -25,13 +25,13 @@ import (
 )
 
 // BenchmarkStreamTransport reads a stream of 4.3 KiB frames two ways: through
-// the client (x/net's transport under windowConn, Stream.Next, each frame
+// the client (x/net's transport over a flowconn.Conn, Stream.Next, each frame
 // released), and through a bare HTTP/2 read loop on the TLS connection
 // (x/net's Framer, each envelope decoded on the loop itself, credit returned
-// every 512 KiB). The second is what a transport of our own for the stream
-// could do (docs/PERFORMANCE.md, "What is left"). Besides ns/op it reports
-// cpu-ns/frame: getrusage over the run, client and server together; the
-// server's part is the same both ways, so the difference is the client's.
+// every 512 KiB): what a transport of our own for the stream could do.
+// Besides ns/op it reports cpu-ns/frame: getrusage over the run, client and
+// server together; the server's part is the same both ways, so the
+// difference is the client's.
 func BenchmarkStreamTransport(b *testing.B) {
 	frame := envelope(0, frameJSON(7, strings.Repeat("x", 4200)))
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
