@@ -283,6 +283,8 @@ func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
 	}
 	if frame.Update.Status == RunIdle {
 		d.texts.Reset()
+	} else {
+		d.texts.Commit()
 	}
 	return frame, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,21 +47,26 @@ func planner(t *testing.T, f *StreamFrame) *PlannerResponse {
 	return steps[0].PlannerResponse
 }
 
-// A live answer that grows from frame to frame decodes, frame after frame,
-// as DecodeFrame decodes it, and a text handed out stays as it was when its
-// payload is reused and later frames are decoded.
-func TestStreamDecodesAGrowingText(t *testing.T) {
+// A live answer that grows from frame to frame is decoded once: each later
+// frame unquotes only what it adds, appended in place to the text decoded
+// before, and every frame's text is what DecodeFrame gives.
+func TestStreamDecodesOnlyWhatATextAdds(t *testing.T) {
 	var d frameDecoder
 	text := strings.Repeat("A line of \"markdown\" → with <tags> & escapes.\n", 20)
 	var texts []string
-	for range 5 {
+	for i := range 5 {
 		text += "One more sentence.\n"
 		payload := textFrame(RunRunning, `"thinking":"short","modifiedResponse":`+quoted(text))
 		f, err := d.decode(payload)
 		require.NoError(t, err)
 		want := must(DecodeFrame(payload))
 		require.Equal(t, planner(t, want), planner(t, f))
-		texts = append(texts, planner(t, f).ModifiedResponse)
+		got := planner(t, f).ModifiedResponse
+		if i > 0 {
+			require.Equal(t, unsafe.StringData(texts[0]), unsafe.StringData(got),
+				"frame %d's text continues the buffer of the first", i)
+		}
+		texts = append(texts, got)
 		clear(payload) // the stream reads the next frame into it
 	}
 	for i, s := range texts {
@@ -69,9 +75,9 @@ func TestStreamDecodesAGrowingText(t *testing.T) {
 	}
 }
 
-// A text that does not extend the last one is decoded whole, and the next
-// frames extend it.
-func TestStreamTextRewritten(t *testing.T) {
+// A text that does not extend the last one gets a buffer of its own: what
+// was handed out before is never written to.
+func TestStreamTextRewrittenGetsANewBuffer(t *testing.T) {
 	var d frameDecoder
 	first := strings.Repeat("first answer ", 60)
 	f1 := must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(first))))
@@ -82,6 +88,8 @@ func TestStreamTextRewritten(t *testing.T) {
 	require.Equal(t, first, planner(t, f1).ModifiedResponse)
 	require.Equal(t, second, planner(t, f2).ModifiedResponse)
 	require.Equal(t, third, planner(t, f3).ModifiedResponse)
+	require.NotEqual(t, unsafe.StringData(planner(t, f1).ModifiedResponse), unsafe.StringData(planner(t, f2).ModifiedResponse))
+	require.Equal(t, unsafe.StringData(planner(t, f2).ModifiedResponse), unsafe.StringData(planner(t, f3).ModifiedResponse))
 }
 
 // Two values of one field in a frame (two live steps) are both right:

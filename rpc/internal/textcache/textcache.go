@@ -1,16 +1,20 @@
 // Package textcache decodes the JSON strings of texts that grow from one
-// value to the next, unquoting only what each value adds to the one before.
+// value to the next, unquoting only what each value adds to the one before,
+// and hands out views of the decoded text instead of copies.
 //
 // Why: a live planner step comes again in every stream frame with all its
-// text so far, and decoding only the added bytes halves a frame's decode
+// text so far; decoding only the added bytes halves a frame's decode
 // (BenchmarkDecodeFrame/stream against BenchmarkDecodeFrame/v2 in package
-// rpc; docs/PERFORMANCE.md).
+// rpc), and handing out views instead of a copy of the whole text per frame
+// lowers the CPU of reading a stream (BenchmarkStreamTransport/*/client in
+// package rpc, views against copies; docs/PERFORMANCE.md).
 package textcache
 
 import (
 	"bytes"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -20,7 +24,7 @@ import (
 const Slots = 3
 
 // MinText is the length of JSON below which a text is decoded plainly and
-// not remembered: decoding it costs less than remembering it.
+// not remembered: copying it costs less than remembering it.
 const MinText = 512
 
 // Cache remembers, for each slot, the last long value it decoded: its JSON
@@ -31,42 +35,77 @@ const MinText = 512
 // surrogate pair), the value is decoded whole. The result is always what a
 // whole decode gives (FuzzTextCacheDecodesAsDecodeFrame in package rpc).
 //
+// The texts handed out are views of an append-only buffer: a string holds
+// the first n bytes of it, and nothing writes to those bytes again (an
+// append writes after them, or into a new array once it is full; a slot
+// whose next value is not an extension gets a new buffer). So a text stays
+// valid, and unchanged, for as long as anyone holds it. A slot is extended
+// once per frame at most (between two calls of Commit): a second value of
+// the same slot is decoded whole, so that no append writes where a text of
+// the same frame lies.
+//
 // The zero Cache is empty and ready. A Cache is for one goroutine.
 type Cache struct {
 	slots [Slots]slot
 }
 
 type slot struct {
-	raw  []byte // the JSON of the last value, without its closing quote
-	text []byte // its decoding
+	// Remembered from an earlier frame: raw, a copy of the value's JSON
+	// without its closing quote; text, its decoding.
+	raw  []byte
+	text []byte
+
+	// From the frame being decoded: the last long value of this slot
+	// (pendingRaw lies in the caller's buffer), its decoding, and whether
+	// it extends raw.
+	pending     bool
+	extends     bool
+	pendingRaw  []byte
+	pendingText []byte
 }
 
 // Decode returns the text of raw, a JSON string with its quotes: the latest
-// value of the text in slot (0 to Slots-1). The string is the caller's: the
-// Cache keeps none of raw's bytes and writes nothing the string holds.
+// value of the text in slot (0 to Slots-1). raw must stay unchanged until
+// Commit, which remembers the frame's values. The string is never written
+// to again.
 func (c *Cache) Decode(slot int, raw []byte) string {
 	s := &c.slots[slot]
 	inner := raw[:len(raw)-1] // without the closing quote
-	if n := len(s.raw); n > 0 && n <= len(inner) && bytes.Equal(inner[:n], s.raw) {
-		if text, ok := appendUnquoted(s.text, inner[n:]); ok {
-			s.raw = append(s.raw, inner[n:]...)
-			s.text = text
-			return string(text)
+	if !s.pending && len(s.raw) > 0 && len(s.raw) <= len(inner) && bytes.Equal(inner[:len(s.raw)], s.raw) {
+		if text, ok := appendUnquoted(s.text, inner[len(s.raw):]); ok {
+			s.pending, s.extends, s.pendingRaw, s.pendingText = true, true, inner, text
+			return unsafe.String(unsafe.SliceData(text), len(text))
 		}
 	}
-	text, err := jsontext.AppendUnquote(s.text[:0], raw)
+	text, err := jsontext.AppendUnquote(make([]byte, 0, len(raw)), raw)
+	// A text with invalid UTF-8 (replaced, as a whole decode replaces it)
+	// or a short one is right, but not remembered.
 	if err == nil && len(raw) >= MinText {
-		s.raw, s.text = append(s.raw[:0], inner...), text
-	} else {
-		// A text with invalid UTF-8 (replaced, as a whole decode replaces
-		// it) or a short one is right, but not remembered.
-		s.raw, s.text = s.raw[:0], text[:0]
+		s.pending, s.extends, s.pendingRaw, s.pendingText = true, false, inner, text
 	}
-	return string(text)
+	return unsafe.String(unsafe.SliceData(text), len(text))
 }
 
-// Reset forgets every text and gives its memory back, so that an idle
-// stream holds none.
+// Commit remembers the last long value of each slot decoded since the last
+// Commit, copying its JSON out of the caller's buffer (only what it adds,
+// when it extends the value remembered).
+func (c *Cache) Commit() {
+	for i := range c.slots {
+		s := &c.slots[i]
+		if !s.pending {
+			continue
+		}
+		if s.extends {
+			s.raw = append(s.raw, s.pendingRaw[len(s.raw):]...)
+		} else {
+			s.raw = append(s.raw[:0], s.pendingRaw...)
+		}
+		s.text = s.pendingText
+		s.pending, s.pendingRaw, s.pendingText = false, nil, nil
+	}
+}
+
+// Reset forgets every text, so that an idle stream holds none.
 func (c *Cache) Reset() { *c = Cache{} }
 
 // appendUnquoted appends the decoding of suffix, JSON string content that
