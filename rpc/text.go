@@ -106,8 +106,8 @@ func resolveTexts(c *textcache.Cache, steps []Step, payload []byte) error {
 			if span == (textSpan{}) {
 				continue
 			}
-			if span.off < 0 || span.end > int64(len(payload)) || span.end-span.off < 2 {
-				return errors.New("rpc: a planner text lies outside its frame") // cannot happen with jsonv2.Unmarshal
+			if span.off < 0 || span.end > int64(len(payload)) || span.end-span.off < 2 || payload[span.off] != '"' {
+				return errors.New("rpc: a planner text is not where the decoder said") // cannot happen with jsonv2.Unmarshal
 			}
 			*fields[slot] = c.Decode(slot, payload[span.off:span.end])
 		}
