@@ -11,10 +11,11 @@ import (
 //
 // It is for the session actor, whose mailbox goes from empty to busy on
 // almost every stream frame: a fresh goroutine starts on a small stack and
-// grows it (copying it) as the frame goes through the reconciler, a share
-// of the harness's CPU per frame (docs/PERFORMANCE.md). A goroutine kept
-// for the session keeps its stack between frames. Unlike a pool shared by
-// sessions (measured and not adopted), no session waits behind another.
+// grows it (copying it) as the frame goes through the reconciler; a
+// goroutine kept for the session keeps its stack between frames
+// (BenchmarkSessionMailbox, own against default; docs/PERFORMANCE.md).
+// Unlike a pool shared by sessions (measured and not adopted), no session
+// waits behind another.
 //
 // The mailbox schedules at most one run at a time, so Schedule never waits
 // for a run to finish. stop ends the goroutine; runs scheduled afterwards

@@ -116,7 +116,7 @@ func TestLogKeepsEveryFieldOfAnEvent(t *testing.T) {
 }
 
 // TestFullLogOfDeltas: a session's log full of streamed deltas (4,096, the
-// default) holds about 1 MB, not the 3 MB of whole events it held before.
+// default) holds about 1 MB, where whole events would take about 3 MB.
 func TestFullLogOfDeltas(t *testing.T) {
 	cfg := Config{}.withDefaults()
 	log := newEventLog("log", cfg.EventLog)

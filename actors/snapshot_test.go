@@ -100,8 +100,8 @@ func TestSnapshotIsIdleOnlyIfNothingMovedAroundIt(t *testing.T) {
 
 // A read owed after agy's IDLE is paid only by a read that can tell: one
 // whose status reads moved around the steps pays nothing, and the poller
-// reads again at once, though the stream is up (before, it went back to
-// its slow pace and the turn waited a whole slow interval, or for ever in
+// reads again at once, though the stream is up (going back to its slow
+// pace would make the turn wait a whole slow interval, or for ever in
 // stream mode, for its idle).
 func TestPollerReadsAgainUntilItCanTell(t *testing.T) {
 	const conv = "c0ffee00-0000-4000-8000-000000000002"

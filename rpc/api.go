@@ -1,6 +1,10 @@
 package rpc
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/agyharness/agyharness/rpc/internal/spare"
+)
 
 // Method names of LanguageServerService used by the project.
 const (
@@ -77,7 +81,7 @@ type StreamFrame struct {
 	// The payload the frame was decoded from (Stream.Next), and where it
 	// goes back on Release.
 	buf  []byte
-	home chan []byte
+	home spare.Buffers
 }
 
 // Release gives the buffer the frame was read into back to its stream, for
@@ -90,10 +94,7 @@ func (f *StreamFrame) Release() {
 	if f == nil || f.buf == nil {
 		return
 	}
-	select {
-	case f.home <- f.buf:
-	default: // the stream has enough spare buffers
-	}
+	f.home.Put(f.buf)
 	f.buf, f.home = nil, nil
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/agyharness/agyharness/rpc/internal/flowconn"
 )
 
 // Config says where a Client connects and how long it waits. The zero value
@@ -124,7 +126,7 @@ func NewClient(cfg Config) (*Client, error) {
 			if err != nil {
 				return nil, err
 			}
-			return newWindowConn(conn.(*tls.Conn)), nil
+			return flowconn.New(conn.(*tls.Conn)), nil
 		},
 		// A hung (not dead) server is noticed on idle streams.
 		ReadIdleTimeout: 30 * time.Second,

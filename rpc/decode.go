@@ -9,6 +9,8 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
+
+	"github.com/agyharness/agyharness/rpc/internal/stepsfilter"
 )
 
 // decodeOptions make json v2 read what agy may send the way encoding/json
@@ -77,14 +79,14 @@ var keepRawStep = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) 
 // prev[i] is taken as it is (sharing its Raw and its pointers) instead of
 // being decoded again; every other element is decoded, with a Raw of its
 // own. Everything else about the answer is read as unmarshal reads a
-// StepsResponse. A stepsFilter finds the equal elements without the decoder
-// scanning them; where it cannot be sure (a name it does not compare, a
-// repeated steps member), the decoder compares what it read.
+// StepsResponse. A stepsfilter.Filter finds the equal elements without the
+// decoder scanning them; where it cannot be sure (a name it does not
+// compare, a repeated steps member), the decoder compares what it read.
 func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
-	var f *stepsFilter
+	var f *stepsfilter.Filter
 	if len(prev) > 0 {
-		f = newStepsFilter(r, prev)
-		defer f.release()
+		f = stepsfilter.New(r, len(prev), func(i int) []byte { return prev[i].Raw })
+		defer f.Release()
 		r = f
 	}
 	first := true // in the first array of steps the decoder met
@@ -101,7 +103,7 @@ func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 			return err
 		}
 		if kind == '[' && i < int64(len(prev)) {
-			if first && f.wasReused(i) && string(raw) == placeholder ||
+			if first && f.Reused(i) && string(raw) == stepsfilter.Placeholder ||
 				len(prev[i].Raw) > 0 && bytes.Equal(raw, prev[i].Raw) {
 				*s = prev[i]
 				return nil
@@ -120,10 +122,10 @@ func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 	if err == nil {
 		// Nothing may follow the answer (as unmarshal requires).
 		if _, terr := dec.ReadToken(); terr != io.EOF {
-			err = fmt.Errorf("rpc: data after the answer at byte %d", f.inputOffset(dec.InputOffset()))
+			err = fmt.Errorf("rpc: data after the answer at byte %d", f.InputOffset(dec.InputOffset()))
 		}
 	} else {
-		f.placeError(err)
+		f.PlaceError(err)
 	}
 	if err != nil {
 		return nil, err

@@ -116,11 +116,11 @@ func benchSnapshot(tb testing.TB, n int, text string) []byte {
 }
 
 // BenchmarkDecodeFrame decodes the frames of a streaming planner step
-// (benchFrames) in turn: v1 with encoding/json (the decoder Stream.Next
-// used first), v2 as DecodeFrame does, and stream as Stream.Next does now
-// (v2, the texts through the stream's textCache: each frame unquotes only
-// the chunk it adds; the first frame of each cycle of 64 decodes whole, as
-// a new answer does).
+// (benchFrames) in turn: v1 with encoding/json (the reference), v2 as
+// DecodeFrame does, and stream as Stream.Next does (v2, the texts through
+// the stream's textcache.Cache: each frame unquotes only the chunk it adds;
+// the first frame of each cycle of 64 decodes whole, as a new answer does).
+// stream against v2 is the text cache's gain.
 func BenchmarkDecodeFrame(b *testing.B) {
 	frames := benchFrames(b)
 	var size int
@@ -161,10 +161,11 @@ func BenchmarkDecodeFrame(b *testing.B) {
 }
 
 // BenchmarkDecodeSnapshot decodes a GetCascadeTrajectorySteps answer of
-// 1,000 steps: v1 with encoding/json (the decoder used before), v2 whole
-// (GetCascadeTrajectorySteps now), and v2 reusing the previous read
-// (GetCascadeTrajectoryStepsReusing) when nothing changed and when the
-// live last step grew.
+// 1,000 steps: v1 with encoding/json (the reference), v2 whole
+// (GetCascadeTrajectorySteps), and v2 reusing the previous read
+// (GetCascadeTrajectoryStepsReusing, through the steps filter) when nothing
+// changed and when the live last step grew. v2-reuse-* against v2 is the
+// reuse's gain.
 func BenchmarkDecodeSnapshot(b *testing.B) {
 	const n = 1000
 	text := benchMarkdown(3000)

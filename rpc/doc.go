@@ -8,22 +8,23 @@
 // StreamAgentStateUpdates server stream, whose envelopes (envelope.go) are
 // decoded one at a time. Payloads are proto3 JSON, read tolerantly: unknown
 // fields are ignored, and every Step keeps its raw JSON. They are decoded
-// with json v2 (github.com/go-json-experiment/json), about three times
-// faster than encoding/json, told to be exactly as lenient (decode.go);
-// requests are still encoded with encoding/json. A caller that reads the
-// same trajectory again and again hands its last read to
-// GetCascadeTrajectoryStepsReusing, which decodes only the steps that
-// changed, and finds the others by comparing bytes, without the decoder
-// scanning them (reuse.go). A stream decodes only what a streaming planner text adds to the
-// text the last frame carried (text.go); the texts it hands out are views
-// of buffers nothing writes to again. A stream reader done with a frame
-// releases it (StreamFrame.Release), and a later frame is read into its
-// buffer.
+// with json v2 (github.com/go-json-experiment/json), told to be exactly as
+// lenient as encoding/json (decode.go); requests are still encoded with
+// encoding/json.
 //
-// Under the HTTP/2 transport (golang.org/x/net/http2), the connection
-// batches the transport's WINDOW_UPDATE frames, which it would otherwise
-// write after every 4 KiB read, and writes a request's HEADERS together
-// with its body, which the transport would write apart (flowconn.go).
+// The speed tricks that stay, because their benchmarks show they pay
+// (docs/PERFORMANCE.md), each live in a package of their own under
+// rpc/internal:
+//   - a caller that reads the same trajectory again and again hands its last
+//     read to GetCascadeTrajectoryStepsReusing, which decodes only the steps
+//     that changed, found by comparing bytes before the decoder scans them
+//     (stepsfilter);
+//   - a stream decodes only what a streaming planner text adds to the text
+//     the last frame carried (textcache), and reads a frame into the buffer
+//     of one released before it (StreamFrame.Release; spare);
+//   - under the HTTP/2 transport (golang.org/x/net/http2), the connection
+//     batches the WINDOW_UPDATE frames the transport would otherwise write
+//     after every 4 KiB read (flowconn).
 //
 // Failures are translated here, once, into *Error values with a Connect
 // Code; callers classify them with errors.Is against the sentinels

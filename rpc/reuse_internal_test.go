@@ -97,37 +97,6 @@ func sameError(t *testing.T, want, got error, msgAndArgs ...any) {
 	require.EqualError(t, got, want.Error(), msgAndArgs...)
 }
 
-// TestStepsFilterReplacesEqualSteps reads what the decoder reads: the steps
-// equal to the last read's are {} (wherever the buffer cuts them), the rest
-// is the answer's bytes.
-func TestStepsFilterReplacesEqualSteps(t *testing.T) {
-	a, b, c := reuseStep(0, "a"), reuseStep(1, `b "quoted" ]},{`), reuseStep(2, strings.Repeat("c", 5000))
-	prev := must(decodeStepsReusing(strings.NewReader(`{"steps":[`+a+`,`+b+`,`+c+`]}`), nil))
-	changed := reuseStep(2, strings.Repeat("c", 5001))
-	for _, tt := range []struct {
-		name, answer, want string
-		reused             []bool
-	}{
-		{"unchanged", `{"steps":[` + a + `,` + b + `,` + c + `]}`, `{"steps":[{},{},{}]}`, []bool{true, true, true}},
-		{"last changed", `{"steps":[` + a + `, ` + b + `,` + changed + `]}`, `{"steps":[{}, {},` + changed + `]}`, []bool{true, true, false}},
-		{"grew", `{"steps":[` + a + `,` + b + `,` + c + `,` + a + `]}`, `{"steps":[{},{},{},` + a + `]}`, []bool{true, true, true, false}},
-		{"moved", `{"steps":[` + b + `,` + a + `]}`, `{"steps":[` + b + `,` + a + `]}`, []bool{false, false}},
-		{"after another member", `{"x":"{\"steps\":[","steps":[` + a + `]}`, `{"x":"{\"steps\":[","steps":[{}]}`, []bool{true}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, r := range []io.Reader{strings.NewReader(tt.answer), iotest.HalfReader(strings.NewReader(tt.answer))} {
-				f := newStepsFilter(r, prev)
-				out, err := io.ReadAll(f)
-				require.NoError(t, err)
-				require.Equal(t, tt.want, string(out))
-				for i, reused := range tt.reused {
-					require.Equal(t, reused, f.wasReused(int64(i)), "step %d", i)
-				}
-			}
-		})
-	}
-}
-
 // TestStepsFilterPlacesErrorsInTheAnswer: an error after replaced steps is
 // at its byte of the answer, not of what the decoder read.
 func TestStepsFilterPlacesErrorsInTheAnswer(t *testing.T) {
@@ -144,21 +113,4 @@ func TestStepsFilterPlacesErrorsInTheAnswer(t *testing.T) {
 		_, got := decodeStepsReusing(strings.NewReader(answer), prev)
 		require.EqualError(t, got, want.Error(), answer)
 	}
-}
-
-// TestStepsFilterBufferFitsTheLastRead: with no buffer to reuse, a filter
-// reads into one the size of the last read, up to filterBuffer, so that the
-// read after a short trajectory's turn does not make 32 KiB.
-func TestStepsFilterBufferFitsTheLastRead(t *testing.T) {
-	short := must(decodeStepsReusing(strings.NewReader(`{"steps":[`+reuseStep(0, "a")+`,`+reuseStep(1, "b")+`]}`), nil))
-	long := must(decodeStepsReusing(strings.NewReader(`{"steps":[`+reuseStep(0, strings.Repeat("a", 40<<10))+`]}`), nil))
-	for filterBuffers.Get() != nil { // empty the pool
-	}
-	f := newStepsFilter(strings.NewReader(""), short)
-	require.Less(t, cap(f.buf), 1024, "two short steps")
-	require.GreaterOrEqual(t, cap(f.buf), len(short[0].Raw)+len(short[1].Raw))
-	f.release()
-	g := newStepsFilter(strings.NewReader(""), long)
-	require.Equal(t, filterBuffer, cap(g.buf), "a long trajectory: the pooled short buffer is not enough")
-	g.release()
 }

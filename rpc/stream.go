@@ -13,6 +13,9 @@ import (
 	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/agyharness/agyharness/rpc/internal/spare"
+	"github.com/agyharness/agyharness/rpc/internal/textcache"
 )
 
 // Stream is an open StreamAgentStateUpdates subscription. Next decodes one
@@ -28,8 +31,8 @@ type Stream struct {
 	cancel       context.CancelFunc
 	body         io.ReadCloser
 	reader       *EnvelopeReader
-	spare        chan []byte // payload buffers of released frames
-	raw          []byte      // NextRaw's buffer: its last payload, handed back
+	spare        spare.Buffers // payload buffers of released frames
+	raw          []byte        // NextRaw's buffer: its last payload, handed back
 	releaseOnce  sync.Once
 	done         error // sticky result once the stream has ended
 
@@ -121,7 +124,7 @@ func (c *Client) openStream(ctx context.Context, method string, req any) (*Strea
 		cancel:       cancel,
 		body:         hresp.Body,
 		reader:       NewEnvelopeReader(hresp.Body, c.cfg.MaxMessageSize),
-		spare:        make(chan []byte, spareFrameBuffers),
+		spare:        spare.New(spareFrameBuffers),
 	}, nil
 }
 
@@ -174,12 +177,7 @@ func (s *Stream) Next() (*StreamFrame, error) {
 	if s.done != nil {
 		return nil, s.done // before a spare buffer is taken and dropped
 	}
-	var buf []byte
-	select {
-	case buf = <-s.spare:
-	default:
-	}
-	payload, err := s.nextPayload(buf)
+	payload, err := s.nextPayload(s.spare.Get())
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +185,7 @@ func (s *Stream) Next() (*StreamFrame, error) {
 	if err != nil {
 		return nil, s.finish(transportError(s.ctx, s.method, err))
 	}
-	if cap(payload) <= maxSpareFrameBuffer {
+	if cap(payload) <= spare.Max {
 		frame.buf, frame.home = payload[:0], s.spare
 	}
 	return frame, nil
@@ -204,7 +202,7 @@ func (s *Stream) NextRaw() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cap(payload) <= maxSpareFrameBuffer {
+	if cap(payload) <= spare.Max {
 		s.raw = payload[:0]
 	}
 	return payload, nil
@@ -238,16 +236,10 @@ func (s *Stream) nextPayload(buf []byte) ([]byte, error) {
 	return payload, nil
 }
 
-// A stream keeps up to spareFrameBuffers buffers of released frames (each at
-// most maxSpareFrameBuffer bytes) to read later frames into: a frame of a
-// few KiB is then read into memory already in the cache, and the garbage
-// collector has a third less to do per frame (docs/PERFORMANCE.md). Frames
-// are handed on one at a time, so two suffice; the bound keeps what an idle
-// stream holds small.
-const (
-	spareFrameBuffers   = 2
-	maxSpareFrameBuffer = 32 << 10
-)
+// spareFrameBuffers is how many buffers of released frames a stream keeps
+// to read later frames into (package spare says why): frames are handed on
+// one at a time, so two suffice.
+const spareFrameBuffers = 2
 
 // DecodeFrame decodes the payload of one data envelope of
 // StreamAgentStateUpdates to what Stream.Next gives (json v2, as leniently
@@ -273,11 +265,11 @@ func decodeFrame(payload []byte, opts ...jsonv2.Options) (*StreamFrame, error) {
 }
 
 // A frameDecoder decodes a stream's frames as DecodeFrame does, with the
-// planner's texts through a textCache: a text that extends the one the last
-// frame carried is not decoded again. The cache is emptied on an IDLE
+// planner's texts through a textcache.Cache: a text that extends the one the
+// last frame carried is not decoded again. The cache is emptied on an IDLE
 // frame, so that an idle stream holds no text.
 type frameDecoder struct {
-	texts textCache
+	texts textcache.Cache
 }
 
 func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
@@ -285,14 +277,14 @@ func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := d.texts.resolve(frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps, payload); err != nil {
-		d.texts.reset()
+	if err := resolveTexts(&d.texts, frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps, payload); err != nil {
+		d.texts.Reset()
 		return nil, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)
 	}
 	if frame.Update.Status == RunIdle {
-		d.texts.reset()
+		d.texts.Reset()
 	} else {
-		d.texts.commit()
+		d.texts.Commit()
 	}
 	return frame, nil
 }

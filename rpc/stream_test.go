@@ -567,7 +567,7 @@ func TestStreamReadsIntoReleasedBuffers(t *testing.T) {
 // step per read, keeping each read as the next one's prev, as the poller
 // does. The steps must not keep the answers they came in alive: each
 // answer holds the whole trajectory, so a step pinning its answer makes
-// memory grow with the square of the trajectory (20 GB in a 10-minute soak).
+// memory grow with the square of the trajectory.
 func TestKeptStepsDoNotPinTheirAnswers(t *testing.T) {
 	const reads, stepBytes = 40, 10 << 10
 	text := strings.Repeat("y", stepBytes)

@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/rpc/internal/textcache"
 )
 
 // textFrame is the wire JSON of a frame carrying planner steps whose
@@ -112,11 +114,10 @@ func TestStreamForgetsTextsWhenIdle(t *testing.T) {
 	var d frameDecoder
 	text := strings.Repeat("y", 700)
 	must(d.decode(textFrame(RunRunning, `"thinking":`+quoted(text)+`,"modifiedResponse":`+quoted(text))))
-	require.NotEmpty(t, d.texts.slots[slotThinking].raw)
-	require.NotEmpty(t, d.texts.slots[slotModifiedResponse].text)
+	require.NotEqual(t, textcache.Cache{}, d.texts, "the texts are remembered while the turn runs")
 	f := must(d.decode(textFrame(RunIdle, `"modifiedResponse":`+quoted(text+"."))))
 	require.Equal(t, text+".", planner(t, f).ModifiedResponse)
-	require.Equal(t, textCache{}, d.texts)
+	require.Equal(t, textcache.Cache{}, d.texts)
 }
 
 // A frame that fails to decode leaves nothing remembered from it, and the
@@ -184,7 +185,7 @@ func FuzzTextCacheDecodesAsDecodeFrame(f *testing.F) {
 		}
 		var d frameDecoder
 		var content strings.Builder
-		content.WriteString(strings.Repeat("p", minCachedText))
+		content.WriteString(strings.Repeat("p", textcache.MinText))
 		type seen struct{ got, want string }
 		var kept []seen
 		for i := 0; i+1 < len(data); i += 2 {
@@ -192,7 +193,7 @@ func FuzzTextCacheDecodesAsDecodeFrame(f *testing.F) {
 			switch op % 8 {
 			case 6: // rewrite
 				content.Reset()
-				content.WriteString(strings.Repeat("q", minCachedText+int(arg)))
+				content.WriteString(strings.Repeat("q", textcache.MinText+int(arg)))
 			case 7: // cut the last piece short, at a byte
 				s := content.String()
 				content.Reset()

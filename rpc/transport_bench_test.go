@@ -25,13 +25,13 @@ import (
 )
 
 // BenchmarkStreamTransport reads a stream of 4.3 KiB frames two ways: through
-// the client (x/net's transport under windowConn, Stream.Next, each frame
+// the client (x/net's transport over a flowconn.Conn, Stream.Next, each frame
 // released), and through a bare HTTP/2 read loop on the TLS connection
 // (x/net's Framer, each envelope decoded on the loop itself, credit returned
-// every 512 KiB). The second is what a transport of our own for the stream
-// could do (docs/PERFORMANCE.md, "What is left"). Besides ns/op it reports
-// cpu-ns/frame: getrusage over the run, client and server together; the
-// server's part is the same both ways, so the difference is the client's.
+// every 512 KiB): what a transport of our own for the stream could do.
+// Besides ns/op it reports cpu-ns/frame: getrusage over the run, client and
+// server together; the server's part is the same both ways, so the
+// difference is the client's.
 func BenchmarkStreamTransport(b *testing.B) {
 	frame := envelope(0, frameJSON(7, strings.Repeat("x", 4200)))
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -204,4 +204,38 @@ func bareStream(b *testing.B, port, frames int) int {
 			}
 		}
 	}
+}
+
+// BenchmarkUnaryCall makes one unary call after another on one connection
+// (GetCascadeTrajectorySteps answered with an empty trajectory): what an idle
+// session's background reads cost. Besides ns/op it reports cpu-ns/call,
+// client and server together (getrusage).
+func BenchmarkUnaryCall(b *testing.B) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"steps":[]}`))
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	c, err := rpc.NewClient(rpc.Config{Port: srv.Listener.Addr().(*net.TCPAddr).Port})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.GetCascadeTrajectorySteps(ctx, conv); err != nil {
+		b.Fatal(err) // the connection is made before the clock starts
+	}
+	before := cpuNow()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.GetCascadeTrajectorySteps(ctx, conv); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuNow()-before).Nanoseconds())/float64(b.N), "cpu-ns/call")
 }

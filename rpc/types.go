@@ -46,14 +46,7 @@ func parseInt(b []byte) (int64, error) {
 	if len(b) == 0 || bytes.Equal(b, []byte("null")) {
 		return 0, nil
 	}
-	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b[1:n-1], '\\') < 0 {
-		// A string without escapes is its bytes: no JSON decoding needed.
-		// (Invalid inner bytes fail to parse below, as they did decoded.)
-		b = b[1 : n-1]
-		if len(b) == 0 {
-			return 0, nil
-		}
-	} else if b[0] == '"' {
+	if b[0] == '"' {
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
 			return 0, err
@@ -319,10 +312,10 @@ type PlannerResponse struct {
 	StopReason       string     `json:"stopReason,omitempty"`
 	ToolCalls        []ToolCall `json:"toolCalls,omitempty"`
 
-	// While a stream decodes a frame: the texts (by textCache slot) that
-	// are JSON strings still to decode, views of the frame's payload. Nil
-	// in every PlannerResponse handed out.
-	raw *[plannerTexts][]byte
+	// While a stream decodes a frame: where the texts (by slot) that are
+	// JSON strings still to decode lie in the frame's payload. Nil in every
+	// PlannerResponse handed out.
+	raw *[plannerTexts]textSpan
 }
 
 // RunCommand is a RUN_COMMAND step's body.

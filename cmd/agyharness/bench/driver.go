@@ -48,10 +48,10 @@ type driver struct {
 
 	// What the consumer keeps of the events, for the checks and the
 	// latencies. Text deltas, most of the events, are not kept: only
-	// when each arrived and the text version it brought. (Keeping every
-	// event, 584 bytes each, grew this process's heap by megabytes a
-	// second, and the page faults of that growth were charged to the
-	// harness's CPU per frame; docs/PERFORMANCE.md, round 4.)
+	// when each arrived and the text version it brought: keeping every
+	// event would grow this process's heap as fast as events come, and
+	// the page faults of that growth would be charged to the harness's CPU
+	// per frame.
 	mu        sync.Mutex
 	evs       []*messages.Event // every event but text deltas
 	deltas    []deltaArrival    // text deltas that name a text version

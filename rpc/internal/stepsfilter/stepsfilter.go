@@ -1,4 +1,13 @@
-package rpc
+// Package stepsfilter finds, as a GetCascadeTrajectorySteps answer is read,
+// the elements of its steps array that are byte for byte the last read's,
+// and hands the JSON decoder an empty object in place of each.
+//
+// Why: json v2 must scan a value to hand it over, so without the filter
+// telling an unchanged step from the decoder costs a scan of the whole
+// trajectory after every turn; with it, a compare
+// (BenchmarkDecodeSnapshot/v2-reuse-unchanged in package rpc;
+// docs/PERFORMANCE.md).
+package stepsfilter
 
 import (
 	"bytes"
@@ -11,16 +20,12 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// A GetCascadeTrajectorySteps answer holds the whole trajectory, and after a
-// turn most of its steps are byte for byte what the last read had. Telling
-// that from the decoder costs a scan of every step (json v2 must find where
-// each value ends before it hands it over): 1.06 ms for 1,000 steps, every
-// turn, though nothing changed. A stepsFilter, between the answer and the
-// decoder, compares each element of the steps array with the last read's
-// Raw of the same index as the bytes come, and hands the decoder an empty
-// object in place of each element that is equal, noting its index. The
-// decoder then scans two bytes, and the step is taken from the last read;
-// only elements that differ are scanned, by the filter and by the decoder.
+// A Filter, between the answer and the decoder, compares each element of
+// the steps array with the last read's step of the same index as the bytes
+// come, and hands the decoder an empty object (Placeholder) in place of each
+// element that is equal, noting its index (Reused). The decoder then scans
+// two bytes, and the caller takes the step from the last read; only
+// elements that differ are scanned, by the filter and by the decoder.
 //
 // The filter follows the answer's structure only as far as it must to find
 // the elements of the steps array: strings, nesting, member names at the
@@ -35,11 +40,12 @@ import (
 // is exact, and the elements it replaces are values in their place, so the
 // decoder fails on what the filter passes on exactly when it would fail on
 // the answer. Errors are placed in the answer, not in what the decoder read
-// (inputOffset). Past the last element that could match (the array ends, or
+// (InputOffset, PlaceError). Past the last element that could match (the array ends, or
 // the last read has no step of that index), everything passes unread.
-type stepsFilter struct {
+type Filter struct {
 	r    io.Reader
-	prev []Step
+	n    int                // steps in the last read
+	prev func(i int) []byte // the JSON of the last read's step i
 
 	buf  []byte // read from r: buf[i:] is not yet scanned
 	i    int
@@ -65,13 +71,13 @@ type stepsFilter struct {
 	steps     bool   // in the steps array (its elements are at depth 2)
 	elemNext  bool   // in the steps array, an element (or its end) is next
 	elem      int    // index of the current element of the steps array
-	match     int    // bytes of prev[elem].Raw matched; -1 when not matching
+	match     int    // bytes of prev(elem) matched; -1 when not matching
 }
 
-// placeholder is what the decoder reads for an element equal to the last
+// Placeholder is what the decoder reads for an element equal to the last
 // read's: an object, as steps are, so that what follows it reads (and
 // fails) as it would after the element.
-const placeholder = "{}"
+const Placeholder = "{}"
 
 // shift records a replacement: from output offset at on, the answer is
 // removed bytes further on than what the decoder read.
@@ -95,11 +101,13 @@ type filterScratch struct {
 	shifts   []shift
 }
 
-func newStepsFilter(r io.Reader, prev []Step) *stepsFilter {
-	n := 512 // the answer's size, if it is the last read's, up to filterBuffer
-	for i := range prev {
-		if n += len(prev[i].Raw) + 1; n >= filterBuffer {
-			n = filterBuffer
+// New returns a Filter of r, the body of an answer, against the last read
+// of the same window: n steps, the JSON of step i prev(i).
+func New(r io.Reader, n int, prev func(i int) []byte) *Filter {
+	size := 512 // the answer's size, if it is the last read's, up to filterBuffer
+	for i := range n {
+		if size += len(prev(i)) + 1; size >= filterBuffer {
+			size = filterBuffer
 			break
 		}
 	}
@@ -107,16 +115,16 @@ func newStepsFilter(r io.Reader, prev []Step) *stepsFilter {
 	if s == nil {
 		s = new(filterScratch)
 	}
-	if cap(s.buf) < n {
-		s.buf = make([]byte, n)
+	if cap(s.buf) < size {
+		s.buf = make([]byte, size)
 	}
-	return &stepsFilter{r: r, prev: prev, reused: make([]bool, len(prev)), match: -1,
+	return &Filter{r: r, n: n, prev: prev, reused: make([]bool, n), match: -1,
 		buf: s.buf[:0], out: s.out[:0], shifts: s.shifts[:0]}
 }
 
-// release gives the filter's buffers back for another read. The filter
-// must not be read again.
-func (f *stepsFilter) release() {
+// Release gives the filter's buffers back for another read. The filter
+// must not be read again. A nil Filter is a no-op.
+func (f *Filter) Release() {
 	if f == nil {
 		return
 	}
@@ -130,15 +138,16 @@ func (f *stepsFilter) release() {
 	f.buf, f.out, f.shifts, f.i, f.o = nil, nil, nil, 0, 0
 }
 
-// wasReused reports whether element i of the first steps array was
-// replaced by {}, standing for prev[i]. A nil filter replaced nothing.
-func (f *stepsFilter) wasReused(i int64) bool {
+// Reused reports whether element i of the first steps array was replaced
+// by Placeholder, standing for the last read's step i. A nil Filter replaced
+// nothing.
+func (f *Filter) Reused(i int64) bool {
 	return f != nil && i >= 0 && i < int64(len(f.reused)) && f.reused[i]
 }
 
-// inputOffset maps an offset in what the decoder read to the same place in
-// the answer.
-func (f *stepsFilter) inputOffset(out int64) int64 {
+// InputOffset maps an offset in what the decoder read to the same place in
+// the answer. A nil Filter replaced nothing.
+func (f *Filter) InputOffset(out int64) int64 {
 	if f == nil {
 		return out
 	}
@@ -149,7 +158,9 @@ func (f *stepsFilter) inputOffset(out int64) int64 {
 	return out + f.shifts[n-1].removed
 }
 
-func (f *stepsFilter) Read(p []byte) (int, error) {
+// Read hands the decoder the answer, each element equal to the last read's
+// replaced by Placeholder.
+func (f *Filter) Read(p []byte) (int, error) {
 	for f.o == len(f.out) {
 		f.out, f.o = f.out[:0], 0
 		if f.i == len(f.buf) {
@@ -157,7 +168,7 @@ func (f *stepsFilter) Read(p []byte) (int, error) {
 				if f.match >= 0 {
 					// The answer ended inside an element being matched:
 					// pass on what matched, for the decoder to fail on.
-					f.out = append(f.out, f.prev[f.elem].Raw[:f.match]...)
+					f.out = append(f.out, f.prev(f.elem)[:f.match]...)
 					f.match = -1
 					continue
 				}
@@ -184,7 +195,7 @@ func (f *stepsFilter) Read(p []byte) (int, error) {
 
 // scan takes what it can of buf[i:] into out: replaced elements as {}, the
 // rest as it is.
-func (f *stepsFilter) scan() {
+func (f *Filter) scan() {
 	for f.i < len(f.buf) {
 		if f.match >= 0 {
 			f.matchMore()
@@ -202,8 +213,8 @@ func (f *stepsFilter) scan() {
 }
 
 // matchMore compares what came of the current element with prev's.
-func (f *stepsFilter) matchMore() {
-	raw := f.prev[f.elem].Raw
+func (f *Filter) matchMore() {
+	raw := f.prev(f.elem)
 	in := f.buf[f.i:]
 	n := min(len(in), len(raw)-f.match)
 	k := commonPrefix(in[:n], raw[f.match:f.match+n])
@@ -212,13 +223,13 @@ func (f *stepsFilter) matchMore() {
 	switch {
 	case f.match == len(raw): // all of it: the decoder reads {}
 		f.reused[f.elem] = true
-		end := f.outRead + int64(len(f.out)-f.o+len(placeholder))
-		removed := int64(len(raw) - len(placeholder))
+		end := f.outRead + int64(len(f.out)-f.o+len(Placeholder))
+		removed := int64(len(raw) - len(Placeholder))
 		if len(f.shifts) > 0 {
 			removed += f.shifts[len(f.shifts)-1].removed
 		}
 		f.shifts = append(f.shifts, shift{at: end, removed: removed})
-		f.out = append(f.out, placeholder...)
+		f.out = append(f.out, Placeholder...)
 		f.match = -1
 	case k < n: // it differs: pass on what matched, and scan the element
 		matched := raw[:f.match]
@@ -253,7 +264,7 @@ func commonPrefix(a, b []byte) int {
 // its bytes it went over: all of them, or, when matching is allowed, the
 // bytes before an element that may be the last read's (f.match is then 0),
 // or before what passes on unread (f.passing).
-func (f *stepsFilter) structure(b []byte, matching bool) int {
+func (f *Filter) structure(b []byte, matching bool) int {
 	for i := 0; i < len(b); i++ {
 		c := b[i]
 		if f.inString {
@@ -292,11 +303,11 @@ func (f *stepsFilter) structure(b []byte, matching bool) int {
 		}
 		if f.elemNext && c != ']' {
 			f.elemNext = false
-			if f.elem >= len(f.prev) {
+			if f.elem >= f.n {
 				f.passing = true // the last read has no step of this index
 				return i
 			}
-			if raw := f.prev[f.elem].Raw; matching && c == '{' && len(raw) > len(placeholder) && raw[0] == c {
+			if raw := f.prev(f.elem); matching && c == '{' && len(raw) > len(Placeholder) && raw[0] == c {
 				f.match = 0
 				return i
 			}
@@ -361,16 +372,16 @@ const maxNameBytes = 15
 
 func isBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// placeError moves the byte offset of a decoding error from what the
-// decoder read to the answer. A nil filter replaced nothing.
-func (f *stepsFilter) placeError(err error) {
+// PlaceError moves the byte offset of a decoding error from what the
+// decoder read to the answer. A nil Filter replaced nothing.
+func (f *Filter) PlaceError(err error) {
 	if f == nil {
 		return
 	}
 	if se, ok := errors.AsType[*jsontext.SyntacticError](err); ok {
-		se.ByteOffset = f.inputOffset(se.ByteOffset)
+		se.ByteOffset = f.InputOffset(se.ByteOffset)
 	}
 	if se, ok := errors.AsType[*jsonv2.SemanticError](err); ok {
-		se.ByteOffset = f.inputOffset(se.ByteOffset)
+		se.ByteOffset = f.InputOffset(se.ByteOffset)
 	}
 }
