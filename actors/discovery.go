@@ -150,7 +150,9 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, probe
 	if token == "" && spec.PID > 0 {
 		token = rpc.CSRFTokenFromCmdline(spec.PID) // agy's own --csrf_token
 	}
-	cfg := rpc.Config{Host: spec.Host, CSRFToken: token, ProbeTimeout: probeTimeout}
+	// Probe clients live for a few calls: no health check, whose timer
+	// would keep each of them, closed, alive for its 30 s.
+	cfg := rpc.Config{Host: spec.Host, CSRFToken: token, ProbeTimeout: probeTimeout, ReadIdleTimeout: -1}
 	newOnly := spec.NewConversation
 	if spec.Port > 0 {
 		c := cfg

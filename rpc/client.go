@@ -47,6 +47,12 @@ type Config struct {
 	// UnaryTimeout bounds every other unary call when the context has no
 	// deadline: 30s when zero. Streams have no default deadline.
 	UnaryTimeout time.Duration
+	// ReadIdleTimeout is how long a connection may go without a frame
+	// before it is pinged, so that a hung (not dead) server is noticed:
+	// 30s when zero; never when negative (a client for a few probes: x/net
+	// keeps a closed connection, and its client, alive until the timer
+	// fires).
+	ReadIdleTimeout time.Duration
 	// OnError, when set, is told of every failed call: a unary call, a
 	// stream that could not open, a stream that ended other than cleanly
 	// (not when the caller cancelled it). For metrics: it must be fast and
@@ -59,6 +65,8 @@ const (
 	DefaultHost         = "127.0.0.1"
 	DefaultProbeTimeout = 2 * time.Second
 	DefaultUnaryTimeout = 30 * time.Second
+	// DefaultReadIdleTimeout is Config.ReadIdleTimeout's default.
+	DefaultReadIdleTimeout = 30 * time.Second
 )
 
 // Client speaks the Connect protocol (JSON codec) to one agy language server
@@ -103,6 +111,12 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.UnaryTimeout == 0 {
 		cfg.UnaryTimeout = DefaultUnaryTimeout
 	}
+	switch {
+	case cfg.ReadIdleTimeout == 0:
+		cfg.ReadIdleTimeout = DefaultReadIdleTimeout
+	case cfg.ReadIdleTimeout < 0:
+		cfg.ReadIdleTimeout = 0 // x/net: no health check
+	}
 	c := &Client{
 		cfg:     cfg,
 		baseURL: "https://" + net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)) + "/" + Service + "/",
@@ -129,7 +143,7 @@ func NewClient(cfg Config) (*Client, error) {
 			return flowconn.New(conn.(*tls.Conn)), nil
 		},
 		// A hung (not dead) server is noticed on idle streams.
-		ReadIdleTimeout: 30 * time.Second,
+		ReadIdleTimeout: cfg.ReadIdleTimeout,
 		PingTimeout:     10 * time.Second,
 	}
 	return c, nil

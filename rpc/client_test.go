@@ -5,15 +5,18 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
 const (
@@ -459,4 +462,22 @@ func TestStepsAnswerLimit(t *testing.T) {
 	steps, err := c.GetCascadeTrajectorySteps(ctxT(t), conv)
 	require.NoError(t, err, "an answer exactly at the limit")
 	assert.Len(t, steps, 1)
+}
+
+// A client for a few probes (ReadIdleTimeout < 0) is garbage once closed:
+// x/net's health-check timer would keep its closed connection, and the
+// client, alive for 30 s (an idle session's heap grew by a probe client).
+func TestClosedProbeClientIsCollected(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
+	probe := func(readIdle time.Duration) weak.Pointer[rpc.Client] {
+		c, err := rpc.NewClient(rpc.Config{Port: srv.Port(), ReadIdleTimeout: readIdle})
+		require.NoError(t, err)
+		require.NoError(t, c.Heartbeat(ctxT(t)))
+		c.Close()
+		return weak.Make(c)
+	}
+	gone := func(p weak.Pointer[rpc.Client]) func() bool {
+		return func() bool { runtime.GC(); return p.Value() == nil }
+	}
+	require.Eventually(t, gone(probe(-1)), 5*time.Second, 20*time.Millisecond, "the closed client is still referenced")
 }
