@@ -1,16 +1,21 @@
-// Package flowconn batches the WINDOW_UPDATE frames of x/net's HTTP/2
-// transport: a Conn, between the transport and its TLS connection, takes
-// them out of what the transport writes and writes the credit back merged.
+// Package flowconn saves x/net's HTTP/2 transport write syscalls: a Conn,
+// between the transport and its TLS connection, batches the WINDOW_UPDATE
+// frames the transport writes, and writes a request's HEADERS and its body
+// together.
 //
 // Why: x/net returns flow-control credit every 4 KiB the caller reads (its
 // inflowMinRefresh is a constant), so a stream of ~4 KiB frames costs one
 // TLS record and one write syscall per frame for the update alone
-// (BenchmarkStreamTransport in package rpc, with and without;
+// (BenchmarkStreamTransport in package rpc, with and without); and it
+// flushes a request's HEADERS before writing its body, two records and two
+// syscalls for every call, most of what an idle session costs (agyharness
+// bench --idle-sessions 1000, idle CPU per session, with and without;
 // docs/PERFORMANCE.md).
 //
-// It relies on two things x/net does, which TestXNetWritesAsFlowconnExpects
+// It relies on three things x/net does, which TestXNetWritesAsFlowconnExpects
 // checks against the x/net in go.mod: its receive windows are far larger
-// than Batch, and it writes an update every few KiB read.
+// than Batch, it writes an update every few KiB read, and it writes a
+// request's body right after its HEADERS.
 package flowconn
 
 import (
@@ -38,29 +43,58 @@ const Batch = 512 << 10
 // connection's) held credit reaches Batch. Credit is cumulative and may come
 // late, so the server sees the same total, sooner or later, and is never
 // short of window: it always has at least its window minus Batch.
+//
+// When what the transport wrote ends with the HEADERS of a request whose
+// body is to come, Conn holds them and writes them in front of the next
+// bytes, the body's, which the transport writes at once on the same
+// goroutine; if none come within HeldHeadersDelay, a timer writes them
+// alone.
 type Conn struct {
 	*tls.Conn
 	closeNet func() error // the socket under the TLS connection
+	timer    *time.Timer  // writes held HEADERS that waited HeldHeadersDelay
 
-	mu  sync.Mutex
-	f   filter
-	out []byte // the bytes to write, kept for the next Write
+	mu   sync.Mutex
+	f    filter
+	out  []byte // the bytes to write, kept for the next Write; while held, a request's HEADERS
+	held bool
+	err  error // of writing held bytes on the timer, for the next Write
 }
+
+// HeldHeadersDelay is how long a Conn holds a request's HEADERS for its
+// body: it bounds what a body that never comes (or a writer descheduled in
+// between) costs the request.
+const HeldHeadersDelay = time.Millisecond
 
 // New wraps c, the transport's TLS connection.
 func New(c *tls.Conn) *Conn {
 	w := &Conn{Conn: c, closeNet: c.NetConn().Close}
 	w.f.init()
+	w.timer = time.AfterFunc(time.Hour, w.writeHeld)
+	w.timer.Stop()
 	return w
 }
 
 // Write passes p through to the connection without its WINDOW_UPDATE
-// frames, writing held updates back where allowed. It reports len(p) when
-// the bytes it had to write were written.
+// frames, writing held updates back where allowed, and holding a request's
+// HEADERS for its body. It reports len(p) when the bytes it had to write
+// were written or are held.
 func (w *Conn) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := w.f.filter(w.out[:0], p)
+	if w.err != nil {
+		return 0, w.err
+	}
+	out := w.f.filter(w.out, p) // after the held HEADERS, if any
+	if w.f.bodyNext() {
+		w.out, w.held = out, true
+		w.timer.Reset(HeldHeadersDelay)
+		return len(p), nil
+	}
+	if w.held {
+		w.timer.Stop()
+		w.held = false
+	}
 	w.out = out[:0]
 	if len(out) == 0 {
 		return len(p), nil
@@ -71,10 +105,26 @@ func (w *Conn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// writeHeld writes HEADERS held for a body that did not come in time.
+func (w *Conn) writeHeld() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.held || w.err != nil {
+		return
+	}
+	w.held = false
+	out := w.out
+	w.out = out[:0]
+	if _, err := w.Conn.Write(out); err != nil {
+		w.err = err
+	}
+}
+
 // Close closes the TLS connection, and the socket under it if that takes
 // more than 250ms (a peer that does not read blocks the close_notify
 // alert), as the transport does itself for a bare *tls.Conn.
 func (w *Conn) Close() error {
+	w.timer.Stop() // held HEADERS, if any, belong to a request closed with the connection
 	t := time.AfterFunc(250*time.Millisecond, func() { _ = w.closeNet() })
 	defer t.Stop()
 	return w.Conn.Close()
@@ -94,11 +144,15 @@ type filter struct {
 	held    map[uint32]uint32 // credit held back, by stream (0: the connection)
 	headBuf [frameHeaderLen]byte
 	incrBuf [4]byte
+
+	lastType  byte // type and flags of the last frame passed through
+	lastFlags byte
 }
 
 const (
 	frameHeaderLen = 9
 	windowUpdate   = byte(http2.FrameWindowUpdate)
+	headers        = byte(http2.FrameHeaders)
 )
 
 func (w *filter) init() {
@@ -152,11 +206,21 @@ func (w *filter) filter(out, p []byte) []byte {
 			out = w.release(out, 0)
 			out = append(out, h...)
 			w.rest = length
+			w.lastType, w.lastFlags = h[3], h[4]
 		}
 	}
 	// Credit that reached Batch goes out now. (Inside a frame passed
 	// through, nothing is held: it all went out in front of the frame.)
 	return w.release(out, Batch)
+}
+
+// bodyNext says whether what was filtered so far ends with the whole
+// HEADERS of a request whose body is to come (END_HEADERS without
+// END_STREAM; held WINDOW_UPDATEs after it do not count).
+func (w *filter) bodyNext() bool {
+	return w.preface == 0 && w.rest == 0 && !w.update && len(w.head) == 0 &&
+		w.lastType == headers &&
+		http2.Flags(w.lastFlags)&(http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream) == http2.FlagHeadersEndHeaders
 }
 
 // hold adds n to the credit held for stream (0: the connection).

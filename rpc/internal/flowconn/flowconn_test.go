@@ -269,3 +269,53 @@ func TestXNetWritesAsFlowconnExpects(t *testing.T) {
 	assert.LessOrEqual(t, socks[0].count()-writesBefore, chunk*chunks/Batch+2,
 		"while the body is read, the connection writes a batch of credit per Batch, not an update per chunk")
 }
+
+// TestXNetWritesARequestBodyRightAfterItsHeaders runs x/net's transport
+// (the version in go.mod) over a Conn and sends small POSTs, as package
+// rpc's unary calls are. It fails when an x/net upgrade stops writing a
+// request's body right after its HEADERS, on the same goroutine: the Conn
+// would then write the HEADERS alone after HeldHeadersDelay, and holding
+// them would only cost each call that delay.
+func TestXNetWritesARequestBodyRightAfterItsHeaders(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = w.Write(b)
+	}))
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	defer srv.Close()
+	var sock *countWrites
+	tr := &http2.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}}, //nolint:gosec // a test's own server
+		DialTLSContext: func(ctx context.Context, network, addr string, tc *tls.Config) (net.Conn, error) {
+			raw, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			sock = &countWrites{Conn: raw}
+			conn := tls.Client(sock, tc)
+			if err := conn.HandshakeContext(ctx); err != nil {
+				return nil, err
+			}
+			return New(conn), nil
+		},
+	}
+	defer tr.CloseIdleConnections()
+	post := func() {
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"cascadeId":"c"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := tr.RoundTrip(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, `{"cascadeId":"c"}`, string(b))
+	}
+	post() // the connection's setup
+	for range 5 {
+		before := sock.count()
+		post()
+		assert.Equal(t, 1, sock.count()-before, "a request's HEADERS and body leave in one write")
+	}
+}
