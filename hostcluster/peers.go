@@ -79,16 +79,29 @@ func (f *peerFilter) check(ctx context.Context) error {
 	return nil
 }
 
-func (f *peerFilter) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+func (f *peerFilter) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	if err := f.check(ss.Context()); err != nil {
 		return err
 	}
+	defer recoverCall(&err)
 	return handler(srv, ss)
 }
 
-func (f *peerFilter) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func (f *peerFilter) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (_ any, err error) {
 	if err := f.check(ctx); err != nil {
 		return nil, err
 	}
+	defer recoverCall(&err)
 	return handler(ctx, req)
+}
+
+// recoverCall turns a panic of a remote call's handler into the call's
+// error. gRPC does not recover a handler's panic, and Proto.Actor's remote
+// panics on the calls it declares and does not implement (ListProcesses,
+// GetProcessDiagnostics): without this, one such call from any admitted
+// address would end the node.
+func recoverCall(err *error) {
+	if r := recover(); r != nil {
+		*err = status.Errorf(codes.Internal, "agyharness: the remote call failed: %v", r)
+	}
 }
