@@ -15,6 +15,7 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -190,6 +191,40 @@ func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
 	r.system.Root.RequestWithCustomSender(r.child, &messages.Interrupt{}, r.parent)
 	res = expect[*messages.TurnResult](r, nil)
 	require.NoError(t, res.Err, "nothing to cancel counts as idle")
+}
+
+// An interrupt finds a prompt however far past its starting index agy has
+// gone, though agy answers a few steps a read: it reads window by window
+// to the trajectory's end.
+func TestTurnSenderInterruptFindsAPromptPastOneWindow(t *testing.T) {
+	sc := &agytest.Scenario{Turns: []agytest.TurnScript{
+		{Actions: []agytest.Action{agytest.Say("one", 1), agytest.Say("two", 1), agytest.Say("three", 1)}},
+		{Actions: []agytest.Action{agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "deployed\n", NeedsApproval: true})}},
+	}}
+	srv, client := startAgy(t, agytest.Options{Conversation: true, ChunkDelay: -1, MaxStepsPerRead: 2, Scenario: sc})
+	conv := srv.ConversationID()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, client.SendUserCascadeMessage(ctx, conv, "talk", "MODEL_PLACEHOLDER_M20"))
+	require.NoError(t, srv.WaitIdle(ctx, conv))
+	require.NoError(t, client.SendUserCascadeMessage(ctx, conv, "deploy", "MODEL_PLACEHOLDER_M20"))
+	var waiting int
+	require.Eventually(t, func() bool {
+		p, ok := srv.OpenPrompt(conv)
+		waiting = p.Index()
+		return ok
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Greater(t, waiting, 4, "the prompt is past the first two windows")
+
+	cfg := testCfg()
+	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
+		return newTurnSender(child{client: client, conv: conv, cfg: cfg, gen: 3, wg: wg})
+	})
+	r.system.Root.RequestWithCustomSender(r.child, &messages.Interrupt{Conversations: []messages.ConversationFrom{{ConversationID: conv, From: 0}}}, r.parent)
+	res := expect[*messages.TurnResult](r, nil)
+	require.NoError(t, res.Err)
+	assert.Equal(t, rpc.StatusDone, srv.Steps(conv)[waiting].Status, "declined: the step left WAITING")
+	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
 }
 
 func testCfg() Config {

@@ -266,6 +266,13 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *interruptDone:
 		s.onInterruptDone(ctx, m)
+	case *interruptNotDone:
+		if m.gen != s.core.gen && s.turns != nil {
+			s.interrupt(ctx, m.msg, m.reply) // bound to agy's new port already
+		} else {
+			// The next binding releases it (the port loss is on its way).
+			s.held = append(s.held, heldRequest{msg: m.msg, sender: m.reply, deadline: m.msg.Deadline})
+		}
 	case *messages.ResolveElicitation:
 		ctx.Respond(&messages.ResolveAccepted{Err: s.onResolve(ctx, m.Resolve)})
 	case *subscribe:

@@ -525,6 +525,32 @@ func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
 	itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
 }
 
+// An interrupt that meets agy's port gone (agy moved) is carried out on
+// agy's new port once the session has found it: the prompt is declined and
+// the turn ends, as if agy had not moved.
+func TestInterruptWhileAgyMovesToANewPortIsCarriedOut(t *testing.T) {
+	sc := scenario(
+		agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "deployed\n", NeedsApproval: true}),
+		agytest.Say("Deployed.", 2),
+	)
+	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	seq := r.turn("deploy it")
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	_, err := r.srv.Restart()
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	assert.Equal(t, messages.ByHarness, res.By)
+	assert.NotEqual(t, messages.ActionAccept, res.Action)
+	r.ev.waitIdleAfter(t, res.Seq)
+	assert.Equal(t, rpc.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
+	for _, ev := range r.ev.all() {
+		assert.False(t, ev.Type == messages.EventFunctionCallOutput && ev.Output == "deployed\n", "the declined command never ran")
+	}
+}
+
 func TestShutdownDoesNotWaitForeverOnAConsumerThatNeverReads(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Nobody listens.", 4)), ChunkDelay: time.Millisecond})
 	host := actors.NewHost(testConfig())

@@ -102,6 +102,13 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 		ts.t.run(func(c context.Context) {
 			declined, err := ts.interrupt(c, convs)
 			root.Send(session, &interruptDone{gen: ts.gen, declined: declined})
+			if err != nil && (errors.Is(err, rpc.ErrPortGone) || c.Err() != nil) {
+				// agy's port went away (or this actor stops as the session
+				// moves to a new one): the session runs it again once bound.
+				// Declining and cancelling twice changes nothing more.
+				root.Send(session, &interruptNotDone{gen: ts.gen, msg: m, reply: reply})
+				return
+			}
 			root.Send(reply, &messages.TurnResult{Err: err})
 		})
 	}
@@ -178,6 +185,14 @@ func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog ma
 	return &messages.TurnResult{Model: model}, read, false
 }
 
+// interruptNotDone is sent by the turn sender to its session: an interrupt
+// that met agy's port gone, to be run again on the port the session finds.
+type interruptNotDone struct {
+	gen   messages.Gen
+	msg   *messages.Interrupt
+	reply *actor.PID
+}
+
 // interruptDone is sent by the turn sender to its session when an interrupt
 // has run: the prompts it declined, so that their dialogs in agy's terminal
 // can be closed, and the session's other marks cleared.
@@ -232,41 +247,58 @@ func (ts *turnSender) interrupt(ctx context.Context, convs []messages.Conversati
 }
 
 // declinePrompts declines every prompt agy waits on in convs, each read from
-// its trajectory index: a permission with allow false, a question with no
+// its trajectory index to the trajectory's end, window by window (agy may
+// cap one answer): a permission with allow false, a question with no
 // responses. A prompt that stopped waiting meanwhile is skipped.
 func (ts *turnSender) declinePrompts(ctx context.Context, convs []messages.ConversationFrom) ([]declinedPrompt, error) {
 	var declined []declinedPrompt
 	var errs []error
 	for _, cf := range convs {
-		steps, err := ts.client.GetCascadeTrajectoryStepsFrom(ctx, cf.ConversationID, cf.From, nil)
-		if err != nil {
-			if !errors.Is(err, rpc.ErrTrajectoryNotFound) {
-				errs = append(errs, fmt.Errorf("reading %s for its prompts: %w", cf.ConversationID, err))
+		for off, n := cf.From, 0; n < maxWindows; n++ {
+			steps, err := ts.client.GetCascadeTrajectoryStepsFrom(ctx, cf.ConversationID, off, nil)
+			if err != nil {
+				if !errors.Is(err, rpc.ErrTrajectoryNotFound) {
+					errs = append(errs, fmt.Errorf("reading %s for its prompts: %w", cf.ConversationID, err))
+				}
+				break
 			}
-			continue
-		}
-		at := mapper.Indexer(steps, cf.From)
-		for i := range steps {
-			idx := at(i)
-			p, ok := mapper.PendingInteraction(&steps[i], idx)
-			if !ok {
-				continue
+			if len(steps) == 0 {
+				break
 			}
-			in, err := mapper.BuildInteraction(p, messages.Resolve{Action: messages.ActionCancel}, p.TrajectoryID, idx)
-			if err == nil {
-				err = ts.client.HandleCascadeUserInteraction(ctx, cf.ConversationID, in)
+			at := mapper.Indexer(steps, off)
+			for i := range steps {
+				p, ok := mapper.PendingInteraction(&steps[i], at(i))
+				if !ok {
+					continue
+				}
+				switch done, err := ts.decline(ctx, cf.ConversationID, p, at(i)); {
+				case err != nil:
+					errs = append(errs, err)
+				case done:
+					declined = append(declined, declinedPrompt{conv: cf.ConversationID, prompt: *p})
+				}
 			}
-			switch {
-			case err == nil:
-				declined = append(declined, declinedPrompt{conv: cf.ConversationID, prompt: *p})
-			case errors.Is(err, rpc.ErrInputNotRegistered):
-				// It stopped waiting meanwhile (answered, or timed out).
-			default:
-				errs = append(errs, fmt.Errorf("declining the prompt at step %d of %s: %w", idx, cf.ConversationID, err))
-			}
+			off = at(len(steps)-1) + 1
 		}
 	}
 	return declined, errors.Join(errs...)
+}
+
+// decline declines prompt p at trajectory index idx of conv; done is false
+// when it had stopped waiting meanwhile (answered, or timed out), which is
+// not an error.
+func (ts *turnSender) decline(ctx context.Context, conv string, p *mapper.Prompt, idx int) (done bool, _ error) {
+	in, err := mapper.BuildInteraction(p, messages.Resolve{Action: messages.ActionCancel}, p.TrajectoryID, idx)
+	if err == nil {
+		err = ts.client.HandleCascadeUserInteraction(ctx, conv, in)
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, rpc.ErrInputNotRegistered):
+		return false, nil
+	}
+	return false, fmt.Errorf("declining the prompt at step %d of %s: %w", idx, conv, err)
 }
 
 // waitIdle polls the cascade's run status until IDLE or d elapses.
