@@ -54,8 +54,12 @@ type pollDone struct {
 	err     error
 }
 
-func newPoller(c child, mode ReadMode) actor.Actor {
-	return &poller{child: c, mode: mode}
+// newPoller reads the conversation from trajectory index from on: where the
+// session's view can still change. Steps before it are terminal and mapped;
+// a session bound again to agy (a new port) need not read its whole
+// history again, which agy may send only a few hundred steps an answer.
+func newPoller(c child, mode ReadMode, from int) actor.Actor {
+	return &poller{child: c, mode: mode, window: trajectoryWindow{gen: c.gen, offset: from}}
 }
 
 // interval is the time to the next read; 0 means none (stream mode with

@@ -386,7 +386,8 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	if mode != ReadPoll {
 		s.stream = s.spawn(ctx, "stream", func() actor.Actor { return newStreamReader(c) })
 	}
-	s.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode) })
+	from := s.core.root.FirstLive() // taken now: a restarted poller must not read the session's state
+	s.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode, from) })
 	s.frameTold = time.Time{} // the new watcher has been told of no frame
 	s.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
 	s.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
