@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
@@ -74,25 +75,46 @@ func (w *trajectoryWindow) prevFor(off int) []rpc.Step {
 // rpc.Client.GetCascadeTrajectoryStepsFrom): they are read-only for
 // everyone they are handed to.
 func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string, stepCount int) ([]rpc.Step, int, error) {
+	return w.readWith(ctx, func(ctx context.Context, off int, prev []rpc.Step) ([]rpc.Step, error) {
+		return c.GetCascadeTrajectoryStepsFrom(ctx, conv, off, prev)
+	}, conv, stepCount)
+}
+
+// stepsFrom reads one answer of a conversation's steps from a trajectory
+// index (GetCascadeTrajectorySteps with stepOffset).
+type stepsFrom func(ctx context.Context, off int, prev []rpc.Step) ([]rpc.Step, error)
+
+// window is one answer of a read: the steps from trajectory index off.
+type window struct {
+	off   int
+	steps []rpc.Step
+}
+
+// readWith is read, each answer read by readFrom.
+//
+// A read of several answers is not one moment of agy's: a step live in an
+// early answer may have finished, and later steps been written, by the time
+// a later answer is read; mapped in index order, that later step's items
+// would come before the earlier step's last ones. So when an answer before
+// the last holds a live step, the answers from the last but one back to
+// that one are read again, in that order: each answer is then no older than
+// every answer after it, and a step is never seen behind a later one.
+func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, conv string, stepCount int) ([]rpc.Step, int, error) {
 	start := w.from()
 	if stepCount >= 0 && stepCount < start {
 		start = 0 // the trajectory is shorter than what was read: read it all again
 	}
-	var steps []rpc.Step
+	var windows []window
 	off := start
 	for n := 0; ; n++ {
 		if n == maxWindows {
 			return nil, 0, fmt.Errorf("reading %s: more than %d windows of steps", conv, maxWindows)
 		}
-		ws, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, off, w.prevFor(off))
+		ws, err := readFrom(ctx, off, w.prevFor(off))
 		if err != nil {
 			return nil, 0, err
 		}
-		if steps == nil {
-			steps = ws
-		} else {
-			steps = append(steps, ws...)
-		}
+		windows = append(windows, window{off: off, steps: ws})
 		if len(ws) == 0 {
 			break
 		}
@@ -112,7 +134,43 @@ func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string,
 		}
 		off = next
 	}
+	if err := rereadBackwards(ctx, readFrom, windows); err != nil {
+		return nil, 0, err
+	}
+	var steps []rpc.Step
+	for _, win := range windows {
+		if steps == nil {
+			steps = win.steps
+		} else {
+			steps = append(steps, win.steps...)
+		}
+	}
 	return steps, start, nil
+}
+
+// rereadBackwards reads again, from the last but one back, the windows from
+// the first one before the last that holds a live step. A window read again
+// whose length changed (the trajectory was rewritten meanwhile) is left as
+// first read, and so are the ones before it: the next read sees them again.
+func rereadBackwards(ctx context.Context, readFrom stepsFrom, windows []window) error {
+	last := len(windows) - 1
+	first := slices.IndexFunc(windows[:max(last, 0)], func(win window) bool {
+		return slices.ContainsFunc(win.steps, func(s rpc.Step) bool { return !s.Status.Terminal() })
+	})
+	if first < 0 {
+		return nil // every window before the last was at rest: nothing in them moves
+	}
+	for i := last - 1; i >= first; i-- {
+		ws, err := readFrom(ctx, windows[i].off, windows[i].steps)
+		if err != nil {
+			return err
+		}
+		if len(ws) != len(windows[i].steps) {
+			return nil
+		}
+		windows[i].steps = ws
+	}
+	return nil
 }
 
 // keep records a read that reached the session: the next one starts from it.
