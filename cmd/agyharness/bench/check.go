@@ -108,7 +108,7 @@ func (d *driver) check(res *Result) {
 	res.TurnsFailedClearly += d.turnsFailed
 	res.StuckTurns += d.stuck
 	res.Events += d.received
-	tag := fmt.Sprintf("session %d (fault %q, fake seed %d)", d.i, d.fault, res.Seed+int64(d.i))
+	tag := fmt.Sprintf("session %d (fault %q, fake seed %d%s)", d.i, d.fault, res.Seed+int64(d.i), d.fake.live)
 	if d.ended {
 		res.StuckTurns++
 		res.problem("%s: the session ended during the run: %v", tag, d.s.Err())
@@ -180,6 +180,7 @@ func (d *driver) check(res *Result) {
 // step where agy echoes exactly that answer.
 func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 	resolved := map[string]*messages.Event{}
+	trajectories := map[string][]rpc.Step{} // by conversation, read once: a read decodes every step
 	for _, ev := range evs {
 		if ev.Type == messages.EventElicitationResolved {
 			resolved[ev.ElicitationID] = ev
@@ -213,7 +214,11 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 			continue
 		}
 		conv := ev.ConversationID
-		steps := d.srv.Steps(conv) // by trajectory index
+		steps, ok := trajectories[conv] // by trajectory index
+		if !ok {
+			steps = d.srv.Steps(conv)
+			trajectories[conv] = steps
+		}
 		idx := *ev.DeliveredStepIndex
 		if idx < 0 || idx >= len(steps) || !echoes(steps[idx], a) {
 			res.PromptsMisdelivered++

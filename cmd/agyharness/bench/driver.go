@@ -92,6 +92,21 @@ type liveMix struct {
 	movingMod bool // lastModifiedTime moves at rest
 }
 
+// String names the behaviours shown, for a problem report.
+func (m liveMix) String() string {
+	var b strings.Builder
+	if m.coldStart {
+		b.WriteString(", cold start")
+	}
+	if m.window > 0 {
+		fmt.Fprintf(&b, ", %d steps a read", m.window)
+	}
+	if m.movingMod {
+		b.WriteString(", moving lastModifiedTime")
+	}
+	return b.String()
+}
+
 // liveMixFor draws fake i's mix from the seed. A session that follows its
 // fake through port churn (by conversation, in the log) starts warm.
 func liveMixFor(o Options, i int, fault string) liveMix {
