@@ -191,7 +191,7 @@ func TestAttachReadsTheCSRFTokenFromAFile(t *testing.T) {
 	fake := startFakeAgy(t, "--seed", "9", "--chunk-delay", "1ms", "--csrf-token", "S3CRET-from-file")
 	tokenFile := filepath.Join(t.TempDir(), "csrf")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("S3CRET-from-file\n"), 0o600))
-	a := startAttach(t, "--port", strconv.Itoa(fake.port), "--csrf-token-file", tokenFile, "--attach-timeout", "10s")
+	a := startAttach(t, "--port", strconv.Itoa(fake.port), "--csrf-token-file", tokenFile)
 	a.send(messages.Command{Type: messages.CommandTurn, Text: "Please read the README"})
 	ev := a.er.until(wait, "user_message", isType(messages.EventUserMessage))
 	assert.Equal(t, messages.OriginHarness, ev.Origin)

@@ -12,7 +12,7 @@
 
 import { spawn } from "node:child_process";
 import { Readable, Writable } from "node:stream";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
@@ -39,6 +39,7 @@ if (!Array.isArray(argv) || argv.length === 0) {
 const agent = spawn(argv[0], argv.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
 const agentExited = new Promise((resolve) => agent.on("exit", (code, signal) => resolve({ code, signal })));
 
+const cwd = mkdtempSync(join(tmpdir(), "agyharness-e2e-")); // the session's workspace, removed at the end
 const updates = []; // every session/update, in arrival order
 let onPermission = null; // set per prompt: how to answer session/request_permission
 const permissionRequests = [];
@@ -78,7 +79,6 @@ try {
     check(init.protocolVersion === acp.PROTOCOL_VERSION, `protocol version ${init.protocolVersion}`);
     check(init.agentCapabilities?.loadSession === true, "the agent advertises session/load");
 
-    const cwd = mkdtempSync(join(tmpdir(), "agyharness-e2e-"));
     const session = await withTimeout(
       ctx.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
       30000,
@@ -169,6 +169,7 @@ const exit = await withTimeout(agentExited, 15000, "agent exit after stdin close
   return null;
 });
 if (exit) check(exit.code === 0, `agent exit code ${exit.code} (signal ${exit.signal})`);
+rmSync(cwd, { recursive: true, force: true });
 
 if (failures.length > 0) {
   console.error("ACP end-to-end test failed:\n- " + failures.join("\n- "));
