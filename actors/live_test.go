@@ -79,24 +79,32 @@ func TestIdleDoesNotHingeOnLastModifiedTime(t *testing.T) {
 	}
 }
 
-// A long conversation is only ever seen in windows (agy caps one answer):
-// it is read whole once, window by window, and afterwards the polls read its
-// tail, never the whole history again.
-func TestLongConversationIsReadInWindows(t *testing.T) {
+// longConversation starts a fake whose conversation has 30 turns behind
+// it (over 100 steps), answered at most 7 steps a read.
+func longConversation(t *testing.T) (srv *agytest.Server, conv string, history int) {
+	t.Helper()
 	sc := scenario(agytest.Say("One more answer.", 2), agytest.Run(agytest.CommandAction{Line: "ls", Output: "a\n"}))
-	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: -1, MaxStepsPerRead: 7})
+	srv = agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: -1, MaxStepsPerRead: 7})
 	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer c.Close()
-	conv := srv.ConversationID()
+	conv = srv.ConversationID()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	for i := range 30 {
 		require.NoError(t, c.SendUserCascadeMessage(ctx, conv, fmt.Sprintf("turn %d", i), "MODEL_PLACEHOLDER_M20"))
 		require.NoError(t, srv.WaitIdle(ctx, conv))
 	}
-	history := len(srv.Steps(conv))
+	history = len(srv.Steps(conv))
 	require.Greater(t, history, 100)
+	return srv, conv, history
+}
+
+// A long conversation is only ever seen in windows (agy caps one answer):
+// it is read whole once, window by window, and afterwards the polls read its
+// tail, never the whole history again.
+func TestLongConversationIsReadInWindows(t *testing.T) {
+	srv, conv, history := longConversation(t)
 
 	for _, mode := range []actors.ReadMode{actors.ReadBoth, actors.ReadPoll} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -297,58 +305,16 @@ func TestDialogClosedWhenTheFrameBeatsTheAnswersReply(t *testing.T) {
 	}
 }
 
-// A cut frame on a long conversation seen a few steps a read: the turn still
-// ends in idle, soon after agy's.
-func TestCutFrameOnALongWindowedConversationStillEndsInIdle(t *testing.T) {
-	sc := scenario(agytest.Say("One more answer.", 2), agytest.Run(agytest.CommandAction{Line: "ls", Output: "a\n"}))
-	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: -1, MaxStepsPerRead: 4})
-	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer c.Close()
-	conv := srv.ConversationID()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	for i := range 150 {
-		require.NoError(t, c.SendUserCascadeMessage(ctx, conv, fmt.Sprintf("turn %d", i), "MODEL_PLACEHOLDER_M20"))
-		require.NoError(t, srv.WaitIdle(ctx, conv))
-	}
-	r := newRigOn(t, srv, actors.Spec{ReadMode: actors.ReadBoth})
-	for i := range 6 {
-		srv.InjectFault(agytest.Fault{Kind: agytest.FaultTruncatedFrame})
-		seq := r.turn(fmt.Sprintf("cut %d", i))
-		require.NoError(t, srv.WaitIdle(ctx, conv))
-		rested := time.Now()
-		r.ev.waitIdleAfter(t, seq)
-		assert.Less(t, time.Since(rested), 3*time.Second, "turn %d", i)
-	}
-	itemsOnce(t, srv, conv, r.ev.all())
-}
-
 // A session bound again to agy (agy moved to a new port) reads the steps
 // that can still change, not the long history it has mapped already.
 func TestRebindingDoesNotReadTheHistoryAgain(t *testing.T) {
-	sc := scenario(agytest.Say("One more answer.", 2), agytest.Run(agytest.CommandAction{Line: "ls", Output: "a\n"}))
-	srv, err := agytest.NewServer(agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: -1, MaxStepsPerRead: 7})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
-	require.NoError(t, err)
-	defer c.Close()
-	conv := srv.ConversationID()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
-	defer cancel()
-	for i := range 30 {
-		require.NoError(t, c.SendUserCascadeMessage(ctx, conv, fmt.Sprintf("turn %d", i), "MODEL_PLACEHOLDER_M20"))
-		require.NoError(t, srv.WaitIdle(ctx, conv))
-	}
-	history := len(srv.Steps(conv))
-	require.Greater(t, history, 100)
+	srv, conv, history := longConversation(t)
 
 	r := newRigOn(t, srv, actors.Spec{PID: os.Getpid(), ConversationID: conv, ReadMode: actors.ReadPoll})
 	seq := r.turn("before the move")
 	r.ev.waitIdleAfter(t, seq)
 	before := srv.StepsServed()
-	_, err = srv.Restart()
+	_, err := srv.Restart()
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return r.s.Stats().Rebinds == 1 && r.s.Port() == srv.Port() }, waitLong, 10*time.Millisecond)
 	seq = r.turn("after the move")

@@ -504,16 +504,22 @@ func newRigPID(t *testing.T, opts agytest.Options) *rig {
 	return newRigOn(t, srv, actors.Spec{PID: os.Getpid(), ConversationID: srv.ConversationID()})
 }
 
-func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
-	sc := scenario(
-		agytest.Run(agytest.CommandAction{Line: "make", Output: "built\n", NeedsApproval: true}),
-		agytest.Say("Built.", 2),
-	)
+// promptOpenWhenAgyMoves runs a turn whose command asks for approval and,
+// once the prompt is out, restarts agy on a new port: the session (bound by
+// PID) has not found it yet when the test acts.
+func promptOpenWhenAgyMoves(t *testing.T, line, output string) (*rig, *messages.Event) {
+	t.Helper()
+	sc := scenario(agytest.Run(agytest.CommandAction{Line: line, Output: output, NeedsApproval: true}), agytest.Say("Done.", 2))
 	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
-	seq := r.turn("build it")
+	seq := r.turn("run " + line)
 	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
 	_, err := r.srv.Restart()
 	require.NoError(t, err)
+	return r, req
+}
+
+func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
+	r, req := promptOpenWhenAgyMoves(t, "make", "built\n")
 	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
 	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
 	require.Equal(t, messages.ByHarness, res.By)
@@ -529,15 +535,7 @@ func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
 // agy's new port once the session has found it: the prompt is declined and
 // the turn ends, as if agy had not moved.
 func TestInterruptWhileAgyMovesToANewPortIsCarriedOut(t *testing.T) {
-	sc := scenario(
-		agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "deployed\n", NeedsApproval: true}),
-		agytest.Say("Deployed.", 2),
-	)
-	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
-	seq := r.turn("deploy it")
-	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
-	_, err := r.srv.Restart()
-	require.NoError(t, err)
+	r, req := promptOpenWhenAgyMoves(t, "make deploy", "deployed\n")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	require.NoError(t, r.s.Interrupt(ctx))
