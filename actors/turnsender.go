@@ -267,6 +267,9 @@ func (ts *turnSender) declinePrompts(ctx context.Context, convs []messages.Conve
 			}
 			at := mapper.Indexer(steps, off)
 			for i := range steps {
+				if at(i) < off {
+					continue // an answer from before the offset asked: seen already
+				}
 				p, ok := mapper.PendingInteraction(&steps[i], at(i))
 				if !ok {
 					continue
@@ -278,7 +281,11 @@ func (ts *turnSender) declinePrompts(ctx context.Context, convs []messages.Conve
 					declined = append(declined, declinedPrompt{conv: cf.ConversationID, prompt: *p})
 				}
 			}
-			off = at(len(steps)-1) + 1
+			next := at(len(steps)-1) + 1
+			if next <= off || at(0) < off {
+				break // the answer did not start at the offset: it was the whole rest
+			}
+			off = next
 		}
 	}
 	return declined, errors.Join(errs...)
