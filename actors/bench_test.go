@@ -85,21 +85,8 @@ func BenchmarkSessionFrame(b *testing.B) {
 				text += "A streamed chunk of text. "
 				wires[v] = benchFrame(b, n-1, text)
 			}
-			var wg sync.WaitGroup
-			core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
-			sub := core.firstSubscription()
-			var drained sync.WaitGroup
-			drained.Go(func() {
-				for range sub.C() {
-				}
-			})
-			s := newSession(core).(*session)
-			fresh := func() {
-				core.root = nil
-				s.bindConversation(benchConv)
-				s.apply(nil, benchConv, mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
-			}
-			fresh()
+			bs := newBenchSession(hist)
+			s, core, fresh := bs.s, bs.s.core, bs.fresh
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -120,11 +107,44 @@ func BenchmarkSessionFrame(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			core.finish(nil)
-			drained.Wait()
-			wg.Wait()
+			bs.stop()
 		})
 	}
+}
+
+// benchSession is a session actor bound to benchConv with a history
+// applied, its events drained, outside any actor system: the benchmarks
+// drive it directly or through a mailbox of their own.
+type benchSession struct {
+	s       *session
+	wg      *sync.WaitGroup // the host's: counts the goroutines it starts
+	drained sync.WaitGroup
+	fresh   func() // applies the history again to a new reconciler
+}
+
+func newBenchSession(hist []rpc.Step) *benchSession {
+	bs := &benchSession{wg: &sync.WaitGroup{}}
+	core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), bs.wg, &pumps{abandon: make(chan struct{})}, nil)
+	sub := core.firstSubscription()
+	bs.drained.Go(func() {
+		for range sub.C() {
+		}
+	})
+	bs.s = newSession(core).(*session)
+	bs.fresh = func() {
+		core.root = nil
+		bs.s.bindConversation(benchConv)
+		bs.s.apply(nil, benchConv, mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
+	}
+	bs.fresh()
+	return bs
+}
+
+// stop ends the session's event log and waits for everything it started.
+func (bs *benchSession) stop() {
+	bs.s.core.finish(nil)
+	bs.drained.Wait()
+	bs.wg.Wait()
 }
 
 // TestSessionFrameBenchmarkPath checks the benchmark's path does what it

@@ -2,14 +2,12 @@ package actors
 
 import (
 	"log/slog"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 )
@@ -50,27 +48,14 @@ func BenchmarkSessionMailbox(b *testing.B) {
 				}
 				frames[v] = f
 			}
-			var wg sync.WaitGroup
-			core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
-			sub := core.firstSubscription()
-			var drained sync.WaitGroup
-			drained.Go(func() {
-				for range sub.C() {
-				}
-			})
-			s := newSession(core).(*session)
-			fresh := func() {
-				core.root = nil
-				s.bindConversation(benchConv)
-				s.apply(nil, benchConv, mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
-			}
-			fresh()
+			bs := newBenchSession(hist)
+			s, fresh := bs.s, bs.fresh
 			system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
 			a := &frameActor{s: s, done: make(chan struct{})}
 			var opts []actor.PropsOption
 			var own *ownGoroutine
 			if mode == "own" {
-				own = newOwnGoroutine(&wg)
+				own = newOwnGoroutine(bs.wg)
 				opts = append(opts, actor.WithDispatcher(own))
 			}
 			pid := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }, opts...))
@@ -96,9 +81,7 @@ func BenchmarkSessionMailbox(b *testing.B) {
 				own.stop()
 			}
 			system.Shutdown()
-			core.finish(nil)
-			drained.Wait()
-			wg.Wait()
+			bs.stop()
 		})
 	}
 }

@@ -44,19 +44,11 @@ func startAttachArgs(t *testing.T, args ...string) *attached {
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	a := &attached{t: t, cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	a := &attached{t: t, cmd: cmd, stdin: stdin, stderr: &bytes.Buffer{}}
 	cmd.Stderr = a.stderr
 	require.NoError(t, cmd.Start())
 	a.er = newEventReader(t, stdout)
-	go func() { a.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		select {
-		case <-a.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-a.done
-		}
-	})
+	a.done = reap(t, cmd)
 	return a
 }
 

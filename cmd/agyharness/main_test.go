@@ -79,6 +79,24 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
 func harness(t *testing.T) string { return buildBinary(t, "cmd/agyharness") }
 
+// reap collects cmd's exit in the background: the channel (capacity 1)
+// receives Wait's error, for a reader to put back once it has it. The
+// test's end kills cmd if it still runs, and waits for it.
+func reap(t *testing.T, cmd *exec.Cmd) chan error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case err := <-done:
+			done <- err
+		default:
+			_ = cmd.Process.Kill()
+			done <- <-done
+		}
+	})
+	return done
+}
+
 // lines reads r line by line onto a channel, closed at EOF. The goroutine
 // ends with r (the process's pipe closes when it exits).
 func lines(r io.Reader) <-chan string {

@@ -46,7 +46,7 @@ func startClusterNode(t *testing.T, name string, args ...string) *clusterNodePro
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	n := &clusterNodeProc{hostProc: &hostProc{t: t, cmd: cmd, done: make(chan error, 1)}, name: name}
+	n := &clusterNodeProc{hostProc: &hostProc{t: t, cmd: cmd}, name: name}
 	ch := lines(stderr)
 	deadline := time.After(wait)
 	joined := false
@@ -70,20 +70,14 @@ func startClusterNode(t *testing.T, name string, args ...string) *clusterNodePro
 			n.logLine(l)
 		}
 	}()
-	go func() { n.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		select {
-		case <-n.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-n.done
-		}
+	t.Cleanup(func() { // runs after reap's: the node has exited
 		n.checkRaces(t)
 		if t.Failed() {
 			log := strings.Split(n.logText(), "\n")
 			t.Logf("node %s, the end of its log:\n%s", name, strings.Join(log[max(0, len(log)-80):], "\n"))
 		}
 	})
+	n.done = reap(t, cmd)
 	return n
 }
 

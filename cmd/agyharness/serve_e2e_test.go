@@ -55,7 +55,7 @@ func startServe(t *testing.T, args ...string) *hostProc {
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	h := &hostProc{t: t, cmd: cmd, done: make(chan error, 1)}
+	h := &hostProc{t: t, cmd: cmd}
 	ch := lines(stderr)
 	var logged bytes.Buffer
 	deadline := time.After(wait)
@@ -76,15 +76,7 @@ func startServe(t *testing.T, args ...string) *hostProc {
 			assert.NotContains(t, l, testToken, "the token is never logged")
 		}
 	}()
-	go func() { h.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		select {
-		case <-h.done:
-		default:
-			_ = cmd.Process.Kill()
-			<-h.done
-		}
-	})
+	h.done = reap(t, cmd)
 	return h
 }
 

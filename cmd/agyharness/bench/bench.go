@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -221,6 +222,19 @@ func (r *Result) Failed() bool {
 		r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
 		r.PromptsMisdelivered > 0 || r.PromptsUnresolved > 0 || r.StuckTurns > 0 ||
 		r.GoroutinesAfter > r.GoroutinesBefore
+}
+
+// driveAll runs every driver's turns for d from now, side by side, and
+// records the driving window in r (driven).
+func (r *Result) driveAll(ctx context.Context, drivers []*driver, d time.Duration) {
+	start, before := time.Now(), usage()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for _, dr := range drivers {
+		wg.Go(func() { dr.drive(ctx, deadline) })
+	}
+	wg.Wait()
+	r.driven(start, before)
 }
 
 // driven records the driving window that began at start with the

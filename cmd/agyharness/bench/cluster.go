@@ -487,14 +487,7 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	for i, n := range nodes {
 		nodesBefore[i], _ = processCPU(n.cmd.Process.Pid)
 	}
-	driveStart, driveUsage := time.Now(), usage()
-	deadline := driveStart.Add(o.Duration)
-	var wg sync.WaitGroup
-	for _, d := range drivers {
-		wg.Go(func() { d.drive(ctx, deadline) })
-	}
-	wg.Wait()
-	res.driven(driveStart, driveUsage)
+	res.driveAll(ctx, drivers, o.Duration)
 	for i, n := range nodes {
 		cpu, rss := processCPU(n.cmd.Process.Pid)
 		res.Cluster.NodesDriveCPUS += (cpu - nodesBefore[i]).Seconds()

@@ -240,14 +240,7 @@ func (b *bench) drive(ctx context.Context) ([]*driver, error) {
 	}
 
 	// Turns run for Duration after every session is attached.
-	driveStart, driveUsage := time.Now(), usage()
-	deadline := driveStart.Add(o.Duration)
-	var wg sync.WaitGroup
-	for _, d := range drivers {
-		wg.Go(func() { d.drive(ctx, deadline) })
-	}
-	wg.Wait()
-	res.driven(driveStart, driveUsage)
+	res.driveAll(ctx, drivers, o.Duration)
 	if o.HeapProfileEnd != "" {
 		runtime.GC()
 		if err := writeHeapProfile(o.HeapProfileEnd); err != nil {
