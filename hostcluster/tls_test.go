@@ -198,4 +198,3 @@ func TestNodesWithGeneratedCertsFormAClusterOnlyWithTheirCA(t *testing.T) {
 		assert.Equal(t, "c1", s.Info.Id, "C reads no session of A or B")
 	}
 }
-

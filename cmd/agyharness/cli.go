@@ -61,6 +61,7 @@ func commands() []*command {
 		attachCommand(),
 		launchCommand(),
 		serveCommand(),
+		clusterCommand(),
 		replayCommand(),
 		acpCommand(),
 		benchCommand(),

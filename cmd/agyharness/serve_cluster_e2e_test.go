@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,11 +37,46 @@ type clusterNodeProc struct {
 
 var nodeLine = regexp.MustCompile(`node (\S+) of cluster (\S+) at (\S+)`)
 
-// startClusterNode runs a serve process that joins a cluster.
+var (
+	certDirsMu sync.Mutex
+	certDirs   = map[*testing.T]string{}
+)
+
+// nodeCerts makes node name's certificate with `agyharness cluster certs`,
+// in a directory of the test's whose CA every node of the test shares, and
+// returns serve's flags for it.
+func nodeCerts(t *testing.T, name string) []string {
+	t.Helper()
+	certDirsMu.Lock()
+	dir, ok := certDirs[t]
+	if !ok {
+		dir = filepath.Join(t.TempDir(), "certs")
+		certDirs[t] = dir
+		t.Cleanup(func() {
+			certDirsMu.Lock()
+			delete(certDirs, t)
+			certDirsMu.Unlock()
+		})
+	}
+	certDirsMu.Unlock()
+	out, err := exec.Command(harness(t), "cluster", "certs", "--out", dir, "--node", name+"=127.0.0.1").CombinedOutput()
+	require.NoError(t, err, "cluster certs: %s", out)
+	return []string{"--remote-tls-cert", filepath.Join(dir, name+".pem"), "--remote-tls-key", filepath.Join(dir, name+"-key.pem"),
+		"--remote-tls-ca", filepath.Join(dir, "ca.pem")}
+}
+
+// startClusterNode runs a serve process that joins a cluster, with mutual
+// TLS on remote unless args choose (--remote-tls-* or
+// --insecure-cluster-no-auth).
 func startClusterNode(t *testing.T, name string, args ...string) *clusterNodeProc {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600))
+	if !slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--remote-tls-") || a == "--insecure-cluster-no-auth"
+	}) {
+		args = append(args, nodeCerts(t, name)...)
+	}
 	cmd := exec.Command(harness(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile,
 		"--heartbeat", "100ms", "--node", name}, args...)...)
 	cmd.Env = append(os.Environ(), "AGYHARNESS_LOG=info")
@@ -405,4 +442,24 @@ func TestClusterNodeCutOffAndBack(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, a.do("POST", "/v1/sessions/b1/turns", map[string]string{"text": "What is 2+2?"}, true, nil))
 	again.until("a message", isType(messages.EventMessage))
 	again.close()
+}
+
+func TestServeClusterRefusesToStartWithoutMutualTLS(t *testing.T) {
+	port := freeLoopbackPort(t)
+	cluster := []string{"--cluster", "plain", "--cluster-provider", "automanaged",
+		"--peers", fmt.Sprintf("127.0.0.1:%d", port), "--provider-port", strconv.Itoa(port)}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, harness(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--node", "A"}, cluster...)...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "serve --cluster without TLS material ends: %s", out)
+	assert.Equal(t, exitUsage, exit.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "--cluster needs mutual TLS")
+	assert.Contains(t, string(out), "agyharness cluster certs")
+
+	// Explicitly unauthenticated, it starts, and says so.
+	n := startClusterNode(t, "A", append(cluster, "--insecure-cluster-no-auth")...)
+	assert.Equal(t, hostcluster.StateAlive, n.nodeStates()["A"])
+	assert.Contains(t, n.logText(), "UNAUTHENTICATED CLUSTER")
 }
