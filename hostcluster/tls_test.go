@@ -10,9 +10,11 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"log/slog"
 	"math/big"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"testing"
@@ -197,4 +199,22 @@ func TestNodesWithGeneratedCertsFormAClusterOnlyWithTheirCA(t *testing.T) {
 	for _, s := range c.Sessions(context.Background()) {
 		assert.Equal(t, "c1", s.Info.Id, "C reads no session of A or B")
 	}
+}
+
+func TestAutomanagedProviderListensOnTheAdvertiseHostOnly(t *testing.T) {
+	nodes, _ := testNodes(t, "A")
+	port := strconv.Itoa(nodes[0].cfg.Provider.(Automanaged).Port)
+	res, err := http.Get("http://127.0.0.1:" + port + "/_health")
+	require.NoError(t, err)
+	var node struct{ ID string }
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&node))
+	res.Body.Close()
+	assert.Equal(t, nodes[0].current().system.ID, node.ID, "the provider's answer, on the advertise host")
+	// Another address of this machine (every 127/8 address is loopback on
+	// Linux) reaches nothing: the port is not taken on every interface.
+	c, err := net.DialTimeout("tcp", "127.0.0.2:"+port, 2*time.Second)
+	if err == nil {
+		c.Close()
+	}
+	assert.Error(t, err, "the provider port from 127.0.0.2")
 }

@@ -34,7 +34,7 @@ type clusterFlags struct {
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.name, "cluster", "", "join the cluster of this name: any node's API reaches every node's sessions (needs --remote-tls-*)")
-	fs.StringVar(&c.provider, "cluster-provider", "etcd", "how members find each other: etcd, or automanaged (its membership HTTP has no authentication: one trusted machine or network only)")
+	fs.StringVar(&c.provider, "cluster-provider", "etcd", "how members find each other: etcd (give it --etcd-tls-* beyond one machine), or automanaged (Proto.Actor's membership over plain HTTP, which cannot be authenticated: one trusted machine only)")
 	fs.StringVar(&c.etcd, "etcd-endpoints", "127.0.0.1:2379", "etcd's client endpoints, host:port,... (--cluster-provider etcd)")
 	fs.StringVar(&c.etcdCert, "etcd-tls-cert", "", "PEM client certificate for etcd's client endpoints (with --etcd-tls-key)")
 	fs.StringVar(&c.etcdKey, "etcd-tls-key", "", "the PEM private key of --etcd-tls-cert")
@@ -46,7 +46,7 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.node, "node", "", "this node's name (default: the host name)")
 	fs.StringVar(&c.advertise, "advertise", "127.0.0.1:0", "HOST:PORT of this node's remote endpoint, which the other nodes dial (port 0: a free one)")
 	fs.StringVar(&c.allow, "allow-peers", "", "more hosts allowed to connect to the remote endpoint besides the members, host,...")
-	fs.StringVar(&c.tlsCert, "remote-tls-cert", "", "this node's PEM certificate for remote's mutual TLS (with --remote-tls-key and --remote-tls-ca; make them with `agyharness cluster certs`)")
+	fs.StringVar(&c.tlsCert, "remote-tls-cert", "", "this node's PEM certificate for remote's mutual TLS (with --remote-tls-key and --remote-tls-ca; made by agyharness cluster certs)")
 	fs.StringVar(&c.tlsKey, "remote-tls-key", "", "the PEM private key of --remote-tls-cert")
 	fs.StringVar(&c.tlsCA, "remote-tls-ca", "", "PEM certificate(s) of the authority that signs every node's certificate")
 	fs.BoolVar(&c.insecure, "insecure-cluster-no-auth", false, "run remote without TLS or authentication: any process that reaches --advertise drives this node's sessions (a throwaway test only)")

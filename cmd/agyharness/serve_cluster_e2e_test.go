@@ -463,3 +463,88 @@ func TestServeClusterRefusesToStartWithoutMutualTLS(t *testing.T) {
 	assert.Equal(t, hostcluster.StateAlive, n.nodeStates()["A"])
 	assert.Contains(t, n.logText(), "UNAUTHENTICATED CLUSTER")
 }
+
+// startEtcdTLSServer runs etcd with TLS on its client endpoint, client
+// certificates required, and auth enabled: user agy (password agy-secret)
+// may read and write under /agyharness. It returns the endpoint and serve's
+// --etcd-* flags for user agy (its password in a file).
+func startEtcdTLSServer(t *testing.T) (endpoint string, flags []string) {
+	t.Helper()
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		t.Skip("etcd is not installed (apt-get install etcd-server)")
+	}
+	ctl, err := exec.LookPath("etcdctl")
+	if err != nil {
+		t.Skip("etcdctl is not installed (apt-get install etcd-client)")
+	}
+	dir := t.TempDir()
+	ca, files, err := hostcluster.WriteCerts(filepath.Join(dir, "etcd-certs"), []hostcluster.CertNode{
+		{Name: "etcd", Hosts: []string{"127.0.0.1"}}, {Name: "client", Hosts: []string{"127.0.0.1"}}}, time.Hour, false)
+	require.NoError(t, err)
+	server, client := files[0], files[1]
+	endpoint = fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", freeLoopbackPort(t))
+	cmd := exec.Command(bin, "--name", "e2e", "--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", "https://"+endpoint, "--advertise-client-urls", "https://"+endpoint,
+		"--cert-file", server.Cert, "--key-file", server.Key, "--client-cert-auth", "--trusted-ca-file", ca,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "e2e="+peer, "--log-level", "error")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	etcdctl := func(args ...string) error {
+		c := exec.Command(ctl, append([]string{"--endpoints", "https://" + endpoint, "--cacert", ca,
+			"--cert", client.Cert, "--key", client.Key, "--dial-timeout", "2s"}, args...)...)
+		c.Env = append(os.Environ(), "ETCDCTL_API=3")
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("etcdctl %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	require.Eventually(t, func() bool { return etcdctl("endpoint", "health") == nil }, wait, 100*time.Millisecond, "etcd answers on %s", endpoint)
+	for _, args := range [][]string{
+		{"user", "add", "root:root-secret"},
+		{"user", "add", "agy:agy-secret"},
+		{"role", "add", "agyharness"},
+		{"role", "grant-permission", "agyharness", "--prefix=true", "readwrite", "/agyharness"},
+		{"user", "grant-role", "agy", "agyharness"},
+		{"auth", "enable"},
+	} {
+		require.NoError(t, etcdctl(args...))
+	}
+	password := filepath.Join(dir, "password")
+	require.NoError(t, os.WriteFile(password, []byte("agy-secret\n"), 0o600))
+	return endpoint, []string{"--etcd-endpoints", endpoint, "--etcd-tls-ca", ca, "--etcd-tls-cert", client.Cert,
+		"--etcd-tls-key", client.Key, "--etcd-user", "agy", "--etcd-password-file", password}
+}
+
+func TestClusterOnEtcdWithTLSAndAuth(t *testing.T) {
+	_, etcdFlags := startEtcdTLSServer(t)
+	cluster := append([]string{"--cluster", "secure", "--cluster-provider", "etcd"}, etcdFlags...)
+	a := startClusterNode(t, "A", cluster...)
+	b := startClusterNode(t, "B", cluster...)
+	for _, n := range []*clusterNodeProc{a, b} {
+		require.Eventually(t, func() bool {
+			st := n.nodeStates()
+			return st["A"] == hostcluster.StateAlive && st["B"] == hostcluster.StateAlive
+		}, wait, 50*time.Millisecond, "node %s sees A and B alive", n.name)
+	}
+
+	// A wrong password: the node does not join.
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	require.NoError(t, os.WriteFile(wrong, []byte("guess\n"), 0o600))
+	bad := slices.Clone(cluster)
+	bad[slices.Index(bad, "--etcd-password-file")+1] = wrong
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, harness(t), append(append([]string{"serve", "--listen", "127.0.0.1:0", "--node", "C"}, bad...),
+		nodeCerts(t, "C")...)...).CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", out)
+	assert.Equal(t, exitFailure, exit.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "authentication failed", "%s", out)
+}
