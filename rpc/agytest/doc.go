@@ -27,7 +27,7 @@
 //   - GetCascadeTrajectorySteps answers from stepOffset, at most
 //     Options.MaxStepsPerRead steps (600 by default): a long trajectory is
 //     only ever seen in windows.
-//   - Steps are proto3 JSON shaped like ../shared/fixtures/agy-steps: defaults
+//   - Steps are proto3 JSON shaped like testdata/agy-steps: defaults
 //     omitted, 64-bit integers as strings, stepIndex inside
 //     metadata.sourceTrajectoryStepInfo. Streamed copies drop
 //     metadata.toolCall and plannerResponse.toolCalls, and some streamed DONE
