@@ -16,8 +16,8 @@ import (
 
 // turnSender is the actor that writes to agy's cascade. Its one job:
 // serialise user turns (*messages.RunTurn: SendUserCascadeMessage with the
-// model resolved as DESIGN.md says — explicit, else agy's last turn's model,
-// else GetAvailableModels' recommended one; the catalog is cached and read
+// model resolved at run time, docs/ARCHITECTURE.md — explicit, else agy's
+// last turn's model, else GetAvailableModels' recommended one; the catalog is cached and read
 // again on the model-required error) and run interrupts
 // (*messages.StopRun, within Config.InterruptDeadline: agy's cancel
 // methods change nothing while a prompt is WAITING, so every WAITING prompt

@@ -4,7 +4,8 @@
 // # The public contract
 //
 // What the CLI prints and the host serves, and what an embedder of package
-// actors reads and sends: JSON-encoded, stable (DESIGN.md section 5). In
+// actors reads and sends: JSON-encoded, stable (docs/ARCHITECTURE.md, "The
+// event contract"; every type and field: docs/EVENTS.md). In
 // events.go and commands.go:
 //
 //   - Event, the unit of a session's output, and EventType with its
