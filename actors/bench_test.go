@@ -86,7 +86,7 @@ func BenchmarkSessionFrame(b *testing.B) {
 				wires[v] = benchFrame(b, n-1, text)
 			}
 			bs := newBenchSession(hist)
-			s, core, fresh := bs.s, bs.s.core, bs.fresh
+			s, core, fresh := bs.s, bs.s.shared, bs.fresh
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -124,15 +124,15 @@ type benchSession struct {
 
 func newBenchSession(hist []rpc.Step) *benchSession {
 	bs := &benchSession{wg: &sync.WaitGroup{}}
-	core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), bs.wg, &pumps{abandon: make(chan struct{})}, nil)
+	core := newSessionShared(Spec{SessionID: "bench"}, Config{}.withDefaults(), bs.wg, &pumps{abandon: make(chan struct{})}, nil)
 	sub := core.firstSubscription()
 	bs.drained.Go(func() {
 		for range sub.C() {
 		}
 	})
-	bs.s = newSession(core).(*session)
+	bs.s = newSession(core).incarnate().(*session)
 	bs.fresh = func() {
-		core.root = nil
+		bs.s.convs.root = nil
 		bs.s.bindConversation(benchConv)
 		bs.s.apply(nil, benchConv, mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
 	}
@@ -142,7 +142,7 @@ func newBenchSession(hist []rpc.Step) *benchSession {
 
 // stop ends the session's event log and waits for everything it started.
 func (bs *benchSession) stop() {
-	bs.s.core.finish(nil)
+	bs.s.shared.finish(nil)
 	bs.drained.Wait()
 	bs.wg.Wait()
 }
@@ -151,9 +151,9 @@ func (bs *benchSession) stop() {
 // claims: every frame yields exactly one text delta at the consumer.
 func TestSessionFrameBenchmarkPath(t *testing.T) {
 	var wg sync.WaitGroup
-	core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
+	core := newSessionShared(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
 	sub := core.firstSubscription()
-	s := newSession(core).(*session)
+	s := newSession(core).incarnate().(*session)
 	s.bindConversation(benchConv)
 	s.apply(nil, benchConv, mapper.FromSnapshot(benchHistory(t, 9), rpc.RunRunning, time.Now()))
 	text := ""

@@ -77,7 +77,7 @@ func captureSnapshot(steps []rpc.Step, offset int, status rpc.RunStatus) json.Ra
 
 // record passes one record to the spec's Recorder, if any.
 func (s *session) record(kind, conv string, payload any, t time.Time) {
-	rec := s.core.spec.Recorder
+	rec := s.shared.spec.Recorder
 	if rec == nil {
 		return
 	}

@@ -170,16 +170,16 @@ func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
 	want := recommended(loaded.Models)
 
 	// The probe asks; the reply comes back to it.
-	r.system.Root.RequestWithCustomSender(r.child, &messages.SendTurn{Text: "first"}, r.parent)
+	r.system.Root.RequestWithCustomSender(r.child, &messages.RunTurn{Text: "first"}, r.parent)
 	res := expect[*messages.TurnResult](r, nil)
 	require.NoError(t, res.Err)
 	require.Equal(t, want, res.Model, "no model given, none seen: the recommended one")
 
-	r.system.Root.RequestWithCustomSender(r.child, &messages.SendTurn{Text: "second", LastModel: "MODEL_LAST"}, r.parent)
+	r.system.Root.RequestWithCustomSender(r.child, &messages.RunTurn{Text: "second", LastModel: "MODEL_LAST"}, r.parent)
 	res = expect[*messages.TurnResult](r, nil)
 	require.Equal(t, "MODEL_LAST", res.Model, "the model agy used last wins over the catalog")
 
-	r.system.Root.RequestWithCustomSender(r.child, &messages.SendTurn{Text: "third", Model: "MODEL_EXPLICIT", LastModel: "MODEL_LAST"}, r.parent)
+	r.system.Root.RequestWithCustomSender(r.child, &messages.RunTurn{Text: "third", Model: "MODEL_EXPLICIT", LastModel: "MODEL_LAST"}, r.parent)
 	res = expect[*messages.TurnResult](r, nil)
 	require.Equal(t, "MODEL_EXPLICIT", res.Model)
 	require.Equal(t, 3, srv.Calls(rpc.MethodSendUserCascadeMessage))
@@ -188,7 +188,7 @@ func TestTurnSenderResolvesTheModelAndSerialisesTurns(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, srv.WaitIdle(ctx, conv))
-	r.system.Root.RequestWithCustomSender(r.child, &messages.Interrupt{}, r.parent)
+	r.system.Root.RequestWithCustomSender(r.child, &messages.StopRun{}, r.parent)
 	res = expect[*messages.TurnResult](r, nil)
 	require.NoError(t, res.Err, "nothing to cancel counts as idle")
 }
@@ -220,7 +220,7 @@ func TestTurnSenderInterruptFindsAPromptPastOneWindow(t *testing.T) {
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
 		return newTurnSender(child{client: client, conv: conv, cfg: cfg, gen: 3, wg: wg})
 	})
-	r.system.Root.RequestWithCustomSender(r.child, &messages.Interrupt{Conversations: []messages.ConversationFrom{{ConversationID: conv, From: 0}}}, r.parent)
+	r.system.Root.RequestWithCustomSender(r.child, &messages.StopRun{Conversations: []messages.ConversationFrom{{ConversationID: conv, From: 0}}}, r.parent)
 	res := expect[*messages.TurnResult](r, nil)
 	require.NoError(t, res.Err)
 	assert.Equal(t, rpc.StatusDone, srv.Steps(conv)[waiting].Status, "declined: the step left WAITING")

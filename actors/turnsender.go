@@ -15,11 +15,11 @@ import (
 )
 
 // turnSender is the actor that writes to agy's cascade. Its one job:
-// serialise user turns (*messages.SendTurn: SendUserCascadeMessage with the
-// model resolved as DESIGN.md says — explicit, else agy's last turn's model,
-// else GetAvailableModels' recommended one; the catalog is cached and read
+// serialise user turns (*messages.RunTurn: SendUserCascadeMessage with the
+// model resolved at run time, docs/ARCHITECTURE.md — explicit, else agy's
+// last turn's model, else GetAvailableModels' recommended one; the catalog is cached and read
 // again on the model-required error) and run interrupts
-// (*messages.Interrupt, within Config.InterruptDeadline: agy's cancel
+// (*messages.StopRun, within Config.InterruptDeadline: agy's cancel
 // methods change nothing while a prompt is WAITING, so every WAITING prompt
 // of the interrupt's conversations is declined first, then the cancel
 // methods run in order until agy reports the cascade IDLE, declining again
@@ -40,7 +40,7 @@ type turnSender struct {
 }
 
 type pendingTurn struct {
-	msg   *messages.SendTurn
+	msg   *messages.RunTurn
 	reply *actor.PID
 }
 
@@ -79,7 +79,7 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 			ts.catalog = m.catalog
 			ctx.Send(ctx.Parent(), &messages.ModelsLoaded{Gen: ts.gen, Models: m.catalog})
 		}
-	case *messages.SendTurn:
+	case *messages.RunTurn:
 		ts.queue = append(ts.queue, pendingTurn{msg: m, reply: ctx.Sender()})
 		ts.next(ctx)
 	case *turnSent:
@@ -92,7 +92,7 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 			fail("turns", m.result.Err)
 		}
 		ts.next(ctx)
-	case *messages.Interrupt:
+	case *messages.StopRun:
 		reply, session := ctx.Sender(), ctx.Parent()
 		root := ctx.ActorSystem().Root
 		convs := m.Conversations
@@ -106,7 +106,7 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 				// agy's port went away (or this actor stops as the session
 				// moves to a new one): the session runs it again once bound.
 				// Declining and cancelling twice changes nothing more.
-				root.Send(session, &interruptNotDone{gen: ts.gen, msg: m, reply: reply})
+				root.Send(session, &interruptNotDone{gen: ts.gen, deadline: m.Deadline, reply: reply})
 				return
 			}
 			root.Send(reply, &messages.TurnResult{Err: err})
@@ -140,13 +140,13 @@ func (ts *turnSender) next(ctx actor.Context) {
 // turnNotSent is sent by the turn sender to its session: a turn that
 // certainly did not reach agy, to be held until agy is found again.
 type turnNotSent struct {
-	msg   *messages.SendTurn
+	msg   *messages.RunTurn
 	reply *actor.PID
 }
 
 // send sends one turn; it returns the catalog when it had to read it, and
 // whether the turn certainly never reached agy (then it may be sent again).
-func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog map[string]rpc.ModelInfo) (*messages.TurnResult, map[string]rpc.ModelInfo, bool) {
+func (ts *turnSender) send(ctx context.Context, m *messages.RunTurn, catalog map[string]rpc.ModelInfo) (*messages.TurnResult, map[string]rpc.ModelInfo, bool) {
 	var read map[string]rpc.ModelInfo
 	model := m.Model
 	if model == "" {
@@ -188,9 +188,9 @@ func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog ma
 // interruptNotDone is sent by the turn sender to its session: an interrupt
 // that met agy's port gone, to be run again on the port the session finds.
 type interruptNotDone struct {
-	gen   messages.Gen
-	msg   *messages.Interrupt
-	reply *actor.PID
+	gen      messages.Gen
+	deadline time.Time // the requester's
+	reply    *actor.PID
 }
 
 // interruptDone is sent by the turn sender to its session when an interrupt

@@ -14,8 +14,8 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 )
 
-// fixtureDir is ../shared/fixtures/agy-steps beside the checkout.
-const fixtureDir = "../../shared/fixtures/agy-steps"
+// fixtureDir holds steps recorded from real agy (testdata/agy-steps/README.md).
+const fixtureDir = "../testdata/agy-steps"
 
 func loadFixture(t *testing.T, name string) rpc.Step {
 	t.Helper()
@@ -26,17 +26,9 @@ func loadFixture(t *testing.T, name string) rpc.Step {
 	return s
 }
 
-func fixturesPresent(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(fixtureDir); os.IsNotExist(err) {
-		t.Skipf("%s is absent", fixtureDir)
-	}
-}
-
 // TestConformance maps every recorded agy step, alone, as a replayed
 // snapshot and as a streamed frame, and checks the events each one implies.
 func TestConformance(t *testing.T) {
-	fixturesPresent(t)
 	expect := map[string]func(t *testing.T, evs []messages.Event){
 		"user_input.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"user_message", "status:running"}, types(evs))
@@ -78,7 +70,7 @@ func TestConformance(t *testing.T) {
 			require.Equal(t, []string{"function_call", "elicitation_request", "status:waiting"}, types(evs))
 			assert.Equal(t, "cbawg2v8", evs[0].CallID)
 			assert.Equal(t, "run_command", evs[0].Name)
-			assert.JSONEq(t, `{"command":"pwd","cwd":"/Users/bryanli/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
+			assert.JSONEq(t, `{"command":"pwd","cwd":"/home/user/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
 			req := evs[1]
 			assert.Equal(t, messages.KindPermission, req.Kind)
 			assert.Equal(t, "pwd", req.Command.Line)
@@ -87,7 +79,7 @@ func TestConformance(t *testing.T) {
 		},
 		"run_command_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
-			assert.Equal(t, "/Users/bryanli/.gemini/antigravity-cli/scratch\n", evs[1].Output)
+			assert.Equal(t, "/home/user/.gemini/antigravity-cli/scratch\n", evs[1].Output)
 			require.NotNil(t, evs[1].ExitCode)
 			assert.Equal(t, 0, *evs[1].ExitCode)
 			assert.Equal(t, evs[0].CallID, evs[1].CallID)
@@ -100,7 +92,7 @@ func TestConformance(t *testing.T) {
 		"stream_run_command_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 			assert.Equal(t, testTraj2+":6", evs[0].CallID, "streamed copy: call id derived from trajectory and index")
-			assert.JSONEq(t, `{"command":"git status && git log -n 5 --oneline","cwd":"/Users/bryanli/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
+			assert.JSONEq(t, `{"command":"git status && git log -n 5 --oneline","cwd":"/home/user/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
 			assert.True(t, strings.HasPrefix(evs[1].Output, "On branch main"))
 		},
 		"ask_question_waiting.json": func(t *testing.T, evs []messages.Event) {
@@ -134,7 +126,7 @@ func TestConformance(t *testing.T) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 			assert.Equal(t, "view_file", evs[0].Name)
 			assert.True(t, json.Valid([]byte(evs[0].Arguments)))
-			assert.Equal(t, "/Users/bryanli/.gemini/antigravity-cli/scratch/package.json: 111 lines, 3609 bytes", evs[1].Output)
+			assert.Equal(t, "/home/user/.gemini/antigravity-cli/scratch/package.json: 111 lines, 3609 bytes", evs[1].Output)
 		},
 		"stream_generic_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
@@ -180,7 +172,6 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // TestConformanceRetryOfRecordedPrompt plays the recorded permission prompt
 // through its synthesized timeout and a retry at a higher index.
 func TestConformanceRetryOfRecordedPrompt(t *testing.T) {
-	fixturesPresent(t)
 	waiting := loadFixture(t, "run_command_waiting.json")
 	failed := loadFixture(t, "run_command_error.json")
 	done := loadFixture(t, "run_command_done.json")

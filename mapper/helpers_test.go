@@ -12,7 +12,7 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 )
 
-// Steps built here are shaped like ../shared/fixtures/agy-steps (proto3
+// Steps built here are shaped like testdata/agy-steps (proto3
 // JSON, defaults omitted) and pass through wire() so they carry Raw as a
 // decoded agy step does.
 

@@ -47,8 +47,8 @@ type stepRow struct {
 }
 
 // stepTable classifies every step type agy is known to send: each
-// CORTEX_STEP_TYPE_* of the reference schema's CortexStepType (see
-// ../shared/reference/agy-proto; TestStepTableCoversTheReferenceEnum), and the
+// CORTEX_STEP_TYPE_* of the reference schema's CortexStepType (listed in
+// testdata/agy-step-types.txt; TestStepTableCoversTheReferenceEnum), and the
 // types seen in recorded steps that the schema lacks (ASK_QUESTION,
 // GENERIC). Field names are the schema's proto3 JSON names; the recorded
 // steps win where the two disagree. Streamed copies have no

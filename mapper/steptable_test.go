@@ -3,7 +3,6 @@ package mapper
 import (
 	"encoding/json"
 	"os"
-	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -15,23 +14,29 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 )
 
-// referenceProto is the reconstructed schema beside the checkout.
-const referenceProto = "../../shared/reference/agy-proto/exa/cortex_pb/cortex.proto"
+// stepTypesFile lists the step type names of the reference schema, one a line
+// (its header names the source).
+const stepTypesFile = "../testdata/agy-step-types.txt"
 
 // TestStepTableCoversTheReferenceEnum: every CortexStepType of the reference
 // schema has a row (mapped with detail, generically, or not a tool).
 func TestStepTableCoversTheReferenceEnum(t *testing.T) {
-	b, err := os.ReadFile(referenceProto)
-	if os.IsNotExist(err) {
-		t.Skipf("%s is absent", referenceProto)
-	}
+	b, err := os.ReadFile(stepTypesFile)
 	require.NoError(t, err)
-	names := regexp.MustCompile(`(?m)^\s*(CORTEX_STEP_TYPE_[A-Z0-9_]+)\s*=`).FindAllStringSubmatch(string(b), -1)
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		require.Regexp(t, `^CORTEX_STEP_TYPE_[A-Z0-9_]+$`, line, "%s: one name a line", stepTypesFile)
+		names = append(names, line)
+	}
 	require.Greater(t, len(names), 90, "the enum is in the file")
-	for _, m := range names {
-		row, ok := stepTable[rpc.StepType(m[1])]
-		if assert.True(t, ok, "no row for %s", m[1]) {
-			assert.NotEmpty(t, row.note, "%s: a row says why", m[1])
+	for _, name := range names {
+		row, ok := stepTable[rpc.StepType(name)]
+		if assert.True(t, ok, "no row for %s", name) {
+			assert.NotEmpty(t, row.note, "%s: a row says why", name)
 		}
 	}
 	// The types seen in recorded steps but absent from the schema.
@@ -355,17 +360,16 @@ func TestStreamedCopiesGiveTheSameDetail(t *testing.T) {
 }
 
 // TestRecordedToolStepsGiveTheirDetail: the recorded steps
-// (../shared/fixtures/agy-steps) give kinds, titles and locations.
+// (testdata/agy-steps) give kinds, titles and locations.
 func TestRecordedToolStepsGiveTheirDetail(t *testing.T) {
-	fixturesPresent(t)
 	cases := map[string]messages.Event{
 		"run_command_done.json":           {Name: "run_command", Kind: "execute", Title: "pwd"},
 		"stream_run_command_done.json":    {Name: "run_command", Kind: "execute", Title: "git status && git log -n 5 --oneline"},
-		"list_directory_done.json":        {Name: "list_dir", Kind: "read", Title: "List /Users/bryanli/.gemini/antigravity-cli/scratch", Locations: []messages.Location{{Path: "/Users/bryanli/.gemini/antigravity-cli/scratch"}}},
-		"stream_view_file_done.json":      {Name: "view_file", Kind: "read", Title: "Read /Users/bryanli/.gemini/antigravity-cli/scratch/package.json", Locations: []messages.Location{{Path: "/Users/bryanli/.gemini/antigravity-cli/scratch/package.json"}}},
+		"list_directory_done.json":        {Name: "list_dir", Kind: "read", Title: "List /home/user/.gemini/antigravity-cli/scratch", Locations: []messages.Location{{Path: "/home/user/.gemini/antigravity-cli/scratch"}}},
+		"stream_view_file_done.json":      {Name: "view_file", Kind: "read", Title: "Read /home/user/.gemini/antigravity-cli/scratch/package.json", Locations: []messages.Location{{Path: "/home/user/.gemini/antigravity-cli/scratch/package.json"}}},
 		"stream_generic_done.json":        {Name: "manage_subagents", Kind: "think", Title: "List active subagents"},
 		"ask_question_done.json":          {Name: "ask_question", Kind: "other", Title: "Question: What type of project or improvement would you like to focus on?"},
-		"stream_list_directory_done.json": {Name: "list_dir", Kind: "read", Title: "List /Users/bryanli/.gemini/antigravity-cli/scratch", Locations: []messages.Location{{Path: "/Users/bryanli/.gemini/antigravity-cli/scratch"}}},
+		"stream_list_directory_done.json": {Name: "list_dir", Kind: "read", Title: "List /home/user/.gemini/antigravity-cli/scratch", Locations: []messages.Location{{Path: "/home/user/.gemini/antigravity-cli/scratch"}}},
 	}
 	for name, want := range cases {
 		s := loadFixture(t, name)

@@ -52,9 +52,16 @@ var decodeEdgeSeeds = []string{
 func decodeSeeds(tb testing.TB) [][]byte {
 	tb.Helper()
 	var seeds, steps [][]byte
+	const recordedDir = "../testdata/agy-steps"
 	add := func(root string, recorded bool) {
-		_ = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if !recorded && path == recordedDir {
+					return filepath.SkipDir // added as recorded steps
+				}
 				return nil
 			}
 			data, err := os.ReadFile(path)
@@ -74,16 +81,20 @@ func decodeSeeds(tb testing.TB) [][]byte {
 			}
 			return nil
 		})
+		if err != nil {
+			tb.Fatal(err)
+		}
 	}
-	add("../../shared/fixtures/agy-steps", true)
+	add(recordedDir, true)
 	add("../testdata", false)
+	if len(steps) == 0 {
+		tb.Fatalf("no recorded steps in %s", recordedDir)
+	}
 	for i, s := range steps {
 		seeds = append(seeds, []byte(`{"update":{"conversationId":"c","status":"CASCADE_RUN_STATUS_RUNNING","mainTrajectoryUpdate":{"stepsUpdate":{"indices":[`+
 			itoa(i)+`],"steps":[`+string(s)+`],"totalLength":`+itoa(len(steps))+`}}}}`))
 	}
-	if len(steps) > 0 {
-		seeds = append(seeds, append(append([]byte(`{"steps":[`), bytes.Join(steps, []byte(","))...), "]}"...))
-	}
+	seeds = append(seeds, append(append([]byte(`{"steps":[`), bytes.Join(steps, []byte(","))...), "]}"...))
 	for _, s := range decodeEdgeSeeds {
 		seeds = append(seeds, []byte(s))
 	}
@@ -136,9 +147,11 @@ func FuzzDecodeV1V2(f *testing.F) {
 		f.Add(seed)
 	}
 	var unrelated []Step
-	if data, err := os.ReadFile("../../shared/fixtures/agy-steps/run_command_done.json"); err == nil {
-		unrelated = must(decodeStepsReusing(bytes.NewReader(append(append([]byte(`{"steps":[{"type":"A"},`), data...), "]}"...)), nil))
+	data, err := os.ReadFile("../testdata/agy-steps/run_command_done.json")
+	if err != nil {
+		f.Fatal(err)
 	}
+	unrelated = must(decodeStepsReusing(bytes.NewReader(append(append([]byte(`{"steps":[{"type":"A"},`), data...), "]}"...)), nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if s, ok := sameDecode[Step](t, data); ok {
 			require.True(t, json.Valid(s.Raw) || !json.Valid(data), "Raw %q", s.Raw)

@@ -13,10 +13,10 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 )
 
-// agyStepsDir holds steps recorded from real agy, beside the checkout.
-const agyStepsDir = "../../shared/fixtures/agy-steps"
+// agyStepsDir holds steps recorded from real agy (testdata/agy-steps/README.md).
+const agyStepsDir = "../testdata/agy-steps"
 
-// fixtureExpect is what DESIGN.md says a decoder must read from a step.
+// fixtureExpect is what a decoder must read from a step (docs/ARCHITECTURE.md, "The wire").
 type fixtureExpect struct {
 	typ      rpc.StepType
 	status   rpc.StepStatus
@@ -83,10 +83,10 @@ var fixtureExpectations = map[string]fixtureExpect{
 			require.NotNil(t, rc)
 			assert.Equal(t, "pwd", rc.CommandLine)
 			assert.Equal(t, "pwd", rc.ProposedCommandLine)
-			assert.Equal(t, "/Users/bryanli/.gemini/antigravity-cli/scratch", rc.Cwd)
+			assert.Equal(t, "/home/user/.gemini/antigravity-cli/scratch", rc.Cwd)
 			assert.Equal(t, rpc.Int(0), rc.ExitCode, "exitCode 0 is omitted by proto3")
 			require.NotNil(t, rc.CombinedOutput)
-			assert.True(t, strings.HasPrefix(rc.CombinedOutput.Full, "/Users/bryanli/.gemini/antigravity-cli/scratch"))
+			assert.True(t, strings.HasPrefix(rc.CombinedOutput.Full, "/home/user/.gemini/antigravity-cli/scratch"))
 			require.NotNil(t, s.RequestedInteraction.Permission)
 			assert.Equal(t, &rpc.Resource{Action: "command", Target: "pwd"}, s.RequestedInteraction.Permission.Resource)
 			require.Len(t, s.CompletedInteractions, 1)
@@ -153,12 +153,7 @@ var fixtureExpectations = map[string]fixtureExpect{
 func TestDecodeRecordedAgySteps(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(agyStepsDir, "*.json"))
 	require.NoError(t, err)
-	if len(files) == 0 {
-		if _, err := os.Stat(agyStepsDir); os.IsNotExist(err) {
-			t.Skipf("%s is absent", agyStepsDir)
-		}
-		t.Fatalf("no fixtures in %s", agyStepsDir)
-	}
+	require.NotEmpty(t, files, "no recorded steps in %s", agyStepsDir)
 	seen := 0
 	for _, file := range files {
 		name := filepath.Base(file)

@@ -125,7 +125,7 @@ type serverConfig struct {
 	tls *tls.Config
 }
 
-// server is the multi-session HTTP host (DESIGN.md section 6). The
+// server is the multi-session HTTP host (docs/HTTP.md). The
 // sessions, and what each knows of its prompts, are the host's and the
 // sessions' own (hostAPI). Each session the server attached has a watcher
 // goroutine that reads its event stream from the start, for the metrics.

@@ -15,14 +15,11 @@ import (
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
-// fixtureDir is ../shared/fixtures/agy-steps beside the checkout.
-const fixtureDir = "../../../shared/fixtures/agy-steps"
+// fixtureDir holds steps recorded from real agy (testdata/agy-steps/README.md).
+const fixtureDir = "../../testdata/agy-steps"
 
 func loadFixture(t *testing.T, name string) rpc.Step {
 	t.Helper()
-	if _, err := os.Stat(fixtureDir); os.IsNotExist(err) {
-		t.Skipf("fixtures not present at %s", fixtureDir)
-	}
 	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
 	require.NoError(t, err)
 	var s rpc.Step

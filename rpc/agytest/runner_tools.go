@@ -10,8 +10,8 @@ import (
 )
 
 // The tool steps of scenario_tools.go, shaped as the reference schema names
-// their bodies (../shared/reference/agy-proto, proto3 JSON) and as the
-// recorded steps show tool steps: metadata.toolCall on polled copies only
+// their bodies (proto3 JSON; the schema named in testdata/agy-step-types.txt)
+// and as the recorded steps show tool steps: metadata.toolCall on polled copies only
 // (fakeStep.wire drops it from streamed ones), toolAction, toolSummary and
 // argumentsOrder on every copy.
 
