@@ -24,6 +24,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Node is this process's membership of a cluster of agyharness hosts, and
@@ -155,7 +156,7 @@ func (n *Node) join() (*generation, error) {
 		stopProvider = func() {}
 	}
 	serverOpts := []grpc.ServerOption{grpc.StreamInterceptor(n.allow.stream), grpc.UnaryInterceptor(n.allow.unary)}
-	dialOpts := []grpc.DialOption{grpc.WithInsecure()} //nolint:staticcheck // remote's own default
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())} // InsecureNoAuth only
 	if cfg.ServerTLS != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.ServerTLS)))
 		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(cfg.ClientTLS))}
@@ -367,10 +368,6 @@ func (n *Node) Sessions(ctx context.Context) []ClusterSession {
 func (n *Node) refresh(ctx context.Context) map[string]bool {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.AskTimeout)
 	defer cancel()
-	type answer struct {
-		node string
-		list *clusterpb.SessionList
-	}
 	var (
 		mu  sync.Mutex
 		got = make(map[string]bool)
