@@ -101,24 +101,70 @@ func (s *stranger) terminations(addr string) int {
 
 // reach is what a stranger managed on a node.
 type reach struct {
-	Listed, Turned, Rejoined bool
+	Listed, Created, Subscribed, Turned, Rejoined bool
 }
 
 // drive sends a node's node actor what a member would to list its
-// sessions, send session "s" a turn, and make it leave and join again (the
-// member id given as the node's automanaged answer shows it to anyone).
+// sessions, create one, subscribe to session "s" and send it a turn, and
+// make the node leave and join again (the member id given, as the node's
+// automanaged answer shows it to anyone).
 func (s *stranger) drive(t *testing.T, n *Node, local *fakeLocal) reach {
 	t.Helper()
 	var got reach
 	addr := n.Address()
 	pid := actor.NewPID(addr, nodeActorName)
-	res, err := s.system.Root.RequestFuture(pid, &clusterpb.ListSessions{Version: ProtocolVersion}, 3*time.Second).Result()
-	if list, ok := res.(*clusterpb.SessionList); err == nil && ok && len(list.Sessions) > 0 {
+	ask := func(msg any) any {
+		res, err := s.system.Root.RequestFuture(pid, msg, 3*time.Second).Result()
+		if err != nil {
+			return nil
+		}
+		return res
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	var (
+		wg         sync.WaitGroup
+		list, subs any
+	)
+	wg.Add(4)
+	go func() { defer wg.Done(); list = ask(&clusterpb.ListSessions{Version: ProtocolVersion}) }()
+	go func() {
+		defer wg.Done()
+		ask(&clusterpb.CreateSession{Version: ProtocolVersion, Port: 4242, SessionId: "stranger-made", DeadlineUnixNano: deadline.UnixNano()})
+	}()
+	go func() {
+		defer wg.Done()
+		// A reader actor, as a member's stream actor: the feeder watches
+		// it and sends it Subscribed, then batches.
+		opened := make(chan *clusterpb.Subscribed, 1)
+		reader := s.system.Root.Spawn(actor.PropsFromFunc(func(c actor.Context) {
+			if m, ok := c.Message().(*clusterpb.Subscribed); ok {
+				select {
+				case opened <- m:
+				default:
+				}
+			}
+		}))
+		defer s.system.Root.Stop(reader)
+		s.system.Root.RequestWithCustomSender(pid, &clusterpb.Subscribe{Version: ProtocolVersion, SessionId: "s", Window: 8}, reader)
+		select {
+		case m := <-opened:
+			subs = m
+		case <-time.After(3 * time.Second):
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		ask(commandMessage("s", messages.Command{Type: messages.CommandTurn, Text: "from a stranger"}, deadline))
+	}()
+	wg.Wait()
+	if l, ok := list.(*clusterpb.SessionList); ok && len(l.Sessions) > 0 {
 		got.Listed = true
 	}
-	turn := commandMessage("s", messages.Command{Type: messages.CommandTurn, Text: "from a stranger"}, time.Now().Add(3*time.Second))
-	_, _ = s.system.Root.RequestFuture(pid, turn, 3*time.Second).Result()
+	if sub, ok := subs.(*clusterpb.Subscribed); ok && sub.Failure == nil {
+		got.Subscribed = true
+	}
 	local.mu.Lock()
+	_, got.Created = local.sessions["stranger-made"]
 	for _, ev := range local.sessions["s"].events {
 		if ev.Text == "from a stranger" {
 			got.Turned = true
@@ -159,11 +205,11 @@ func TestNonMemberWithoutAClusterCertificateDrivesNothing(t *testing.T) {
 		got := startStranger(t, serverTLS, clientTLS).drive(t, nodes[0], locals[0])
 		assert.Equal(t, reach{}, got)
 	})
-	// The same requests from a holder of a cluster certificate do all
-	// three: what the two above were refused is what they asked.
+	// The same requests from a holder of a cluster certificate do it all:
+	// what the two above were refused is what they asked.
 	t.Run("a cluster certificate", func(t *testing.T) {
 		got := startStranger(t, nodes[0].cfg.ServerTLS, nodes[0].cfg.ClientTLS).drive(t, nodes[0], locals[0])
-		assert.Equal(t, reach{Listed: true, Turned: true, Rejoined: true}, got)
+		assert.Equal(t, reach{Listed: true, Created: true, Subscribed: true, Turned: true, Rejoined: true}, got)
 	})
 }
 
