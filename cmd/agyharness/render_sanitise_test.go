@@ -341,3 +341,15 @@ func TestRenderDiffWithAnEmptyLine(t *testing.T) {
 		Locations: []messages.Location{{Path: "/w/a"}}, Diffs: []messages.FileDiff{{Path: "/w/a", Line: 3, OldText: messages.Ptr("a\n\n"), Unified: "-a\n\n+b\r\n"}}})
 	assert.Equal(t, "→ Edit /w/a\n  @@ -3,2 +3,2 @@\n  -a\n  \n  +b\n", got)
 }
+
+// Log lines need no cleaning: the text handler quotes a value that holds
+// a control or a bidi character, escaping it.
+func TestLogLinesQuoteAgysText(t *testing.T) {
+	for _, a := range terminalAttacks {
+		var errb bytes.Buffer
+		log := newLogger(&env{stderr: &errb, getenv: func(string) string { return "" }})
+		log.Warn("agy refused", "err", errors.New(a.text), "conversation", a.text)
+		assertInert(t, errb.String())
+		assert.Contains(t, errb.String(), "err=\"")
+	}
+}
