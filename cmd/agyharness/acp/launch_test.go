@@ -1,7 +1,9 @@
 package acp
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,4 +87,59 @@ func TestSessionStoreKeepsConversationsAcrossRestarts(t *testing.T) {
 	require.NoError(t, mem.put(id, "conv-3"))
 	c, _ = mem.conversation(id)
 	assert.Equal(t, "conv-3", c)
+}
+
+// The session's file is written through a file only put creates: a
+// symbolic link planted at a temporary name, or at the session's own
+// name, is not followed, and a session's file that is a link is not read.
+func TestSessionStoreNeverWritesOrReadsThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	require.NoError(t, os.WriteFile(victim, []byte("keep\n"), 0o600))
+	id := newSessionID()
+	for _, name := range []string{"." + id + ".tmp", id} {
+		require.NoError(t, os.Symlink(victim, filepath.Join(dir, name)))
+	}
+	s := newSessionStore(dir)
+	require.NoError(t, s.put(id, "conv-1"))
+	b, err := os.ReadFile(victim)
+	require.NoError(t, err)
+	assert.Equal(t, "keep\n", string(b), "the link's target is untouched")
+	info, err := os.Lstat(filepath.Join(dir, id))
+	require.NoError(t, err)
+	assert.True(t, info.Mode().IsRegular(), "the session's file replaced the link")
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	c, ok := newSessionStore(dir).conversation(id)
+	assert.True(t, ok)
+	assert.Equal(t, "conv-1", c)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.ElementsMatch(t, []string{"." + id + ".tmp", id}, names, "no temporary file is left")
+
+	other := newSessionID()
+	require.NoError(t, os.Symlink(victim, filepath.Join(dir, other)))
+	_, ok = newSessionStore(dir).conversation(other)
+	assert.False(t, ok, "a session's file that is a link is not read")
+	big := newSessionID()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, big), bytes.Repeat([]byte("a"), maxSessionFile+1), 0o600))
+	_, ok = newSessionStore(dir).conversation(big)
+	assert.False(t, ok, "a session's file over the bound is not read")
+}
+
+func TestMainWarnsOfASessionDirOthersCanWrite(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o777))
+	stderr := &lockedBuffer{} // the SDK's reader may log after Main returns
+	code := Main(context.Background(), []string{"--attach-port", "1", "--session-dir", dir}, bytes.NewReader(nil), io.Discard, stderr)
+	assert.Equal(t, exitOK, code, "a warning, not a refusal; stderr:\n%s", stderr.String())
+	assert.Contains(t, stderr.String(), "warning: session directory "+dir+" is writable by group or others (mode 0777)")
+
+	require.NoError(t, os.Chmod(dir, 0o700))
+	stderr = &lockedBuffer{}
+	assert.Equal(t, exitOK, Main(context.Background(), []string{"--attach-port", "1", "--session-dir", dir}, bytes.NewReader(nil), io.Discard, stderr))
+	assert.NotContains(t, stderr.String(), "warning")
 }

@@ -112,6 +112,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		*sessionDir = dir
 	}
+	if w := sessionDirWarning(*sessionDir); w != "" {
+		fmt.Fprintf(stderr, "agyharness acp: warning: %s\n", w)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
