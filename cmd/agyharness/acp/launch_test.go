@@ -143,3 +143,46 @@ func TestMainWarnsOfASessionDirOthersCanWrite(t *testing.T) {
 	assert.Equal(t, exitOK, Main(context.Background(), []string{"--attach-port", "1", "--session-dir", dir}, bytes.NewReader(nil), io.Discard, stderr))
 	assert.NotContains(t, stderr.String(), "warning")
 }
+
+// A cwd and agy's path and arguments that a shell or tmux would act on
+// reach agy as they are: agy runs in that directory with those arguments,
+// and nothing injected runs.
+func TestTmuxLaunchTakesCwdAndAgyLiterally(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	socket := "agyharness-acp-test-" + randomSuffix()
+	tmp := t.TempDir()
+	pwned := filepath.Join(tmp, "PWNED")
+	t.Setenv("ACP_PWNED", pwned) // the tmux server this test starts inherits it
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	bin := filepath.Join(tmp, "bin #(touch $ACP_PWNED);")
+	require.NoError(t, os.Mkdir(bin, 0o700))
+	report := filepath.Join(tmp, "report")
+	script := filepath.Join(bin, "agy;touch $ACP_PWNED")
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\n{ pwd; for a in \"$@\"; do printf '%s\\n' \"$a\"; done; } > '"+report+".tmp' && mv '"+report+".tmp' '"+report+"'\nexec sleep 60\n"), 0o700))
+	cwd := filepath.Join(tmp, "my project #(touch $ACP_PWNED) #{pane_pid}; x")
+	require.NoError(t, os.Mkdir(cwd, 0o700))
+	args := []string{"#(touch $ACP_PWNED)", "#{pane_pid}", "a;", ";", "-x", "sp ace", "$(touch $ACP_PWNED)"}
+	for _, agy := range [][]string{{script}, append([]string{script}, args...)} {
+		tm := Tmux{Agy: agy, SessionPrefix: "acp-test", Socket: socket}
+		l, err := tm.Launch(context.Background(), cwd, "")
+		require.NoError(t, err)
+		var got string
+		require.Eventually(t, func() bool { b, _ := os.ReadFile(report); got = string(b); return got != "" }, 10*time.Second, 10*time.Millisecond)
+		want := cwd + "\n"
+		for _, a := range agy[1:] {
+			want += a + "\n"
+		}
+		assert.Equal(t, want, got, "agy's directory, then its arguments")
+		// tmux runs a #(...) of a format in the background: one run after
+		// it is done once this one is.
+		sentinel := filepath.Join(tmp, "sentinel")
+		out, err := exec.Command("tmux", "-L", socket, "run-shell", "touch '"+sentinel+"'").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.FileExists(t, sentinel)
+		assert.NoFileExists(t, pwned, "nothing injected ran")
+		require.NoError(t, l.Stop(context.Background()))
+		require.NoError(t, os.Remove(report))
+	}
+}
