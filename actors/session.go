@@ -295,7 +295,7 @@ func (s *session) bindConversation(conv string) {
 	s.core.rootConv = conv
 	s.core.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.core.models})
 	for _, tt := range s.typed {
-		s.core.root.ExpectTurn(tt.text) // typed before this conversation was bound
+		s.core.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
 	}
 	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
 }
@@ -737,7 +737,7 @@ func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 	tt := typedTurn{id: s.typedNext, text: m.Text}
 	s.typed = append(s.typed, tt)
 	if s.core.root != nil {
-		s.core.root.ExpectTurn(m.Text) // origin harness (a conversation bound later expects it too)
+		s.core.root.ExpectTypedTurn(m.Text) // origin harness (a conversation bound later expects it too)
 	}
 	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
 	ctx.Send(s.terminal, &typeTurn{id: tt.id, text: m.Text, reply: sender})
@@ -748,9 +748,11 @@ func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 	}
 }
 
-// sawTyped notes that agy took a typed turn with text.
+// sawTyped notes that agy took a typed turn with text (as agy took it:
+// mapper.TypedForm of what was typed).
 func (s *session) sawTyped(text string) {
-	if i := slices.IndexFunc(s.typed, func(tt typedTurn) bool { return tt.text == text }); i >= 0 {
+	text = mapper.TypedForm(text)
+	if i := slices.IndexFunc(s.typed, func(tt typedTurn) bool { return mapper.TypedForm(tt.text) == text }); i >= 0 {
 		s.typed = slices.Delete(s.typed, i, i+1)
 	}
 }
