@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
@@ -86,6 +87,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	if *agy == "" {
 		fmt.Fprintln(stderr, "agyharness acp: --agy is empty")
+		return exitUsage
+	}
+	if err := tmuxpane.CheckName(*prefix); err != nil {
+		fmt.Fprintf(stderr, "agyharness acp: --tmux-session-prefix: %v\n", err)
 		return exitUsage
 	}
 	switch {

@@ -90,8 +90,8 @@ func Start(ctx context.Context, opts Options, argv []string) (*Session, error) {
 	if opts.Name == "" {
 		return nil, errors.New("tmux: a session name is required")
 	}
-	if !validName.MatchString(opts.Name) {
-		return nil, fmt.Errorf("tmux: session name %q: use letters, digits, - and _", opts.Name)
+	if err := CheckName(opts.Name); err != nil {
+		return nil, fmt.Errorf("tmux: %w", err)
 	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("tmux: no command to run")
@@ -143,6 +143,14 @@ func Start(ctx context.Context, opts Options, argv []string) (*Session, error) {
 // new-session -s as a format, and gives ":" and "." meanings in targets.
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
+// CheckName says why name cannot be a tmux session's name here.
+func CheckName(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("session name %q: use letters, digits, - and _", name)
+	}
+	return nil
+}
+
 // CheckDir says why dir cannot be a pane's working directory: it is not
 // an absolute path, does not exist, or is not a directory.
 func CheckDir(dir string) error {
@@ -172,7 +180,8 @@ func (s *Session) Name() string { return s.opts.Name }
 func (s *Session) target() string { return "=" + s.opts.Name + ":" }
 
 // Press presses keys, tmux key names ("1", "Enter", "Escape", "C-a"), in
-// one send-keys, so that a digit and its Enter are never split.
+// one send-keys, so that a digit and its Enter are never split. A key that
+// starts with "-" is a key, not a send-keys flag.
 func (s *Session) Press(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
