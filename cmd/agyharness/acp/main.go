@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
@@ -88,6 +89,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "agyharness acp: --agy is empty")
 		return exitUsage
 	}
+	if err := tmuxpane.CheckName(*prefix); err != nil {
+		fmt.Fprintf(stderr, "agyharness acp: --tmux-session-prefix: %v\n", err)
+		return exitUsage
+	}
 	switch {
 	case *csrf != "" && *csrfFile != "":
 		fmt.Fprintln(stderr, "agyharness acp: give --csrf-token or --csrf-token-file, not both")
@@ -111,6 +116,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			fmt.Fprintf(stderr, "agyharness acp: %v; sessions opened on a fresh agy are kept in memory only\n", err)
 		}
 		*sessionDir = dir
+	}
+	if w := sessionDirWarning(*sessionDir); w != "" {
+		fmt.Fprintf(stderr, "agyharness acp: warning: %s\n", w)
 	}
 	level := slog.LevelInfo
 	if *verbose {
