@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
@@ -141,7 +142,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		ContextWindow:  *contextWindow,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "agyharness acp: %v\n", err)
+		fmt.Fprintf(stderr, "agyharness acp: %s\n", termtext.Clean(err.Error()))
 		_ = host.Shutdown(context.Background())
 		return exitUsage
 	}
@@ -152,7 +153,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		logger.Warn("host shutdown", "err", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
-		fmt.Fprintf(stderr, "agyharness acp: %v\n", serveErr)
+		fmt.Fprintf(stderr, "agyharness acp: %s\n", termtext.Clean(serveErr.Error())) // may quote agy or the client
 		return exitFailure
 	}
 	return exitOK
