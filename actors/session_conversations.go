@@ -76,7 +76,7 @@ func (s *session) bindConversation(conv string) {
 	s.convs.rootConv = conv
 	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models})
 	for _, tt := range s.desk.typed {
-		s.convs.root.ExpectTurn(tt.text) // typed before this conversation was bound
+		s.convs.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
 	}
 	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
 }

@@ -119,7 +119,11 @@ func (s *session) closeDialog(ctx actor.Context, p *mapper.Prompt, r messages.Re
 	}
 	keys := s.shared.spec.CloseKeys
 	if keys == nil {
-		keys = mapper.CloseKeys(p, r)
+		var err error
+		if keys, err = mapper.CloseKeys(p, r); err != nil {
+			s.publishError(ctx, fmt.Sprintf("agy's dialog for %s is left open in its terminal: %v", p.ElicitationID, err), false)
+			return
+		}
 	}
 	if len(keys) > 0 {
 		ctx.Send(s.link.terminal, &pressKeys{keys: keys, why: "close the dialog of " + p.ElicitationID})

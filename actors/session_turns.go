@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -60,9 +61,11 @@ func (d *turnDesk) addTyped(text string) typedTurn {
 	return tt
 }
 
-// sawTyped notes that agy took a typed turn with text.
+// sawTyped notes that agy took a typed turn with text (as agy took it:
+// mapper.TypedForm of what was typed).
 func (d *turnDesk) sawTyped(text string) {
-	if i := slices.IndexFunc(d.typed, func(tt typedTurn) bool { return tt.text == text }); i >= 0 {
+	text = mapper.TypedForm(text)
+	if i := slices.IndexFunc(d.typed, func(tt typedTurn) bool { return mapper.TypedForm(tt.text) == text }); i >= 0 {
 		d.typed = slices.Delete(d.typed, i, i+1)
 	}
 }
@@ -138,7 +141,7 @@ func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *acto
 func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
 	tt := s.desk.addTyped(m.Text)
 	if s.convs.root != nil {
-		s.convs.root.ExpectTurn(m.Text) // origin harness (a conversation bound later expects it too)
+		s.convs.root.ExpectTypedTurn(m.Text) // origin harness (a conversation bound later expects it too)
 	}
 	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
 	ctx.Send(s.link.terminal, &typeTurn{id: tt.id, text: m.Text, reply: sender})

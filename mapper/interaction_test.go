@@ -125,7 +125,26 @@ func TestCloseKeys(t *testing.T) {
 		{"question with a write-in only", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{{WriteIn: "Zig"}}}, []string{"Escape"}},
 		{"no prompt", nil, messages.Resolve{Action: messages.ActionAccept}, nil},
 	} {
-		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, CloseKeys(tc.p, tc.r)) })
+		t.Run(tc.name, func(t *testing.T) {
+			keys, err := CloseKeys(tc.p, tc.r)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, keys)
+		})
+	}
+}
+
+// Only plain digits are pressed for an option: an id from agy that is a
+// tmux key name, a letter agy's terminal acts on, a leading "-" or a ";"
+// is refused, and nothing is pressed.
+func TestCloseKeysRefusesAnOptionIDThatIsNotDigits(t *testing.T) {
+	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	qp, _ := PendingInteraction(&q, 5)
+	for _, id := range []string{"Enter", "C-c", "q", "-l", "1;", ";", "#{pane_pid}", " 1", "1 ", "", "1234", "١"} {
+		keys, err := CloseKeys(qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+			{SelectedOptionIDs: []string{"1", id}},
+		}})
+		assert.ErrorContains(t, err, "is not plain digits", "%q", id)
+		assert.Nil(t, keys, "%q", id)
 	}
 }
 

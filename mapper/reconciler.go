@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"sort"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
@@ -31,7 +33,7 @@ type Reconciler struct {
 	// and stream reader race), and its IDLE cannot close the turn.
 	stale bool
 
-	expected  []string // texts of turns this session sent, not yet seen
+	expected  []expectedTurn // turns this session sent, not yet seen
 	lastModel string
 
 	state  string // the last status state emitted ("" before any)
@@ -123,7 +125,37 @@ func (r *Reconciler) SetModels(models map[string]rpc.ModelInfo) { r.cfg.Models =
 // ExpectTurn records that this session sent a turn with text: the next
 // USER_INPUT with that text (matched in order of sending) is reported with
 // origin harness rather than terminal.
-func (r *Reconciler) ExpectTurn(text string) { r.expected = append(r.expected, text) }
+func (r *Reconciler) ExpectTurn(text string) {
+	r.expected = append(r.expected, expectedTurn{text: text})
+}
+
+// ExpectTypedTurn records that this session typed a turn with text into
+// agy's terminal: the next USER_INPUT whose text is the same as typed
+// (TypedForm of both) is reported with origin harness, once.
+func (r *Reconciler) ExpectTypedTurn(text string) {
+	r.expected = append(r.expected, expectedTurn{text: TypedForm(text), typed: true})
+}
+
+// expectedTurn is a turn this session sent (its text), or typed (its
+// TypedForm).
+type expectedTurn struct {
+	text  string
+	typed bool
+}
+
+// TypedForm is text as agy takes it when it is typed into agy's terminal
+// as a paste: CR LF and CR as LF, no control characters but LF and tab (a
+// paste carries no others), and no blanks around it (agy trims its draft).
+func TypedForm(text string) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
+			return r
+		}
+		return -1
+	}, text))
+}
 
 // LastModel is the last per-turn model seen on a USER_INPUT ("" if none).
 func (r *Reconciler) LastModel() string { return r.lastModel }
@@ -422,8 +454,12 @@ func turnModel(s *rpc.Step) string {
 }
 
 func (r *Reconciler) takeExpected(text string) bool {
+	typed := ""
 	for i, t := range r.expected {
-		if t == text {
+		if t.typed && typed == "" {
+			typed = TypedForm(text)
+		}
+		if t.text == text || (t.typed && t.text == typed) {
 			r.expected = append(r.expected[:i:i], r.expected[i+1:]...)
 			return true
 		}

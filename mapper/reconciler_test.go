@@ -193,6 +193,21 @@ func TestUserInput(t *testing.T) {
 		}
 		assert.Equal(t, []string{"b:harness", "a:harness", "a:terminal"}, origins)
 	})
+	t.Run("typed turns matched as agy takes a paste, once", func(t *testing.T) {
+		r := newTestReconciler()
+		r.ExpectTypedTurn("  fix it\r\nthen \x1btest\x07 \n")
+		r.ExpectTurn(" sent ")
+		evs := r.Apply(snapshot(0, "", userStep("fix it\nthen test", ""), userStep("fix it\nthen test", ""),
+			userStep("sent", ""), userStep(" sent ", "")))
+		var origins []string
+		for _, e := range evs {
+			if e.Type == messages.EventUserMessage {
+				origins = append(origins, e.Text+":"+e.Origin)
+			}
+		}
+		assert.Equal(t, []string{"fix it\nthen test:harness", "fix it\nthen test:terminal", "sent:terminal", " sent :harness"}, origins,
+			"a typed turn once; a turn sent over RPC by its exact text")
+	})
 	t.Run("text from items when userResponse is absent", func(t *testing.T) {
 		s := userStep("", "")
 		s.UserInput.Items = []rpc.TextItem{{Text: "line one"}, {Text: "line two"}}

@@ -121,3 +121,13 @@ func TestMainRefusesABadCSRFTokenFile(t *testing.T) {
 	assert.Contains(t, stderr.String(), "--csrf-token-file")
 	assert.Contains(t, stderr.String(), "process list")
 }
+
+func TestMainRefusesATmuxSessionPrefixTmuxWouldExpand(t *testing.T) {
+	for _, prefix := range []string{"p#(touch x)", "p#{pane_pid}", "a:b", "a b", ""} {
+		var stderr bytes.Buffer
+		code := Main(context.Background(), []string{"--tmux-session-prefix", prefix}, bytes.NewReader(nil), io.Discard, &stderr)
+		assert.Equal(t, exitUsage, code, "%q", prefix)
+		assert.Contains(t, stderr.String(), "--tmux-session-prefix", "%q", prefix)
+		assert.Contains(t, stderr.String(), "use letters, digits, - and _", "%q", prefix)
+	}
+}

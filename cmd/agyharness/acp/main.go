@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
@@ -88,6 +90,10 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "agyharness acp: --agy is empty")
 		return exitUsage
 	}
+	if err := tmuxpane.CheckName(*prefix); err != nil {
+		fmt.Fprintf(stderr, "agyharness acp: --tmux-session-prefix: %v\n", err)
+		return exitUsage
+	}
 	switch {
 	case *csrf != "" && *csrfFile != "":
 		fmt.Fprintln(stderr, "agyharness acp: give --csrf-token or --csrf-token-file, not both")
@@ -112,6 +118,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		}
 		*sessionDir = dir
 	}
+	if w := sessionDirWarning(*sessionDir); w != "" {
+		fmt.Fprintf(stderr, "agyharness acp: warning: %s\n", w)
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -133,7 +142,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		ContextWindow:  *contextWindow,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "agyharness acp: %v\n", err)
+		fmt.Fprintf(stderr, "agyharness acp: %s\n", termtext.Clean(err.Error()))
 		_ = host.Shutdown(context.Background())
 		return exitUsage
 	}
@@ -144,7 +153,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		logger.Warn("host shutdown", "err", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
-		fmt.Fprintf(stderr, "agyharness acp: %v\n", serveErr)
+		fmt.Fprintf(stderr, "agyharness acp: %s\n", termtext.Clean(serveErr.Error())) // may quote agy or the client
 		return exitFailure
 	}
 	return exitOK
