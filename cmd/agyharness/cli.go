@@ -62,6 +62,7 @@ func commands() []*command {
 		attachCommand(),
 		launchCommand(),
 		serveCommand(),
+		clusterCommand(),
 		replayCommand(),
 		acpCommand(),
 		benchCommand(),

@@ -21,7 +21,7 @@ import (
 func serveCommand() *command {
 	c := &command{
 		name:     "serve",
-		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--tls-cert F --tls-key F] [--allow-remote [--insecure-remote]] [--max-connections N] [--cluster NAME --cluster-provider etcd|automanaged [--etcd-endpoints H:P,...] [--peers H:P,... --provider-port N] [--node NAME] [--advertise HOST:PORT]]",
+		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--tls-cert F --tls-key F] [--allow-remote [--insecure-remote]] [--max-connections N] [--cluster NAME --cluster-provider etcd|automanaged [--etcd-endpoints H:P,...] [--peers H:P,... --provider-port N] [--node NAME] [--advertise HOST:PORT] --remote-tls-cert F --remote-tls-key F --remote-tls-ca F]",
 		summary:  "run the multi-session host: HTTP + SSE, loopback and a bearer token by default",
 		example: `agyharness serve --token-file ~/.config/agyharness/token &
 TOKEN=$(cat ~/.config/agyharness/token)
