@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -152,6 +153,22 @@ func Read(ctx context.Context, bin string) (string, error) {
 		return "", fmt.Errorf("%s --version printed no version (major.minor.patch)", bin)
 	}
 	return v.String(), nil
+}
+
+// Check reads bin's version (Read) and logs it: at info, or one warning
+// when agy is newer than Modeled or its version cannot be read. It returns
+// the version, "" when unknown.
+func Check(ctx context.Context, log *slog.Logger, bin string) string {
+	v, err := Read(ctx, bin)
+	switch {
+	case err != nil:
+		log.Warn("agy's version is unknown: its behaviour is taken to be that of the newest version modelled", "err", err, "modelled", Modeled)
+	case Newer(v):
+		log.Warn("agy is newer than the newest version this harness models: behaviour it changed may be missed", "agy_version", v, "modelled", Modeled)
+	default:
+		log.Info("agy version", "agy_version", v)
+	}
+	return v
 }
 
 // limited keeps the first max bytes written to it and drops the rest.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -71,7 +70,7 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 			return fmt.Errorf("launch: agy not found (%w): install agy, or give its path with --agy", err)
 		}
 		log := newLogger(e)
-		version := readAgyVersion(ctx, log, *agy)
+		version := agyversion.Check(ctx, log, *agy)
 		argv := []string{*agy}
 		if *conv != "" {
 			argv = append(argv, "--conversation", *conv)
@@ -147,22 +146,6 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		return err
 	}
 	return c
-}
-
-// readAgyVersion reads `agy --version` (agyversion.Read: no shell, bounded
-// in time and output) and logs it; one warning when agy is newer than the
-// harness models, or its version cannot be read ("" then).
-func readAgyVersion(ctx context.Context, log *slog.Logger, agy string) string {
-	v, err := agyversion.Read(ctx, agy)
-	switch {
-	case err != nil:
-		log.Warn("agy's version is unknown: its behaviour is taken to be that of the newest version modelled", "err", err, "modelled", agyversion.Modeled)
-	case agyversion.Newer(v):
-		log.Warn("agy is newer than the newest version this harness models: behaviour it changed may be missed", "agy_version", v, "modelled", agyversion.Modeled)
-	default:
-		log.Info("agy version", "agy_version", v)
-	}
-	return v
 }
 
 // watchStart runs while the session looks for agy: it fails the attach
