@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agyharness/agyharness/agyversion"
 	"github.com/agyharness/agyharness/rpc"
 )
 
@@ -27,8 +28,8 @@ const (
 )
 
 // defaultVersion is what fakeagy --version prints by default: the newest
-// agy version the harness models (agyversion.Modeled).
-const defaultVersion = "1.2.7"
+// agy version the harness models.
+const defaultVersion = agyversion.Modeled
 
 // startupOptions are fakeagy's startup flags.
 type startupOptions struct {
