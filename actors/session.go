@@ -206,6 +206,14 @@ func (s *session) Receive(ctx actor.Context) {
 		if m.Gen == s.core.gen {
 			s.setStreamUp(ctx, m.Up)
 		}
+	case *frameSkipped:
+		if m.gen == s.core.gen {
+			s.onFrameSkipped(ctx, m)
+		}
+	case *readOverLimit:
+		if m.gen == s.core.gen {
+			s.onReadOverLimit(ctx, m)
+		}
 	case *messages.SnapshotRead:
 		if m.Gen == s.core.gen {
 			if s.core.spec.Recorder != nil {
@@ -293,7 +301,7 @@ func (s *session) bindConversation(conv string) {
 		return
 	}
 	s.core.rootConv = conv
-	s.core.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.core.models})
+	s.core.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.core.models, Window: s.cfg.StepWindow})
 	for _, tt := range s.typed {
 		s.core.root.ExpectTurn(tt.text) // typed before this conversation was bound
 	}
@@ -334,7 +342,7 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 		return
 	}
 	client, err := rpc.NewClient(rpc.Config{Host: s.core.spec.Host, Port: m.Port, Pin: m.Pin,
-		CSRFToken: m.CSRFToken, OnError: s.core.countRPCError})
+		CSRFToken: m.CSRFToken, OnError: s.core.countRPCError, MaxMessageSize: s.cfg.MaxMessageSize})
 	if err != nil {
 		// Discovery probed with the same host and port: this cannot be.
 		s.endWithError(ctx, fmt.Sprintf("agy's port %d: %v", m.Port, err))
@@ -527,6 +535,36 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 	}
 }
 
+// onFrameSkipped has the poller read what a frame over the limit carried
+// (agy's first frame of a long conversation: every step), window by
+// window. Nothing is lost: no error event; a warning, once a stream.
+func (s *session) onFrameSkipped(ctx actor.Context, m *frameSkipped) {
+	if m.first {
+		s.core.cfg.Logger.Warn("a stream frame over the limit was skipped; reading the steps instead",
+			"session", s.core.spec.SessionID, "limit", s.cfg.MaxMessageSize, "err", m.err)
+	}
+	if s.poller != nil {
+		ctx.Send(s.poller, &messages.ReadNow{Gen: s.core.gen})
+	}
+}
+
+// onReadOverLimit tells the driver that agy's answer of the steps is over
+// the limit: retryable, as the reads go on (past the steps skipped, or
+// with backoff). The poller sends a failure once per run of them, and each
+// skip once.
+func (s *session) onReadOverLimit(ctx actor.Context, m *readOverLimit) {
+	var msg string
+	if sk := m.skipped; sk != nil {
+		msg = fmt.Sprintf("agy's answer of the steps of %s is over the limit of %d bytes: steps %d to %d were not read, reading from %d on (%v)",
+			m.conv, s.cfg.MaxMessageSize, sk.from, sk.to-1, sk.to, m.err)
+	} else {
+		msg = fmt.Sprintf("agy's answer of the steps of %s is over the limit of %d bytes and cannot be read past: reading again with backoff (%v)",
+			m.conv, s.cfg.MaxMessageSize, m.err)
+	}
+	s.core.cfg.Logger.Warn(msg, "session", s.core.spec.SessionID)
+	s.publishError(ctx, msg, true)
+}
+
 // tellFrame tells the rotation watcher that a frame of the bound
 // conversation came at t: on the first frame, then at most every quarter
 // of its interval (it reads less while frames flow).
@@ -638,7 +676,7 @@ func (s *session) syncSubagents(ctx actor.Context) {
 	for _, c := range s.core.root.Children() {
 		if _, ok := s.core.children[c.ConversationID]; !ok {
 			s.core.children[c.ConversationID] = mapper.NewReconciler(mapper.Config{
-				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.core.models,
+				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.core.models, Window: s.cfg.StepWindow,
 			})
 		}
 		if _, ok := s.subagents[c.ConversationID]; ok || s.core.childrenDone[c.ConversationID] {
