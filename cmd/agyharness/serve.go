@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
-	"golang.org/x/net/netutil"
 )
 
 func serveCommand() *command {
@@ -36,7 +35,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file (with --tls-key)")
 		tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
 		insecureRemote := fs.Bool("insecure-remote", false, "with --allow-remote, serve plain HTTP: the token and the turns cross the network in clear")
-		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); more wait to be accepted")
+		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); a connection without the token is closed after 5s, or at once when the slots are full; more with the token wait to be accepted")
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
 		var cluster clusterFlags
@@ -163,14 +162,18 @@ func loadToken(path string) (token string, generated bool, err error) {
 // their connections are closed), every session detaches (hostShutdown of
 // its own), session watchers stop.
 func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.Signal, shutdownHost func(context.Context) error) error {
-	if s.cfg.maxConns > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.maxConns)
-	}
+	ln = newSlotListener(ln, s.cfg.maxConns, s.cfg.authGrace)
 	if s.cfg.tls != nil {
 		ln = tls.NewListener(ln, s.cfg.tls)
 	}
+	// HTTP/1.1 only (the TLS configuration offers no other protocol): a
+	// 401's "Connection: close" then closes the connection.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
 	hs := &http.Server{
 		Handler:           s.handler(),
+		Protocols:         &protocols,
+		ConnContext:       withSlotConn,
 		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
 		ReadTimeout:       s.cfg.readTimeout,
 		IdleTimeout:       s.cfg.idleTimeout,
