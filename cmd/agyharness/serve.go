@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
 func serveCommand() *command {
@@ -76,7 +78,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		if *heartbeat <= 0 || *attachTimeout <= 0 {
 			return usagef("serve: --heartbeat and --attach-timeout must be positive")
 		}
-		token, generated, err := loadToken(*tokenFile)
+		token, generated, err := loadToken(*tokenFile, e.stderr)
 		if err != nil {
 			return err
 		}
@@ -136,8 +138,11 @@ func isLoopbackListen(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loadToken reads the bearer token from path, or makes a random one.
-func loadToken(path string) (token string, generated bool, err error) {
+// loadToken reads the bearer token from path (at most tokenfile.MaxSize;
+// surrounding white space dropped; a file open to group or others is
+// warned about on warn), or makes a random one. A token tokenfile.CheckBearer
+// refuses is a usage error with its reason.
+func loadToken(path string, warn io.Writer) (token string, generated bool, err error) {
 	if path == "" {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
@@ -145,13 +150,13 @@ func loadToken(path string) (token string, generated bool, err error) {
 		}
 		return hex.EncodeToString(b), true, nil
 	}
-	b, err := os.ReadFile(path)
+	t, err := tokenfile.Read(path, func(line string) { fmt.Fprintf(warn, "agyharness serve: warning: %s\n", line) })
 	if err != nil {
-		return "", false, fmt.Errorf("serve: token file: %w", err)
+		return "", false, usagef("serve: --token-file: %v", err)
 	}
-	token = strings.TrimSpace(string(b))
-	if len(token) < 16 {
-		return "", false, usagef("serve: token file %s: the token must be at least 16 characters", path)
+	token = strings.TrimSpace(t)
+	if err := tokenfile.CheckBearer(token); err != nil {
+		return "", false, usagef("serve: token file %q: %v", path, err)
 	}
 	return token, false, nil
 }
