@@ -23,7 +23,8 @@ const authGrace = 5 * time.Second
 //     carries the valid token marks it authenticated (server.auth, through
 //     the connection's context), for as long as it is open;
 //   - an unauthenticated connection is closed once grace has passed since
-//     it was accepted;
+//     it was accepted (one with a request being answered, once its answer
+//     is written: a request whose headers were read is never cut);
 //   - when every slot is taken, the oldest unauthenticated connection is
 //     closed to make room for the next one; only when every slot holds an
 //     authenticated connection does Accept wait for one to close.
@@ -134,9 +135,11 @@ type slotConn struct {
 	l *slotListener
 
 	// Guarded by l.mu.
-	state connState
-	elem  *list.Element // in l.unauth while pending
-	timer *time.Timer   // closes the connection at the end of the grace
+	state   connState
+	elem    *list.Element // in l.unauth while pending
+	timer   *time.Timer   // closes the connection at the end of the grace
+	busy    bool          // a request is being answered
+	expired bool          // the grace ended while busy: close when idle
 }
 
 // authenticated marks the connection as a token holder's: it is no longer
@@ -152,15 +155,32 @@ func (c *slotConn) authenticated() {
 }
 
 // expire closes the connection if it is still unauthenticated (the grace
-// timer's).
+// timer's): at once when idle, else once its answer is written.
 func (c *slotConn) expire() {
 	c.l.mu.Lock()
-	pending := c.state == connPending
-	if pending {
+	c.expired = true
+	closeNow := c.state == connPending && !c.busy
+	if closeNow {
 		c.l.releaseLocked(c)
 	}
 	c.l.mu.Unlock()
-	if pending {
+	if closeNow {
+		_ = c.Conn.Close()
+	}
+}
+
+// setBusy records whether a request is being answered on the connection
+// (http.Server.ConnState); an unauthenticated connection whose grace ended
+// meanwhile is closed as it becomes idle.
+func (c *slotConn) setBusy(busy bool) {
+	c.l.mu.Lock()
+	c.busy = busy
+	closeNow := !busy && c.expired && c.state == connPending
+	if closeNow {
+		c.l.releaseLocked(c)
+	}
+	c.l.mu.Unlock()
+	if closeNow {
 		_ = c.Conn.Close()
 	}
 }
@@ -185,17 +205,37 @@ func (c *slotConn) CloseWrite() error {
 // slotConnKey is the context key of a request's *slotConn.
 type slotConnKey struct{}
 
-// withSlotConn is http.Server.ConnContext: it puts the connection's
-// *slotConn (under its TLS layer, when there is one) in its requests'
-// context, for server.auth to mark.
-func withSlotConn(ctx context.Context, c net.Conn) context.Context {
+// slotConnOf is the *slotConn under c's TLS layer, if there is one.
+func slotConnOf(c net.Conn) (*slotConn, bool) {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
-	if sc, ok := c.(*slotConn); ok {
+	sc, ok := c.(*slotConn)
+	return sc, ok
+}
+
+// withSlotConn is http.Server.ConnContext: it puts the connection's
+// *slotConn in its requests' context, for server.auth to mark.
+func withSlotConn(ctx context.Context, c net.Conn) context.Context {
+	if sc, ok := slotConnOf(c); ok {
 		return context.WithValue(ctx, slotConnKey{}, sc)
 	}
 	return ctx
+}
+
+// trackSlotConn is http.Server.ConnState: it tells the connection whether
+// a request is being answered on it.
+func trackSlotConn(c net.Conn, st http.ConnState) {
+	sc, ok := slotConnOf(c)
+	if !ok {
+		return
+	}
+	switch st {
+	case http.StateActive:
+		sc.setBusy(true)
+	case http.StateIdle:
+		sc.setBusy(false)
+	}
 }
 
 // markAuthenticated marks the connection r came on, if it came on one of a

@@ -177,3 +177,33 @@ func TestHostSSEStreamOutlivesTheGrace(t *testing.T) {
 		})
 	}
 }
+
+func TestSlotListenerClosesABusyConnectionOnlyOnceIdle(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l := newSlotListener(inner, 4, 50*time.Millisecond)
+	defer l.Close()
+	client, err := net.Dial("tcp", inner.Addr().String())
+	require.NoError(t, err)
+	defer client.Close()
+	c, err := l.Accept()
+	require.NoError(t, err)
+	defer c.Close()
+	sc := c.(*slotConn)
+
+	sc.setBusy(true) // a request without the token is being answered
+	require.Eventually(t, func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return sc.expired
+	}, 5*time.Second, 5*time.Millisecond, "the grace ends")
+	_, closed := closedWithin(t, client, 100*time.Millisecond)
+	assert.False(t, closed, "the answer in progress is not cut")
+
+	sc.setBusy(false) // answered
+	_, closed = closedWithin(t, client, 5*time.Second)
+	assert.True(t, closed, "closed once idle")
+	l.mu.Lock()
+	assert.Equal(t, 0, l.active, "its slot is free")
+	l.mu.Unlock()
+}

@@ -179,6 +179,7 @@ func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.S
 		Handler:           s.handler(),
 		Protocols:         &protocols,
 		ConnContext:       withSlotConn,
+		ConnState:         trackSlotConn,
 		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
 		ReadTimeout:       s.cfg.readTimeout,
 		IdleTimeout:       s.cfg.idleTimeout,
