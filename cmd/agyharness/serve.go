@@ -32,12 +32,12 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		fs := newFlagSet(e, c)
 		listen := fs.String("listen", "127.0.0.1:7420", "address to listen on (port 0 picks a free one)")
-		tokenFile := fs.String("token-file", "", "file holding the bearer token (default: a random token, printed to stderr)")
+		tokenFile := fs.String("token-file", "", "file holding the bearer token, mode 0600: at least 16 characters of at least 4 different ones (default: a random token, printed to stderr)")
 		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --listen address (requires --token-file, and --tls-cert/--tls-key or --insecure-remote)")
 		tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file (with --tls-key)")
 		tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
 		insecureRemote := fs.Bool("insecure-remote", false, "with --allow-remote, serve plain HTTP: the token and the turns cross the network in clear")
-		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); a connection without the token is closed after 5s, or at once when the slots are full; more with the token wait to be accepted")
+		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); a connection without the token is closed after 5s, or sooner when every slot is taken; more with the token wait to be accepted")
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
 		var cluster clusterFlags
