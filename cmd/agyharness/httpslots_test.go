@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,7 +85,9 @@ func TestHostUnauthorizedClosesTheConnection(t *testing.T) {
 		_, _ = fmt.Fprintf(c, "GET /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n\r\n", hostTestToken)
 		require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
 		_, err = br.ReadByte()
-		assert.ErrorIs(t, err, io.EOF, "the host closed the connection after its 401 (token %q)", token)
+		// EOF, or a reset when the host closes with the guess unread.
+		assert.True(t, errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET),
+			"the host closed the connection after its 401 (token %q): %v", token, err)
 	}
 
 	// A token holder's connection goes on across requests.
