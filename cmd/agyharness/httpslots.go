@@ -25,14 +25,15 @@ const authGrace = 5 * time.Second
 //   - an unauthenticated connection is closed once grace has passed since
 //     it was accepted (one with a request being answered, once its answer
 //     is written: a request whose headers were read is never cut);
-//   - when every slot is taken, the oldest unauthenticated connection is
-//     closed to make room for the next one; only when every slot holds an
+//   - when every slot is taken, the oldest unauthenticated connection
+//     with no request being answered (else the oldest one) is closed to
+//     make room for the next one; only when every slot holds an
 //     authenticated connection does Accept wait for one to close.
 //
 // So connections without the token can take a slot a token holder needs
 // for grace at most, and never keep a token holder's new connection
 // waiting to be accepted. A token holder's connection can be evicted only
-// before its first request is read, by max newer connections.
+// before the host has read its first request, by max newer connections.
 type slotListener struct {
 	net.Listener
 	max   int
@@ -77,7 +78,7 @@ func (l *slotListener) Accept() (net.Conn, error) {
 		return nil, net.ErrClosed
 	}
 	if l.max > 0 && l.active >= l.max {
-		evicted = l.unauth.Front().Value.(*slotConn)
+		evicted = l.evictableLocked()
 		l.releaseLocked(evicted)
 	}
 	l.active++
@@ -89,6 +90,18 @@ func (l *slotListener) Accept() (net.Conn, error) {
 		_ = evicted.Conn.Close()
 	}
 	return sc, nil
+}
+
+// evictableLocked is the oldest unauthenticated connection with no
+// request being answered, else the oldest unauthenticated one (there is
+// one).
+func (l *slotListener) evictableLocked() *slotConn {
+	for e := l.unauth.Front(); e != nil; e = e.Next() {
+		if c := e.Value.(*slotConn); !c.busy {
+			return c
+		}
+	}
+	return l.unauth.Front().Value.(*slotConn)
 }
 
 // roomLocked: a slot is free, or an unauthenticated connection can give

@@ -211,3 +211,35 @@ func TestSlotListenerClosesABusyConnectionOnlyOnceIdle(t *testing.T) {
 	assert.Equal(t, 0, l.active, "its slot is free")
 	l.mu.Unlock()
 }
+
+func TestSlotListenerEvictsTheOldestIdleUnauthenticatedConnection(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	l := newSlotListener(inner, 3, time.Hour)
+	defer l.Close()
+	accept := func() (client net.Conn, sc *slotConn) {
+		client, err := net.Dial("tcp", inner.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { client.Close() })
+		c, err := l.Accept()
+		require.NoError(t, err)
+		t.Cleanup(func() { c.Close() })
+		return client, c.(*slotConn)
+	}
+	authed, a := accept()
+	a.authenticated()
+	busy, b := accept()
+	b.setBusy(true) // a request without the token is being answered
+	idle, _ := accept()
+
+	accept() // every slot taken: one goes
+	_, closed := closedWithin(t, idle, 5*time.Second)
+	assert.True(t, closed, "the idle connection without the token made room")
+	for name, c := range map[string]net.Conn{"authenticated": authed, "busy": busy} {
+		_, closed := closedWithin(t, c, 100*time.Millisecond)
+		assert.False(t, closed, "the %s connection stays", name)
+	}
+	l.mu.Lock()
+	assert.Equal(t, 3, l.active)
+	l.mu.Unlock()
+}
