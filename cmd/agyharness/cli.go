@@ -290,7 +290,7 @@ func (c *csrfFlags) resolve(e *env, cmd string) (string, error) {
 	case c.token != "":
 		return c.token, nil
 	case c.file != "":
-		t, err := tokenfile.Read(c.file)
+		t, err := tokenfile.Read(c.file, func(line string) { fmt.Fprintf(e.stderr, "agyharness %s: warning: %s\n", cmd, line) })
 		if err != nil {
 			return "", usagef("%s: --csrf-token-file: %v", cmd, err)
 		}
