@@ -10,13 +10,14 @@ import (
 	"github.com/agyharness/agyharness/rpc"
 )
 
-// The typed detail of a tool step is read from its body: the member its
-// type names (viewFile for VIEW_FILE, see bodyKey), decoded into a body
-// type of the row's own. Most rows' detail functions are made by fromBody
-// from a function of that decoded body; the few written out in full read
-// the step itself as well (its typed fields, its metadata.toolCall).
-// Commands and reads are here; edits (diffs) in tooldetail_edit.go,
-// searches (hits) in tooldetail_search.go, web reads in tooldetail_web.go.
+// The typed detail of a tool step is read from its body, the member its
+// type names (viewFile for VIEW_FILE, see bodyKey), decoded into a struct of
+// the detail's own: fromBody makes a row's call or result of a function of
+// that struct. The details written out in full read the step as well (its
+// typed fields, metadata.toolCall, the arguments where the body lacks a
+// path). Commands, reads, MCP and agents are here; edits (diffs) in
+// tooldetail_edit.go, searches (hits) in tooldetail_search.go, web reads in
+// tooldetail_web.go.
 
 // callDetail is what the mapper says of a tool call beyond its arguments.
 type callDetail struct {
@@ -118,6 +119,14 @@ func locate(path string, line int) []messages.Location {
 	return []messages.Location{{Path: path, Line: max(line, 0)}}
 }
 
+// in is " in path", or "" without a path.
+func in(path string) string {
+	if path == "" {
+		return ""
+	}
+	return " in " + path
+}
+
 func num(n int) string { return strconv.Itoa(n) }
 
 func plural(n int, one, many string) string {
@@ -166,9 +175,14 @@ func runCommandLive(v stepView) string {
 	return ""
 }
 
+// commandIDBody is the command a RUN_COMMAND or COMMAND_STATUS body is
+// about.
+type commandIDBody struct {
+	CommandID string `json:"commandId"`
+}
+
 // commandBody is what a RUN_COMMAND body says beyond rpc.RunCommand: the
-// command's id (a COMMAND_STATUS body has it too), and its exit code as
-// sent, absent until the command has one.
+// command's id, and its exit code as sent, absent until the command has one.
 type commandBody struct {
 	CommandID string          `json:"commandId"`
 	ExitCode  json.RawMessage `json:"exitCode"`
@@ -335,18 +349,16 @@ func viewFileResult(v stepView, d *resultDetail) {
 	d.say(filePath(b.AbsolutePathURI) + ": " + num(int(b.NumLines)) + " lines, " + num(int(b.NumBytes)) + " bytes")
 }
 
-type listDirectoryBody struct {
+// directoryBody is the directory a LIST_DIRECTORY or DELETE_DIRECTORY body
+// names.
+type directoryBody struct {
 	DirectoryPathURI string `json:"directoryPathUri"`
-	Results          []struct {
-		Name  string `json:"name"`
-		IsDir bool   `json:"isDir"`
-	} `json:"results"`
 }
 
 // listDirectoryCall reads the directory from the body, else from the
 // arguments.
 func listDirectoryCall(v stepView, d *callDetail) {
-	b, _ := decodeBody[listDirectoryBody](v)
+	b, _ := decodeBody[directoryBody](v)
 	path := filePath(b.DirectoryPathURI)
 	if path == "" {
 		var args struct{ DirectoryPath string }
@@ -357,6 +369,14 @@ func listDirectoryCall(v stepView, d *callDetail) {
 		d.title = "List " + path
 		d.locations = locate(path, 0)
 	}
+}
+
+type listDirectoryBody struct {
+	DirectoryPathURI string `json:"directoryPathUri"`
+	Results          []struct {
+		Name  string `json:"name"`
+		IsDir bool   `json:"isDir"`
+	} `json:"results"`
 }
 
 func listDirectoryResult(v stepView, d *resultDetail) {
@@ -410,10 +430,7 @@ type codeItemBody struct {
 
 var viewCodeItemCall = fromBody(func(b *codeItemBody, d *callDetail) {
 	path := filePath(b.AbsoluteURI)
-	d.title = "Read " + strings.Join(b.NodePaths, ", ")
-	if path != "" {
-		d.title += " in " + path
-	}
+	d.title = "Read " + strings.Join(b.NodePaths, ", ") + in(path)
 	d.locations = locate(path, 0)
 })
 

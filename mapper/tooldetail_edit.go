@@ -314,10 +314,6 @@ var moveCall = fromBody(func(b *moveBody, d *callDetail) {
 	d.locations = append(locate(src, 0), locate(dst, 0)...)
 })
 
-type directoryBody struct {
-	DirectoryPathURI string `json:"directoryPathUri"`
-}
-
 var deleteDirectoryCall = fromBody(func(b *directoryBody, d *callDetail) {
 	path := filePath(b.DirectoryPathURI)
 	d.title = "Delete " + path

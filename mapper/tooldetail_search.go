@@ -54,10 +54,7 @@ type grepBody struct {
 
 var grepSearchCall = fromBody(func(b *grepBody, d *callDetail) {
 	path := filePath(b.SearchPathURI)
-	d.title = "Search for " + strconv.Quote(b.Query)
-	if path != "" {
-		d.title += " in " + path
-	}
+	d.title = "Search for " + strconv.Quote(b.Query) + in(path)
 	if len(b.Includes) > 0 {
 		d.title += " (" + strings.Join(b.Includes, ", ") + ")"
 	}
@@ -108,10 +105,7 @@ type findBody struct {
 
 var findCall = fromBody(func(b *findBody, d *callDetail) {
 	dir := filePath(b.SearchDirectory)
-	d.title = "Find " + strconv.Quote(b.Pattern)
-	if dir != "" {
-		d.title += " in " + dir
-	}
+	d.title = "Find " + strconv.Quote(b.Pattern) + in(dir)
 	d.locations = locate(dir, 0)
 })
 

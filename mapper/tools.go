@@ -72,7 +72,7 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 
 // commandID is the commandId of a RUN_COMMAND or COMMAND_STATUS body.
 func commandID(v stepView) string {
-	b, _ := decodeBody[commandBody](v)
+	b, _ := decodeBody[commandIDBody](v)
 	return b.CommandID
 }
 
