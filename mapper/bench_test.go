@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
@@ -136,4 +137,48 @@ func TestDeltaAllocations(t *testing.T) {
 	if allocs > 2 {
 		t.Errorf("%.1f allocations per delta, want 2", allocs)
 	}
+}
+
+// BenchmarkToolDetail maps one step of every detailed row of the step table
+// (its case in detailCases), so that the typed detail is read from each
+// body: snapshot, a fresh reconciler reads the DONE copies (call and result
+// from one read); frames, each step streams a RUNNING copy (the call, the
+// live output) then the DONE one (the result).
+func BenchmarkToolDetail(b *testing.B) {
+	typs := make([]rpc.StepType, 0, len(detailCases))
+	for typ := range detailCases {
+		typs = append(typs, typ)
+	}
+	sort.Slice(typs, func(i, j int) bool { return typs[i] < typs[j] })
+	running, done := make([]rpc.Step, len(typs)), make([]rpc.Step, len(typs))
+	for i, typ := range typs {
+		running[i] = toolStep(typ, rpc.StatusRunning, "Read the item", nil, detailCases[typ].body)
+		done[i] = toolStep(typ, rpc.StatusDone, "Read the item", nil, detailCases[typ].body)
+	}
+	b.Run("snapshot", func(b *testing.B) {
+		snap := FromSnapshot(indexed(done), rpc.RunIdle, at(0))
+		b.ReportAllocs()
+		for b.Loop() {
+			if evs := newTestReconciler().Apply(snap); len(evs) < 2*len(typs) {
+				b.Fatalf("%d events for %d tool steps", len(evs), len(typs))
+			}
+		}
+	})
+	b.Run("frames", func(b *testing.B) {
+		frames := make([]Observation, 0, 2*len(typs))
+		for i := range typs {
+			frames = append(frames, frame(2*i, rpc.RunRunning, i, running[i]), frame(2*i+1, rpc.RunRunning, i, done[i]))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			r := newTestReconciler()
+			n := 0
+			for _, f := range frames {
+				n += len(r.Apply(f))
+			}
+			if n < 2*len(typs) {
+				b.Fatalf("%d events for %d tool steps", n, len(typs))
+			}
+		}
+	})
 }

@@ -72,10 +72,7 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 
 // commandID is the commandId of a RUN_COMMAND or COMMAND_STATUS body.
 func commandID(v stepView) string {
-	var b struct {
-		CommandID string `json:"commandId"`
-	}
-	v.decode(&b)
+	b, _ := decodeBody[commandIDBody](v)
 	return b.CommandID
 }
 
@@ -286,84 +283,4 @@ func toolOutput(row stepRow, v stepView) resultDetail {
 		d.output = "done"
 	}
 	return d
-}
-
-func viewFileSummary(raw json.RawMessage) string {
-	var v struct {
-		AbsolutePathURI string  `json:"absolutePathUri"`
-		NumLines        rpc.Int `json:"numLines"`
-		NumBytes        rpc.Int `json:"numBytes"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return "viewed a file"
-	}
-	return uriPath(v.AbsolutePathURI) + ": " + strconv.FormatInt(int64(v.NumLines), 10) + " lines, " + strconv.FormatInt(int64(v.NumBytes), 10) + " bytes"
-}
-
-func listDirectorySummary(raw json.RawMessage) string {
-	var v struct {
-		DirectoryPathURI string `json:"directoryPathUri"`
-		Results          []struct {
-			Name  string `json:"name"`
-			IsDir bool   `json:"isDir"`
-		} `json:"results"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return "listed a directory"
-	}
-	var b strings.Builder
-	b.WriteString(uriPath(v.DirectoryPathURI))
-	b.WriteString(": ")
-	b.WriteString(strconv.Itoa(len(v.Results)))
-	b.WriteString(" entries")
-	for _, e := range v.Results {
-		b.WriteString("\n")
-		b.WriteString(e.Name)
-		if e.IsDir {
-			b.WriteString("/")
-		}
-	}
-	return b.String()
-}
-
-// answersSummary tells the chosen answers of an ask_question step, one line
-// per question: "question: option text; option text" (write-ins quoted).
-func answersSummary(s *rpc.Step) string {
-	var qs []rpc.Question
-	if s.AskQuestion != nil {
-		qs = s.AskQuestion.Questions
-	}
-	if s.RequestedInteraction != nil && s.RequestedInteraction.AskQuestion != nil && len(qs) == 0 {
-		qs = s.RequestedInteraction.AskQuestion.Questions
-	}
-	chosen := map[string]rpc.QuestionResponse{}
-	for _, ci := range s.CompletedInteractions {
-		if ci.Response != nil && ci.Response.AskQuestion != nil {
-			for _, qr := range ci.Response.AskQuestion.Responses {
-				chosen[qr.Question] = qr
-			}
-		}
-	}
-	var lines []string
-	for _, q := range qs {
-		ids, writeIn := q.SelectedOptionIDs, q.WriteInResponse
-		if qr, ok := chosen[q.Question]; ok {
-			ids, writeIn = qr.SelectedOptionIDs, qr.WriteInResponse
-		}
-		var picks []string
-		for _, id := range ids {
-			text := id
-			for _, o := range q.Options {
-				if o.ID == id {
-					text = o.Text
-				}
-			}
-			picks = append(picks, text)
-		}
-		if writeIn != "" {
-			picks = append(picks, strconv.Quote(writeIn))
-		}
-		lines = append(lines, q.Question+": "+strings.Join(picks, "; "))
-	}
-	return strings.Join(lines, "\n")
 }
