@@ -6,6 +6,9 @@ import (
 	"github.com/agyharness/agyharness/rpc/internal/spare"
 )
 
+// Service is the fully qualified connect service agy's language server exposes.
+const Service = "exa.language_server_pb.LanguageServerService"
+
 // Method names of LanguageServerService used by the project.
 const (
 	MethodHeartbeat                    = "Heartbeat"
@@ -171,15 +174,6 @@ type ModelsResponse struct {
 	Response struct {
 		Models map[string]ModelInfo `json:"models,omitempty"`
 	} `json:"response"`
-}
-
-// ModelInfo describes one model; Model is the enum to send as planModel.
-type ModelInfo struct {
-	Model            string `json:"model,omitempty"`
-	DisplayName      string `json:"displayName,omitempty"`
-	Recommended      bool   `json:"recommended,omitempty"`
-	SupportsThinking bool   `json:"supportsThinking,omitempty"`
-	ThinkingBudget   Int    `json:"thinkingBudget,omitempty"`
 }
 
 // Empty is the {} request or response.

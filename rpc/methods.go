@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -220,4 +221,19 @@ func (c *Client) StartCascade(ctx context.Context) (json.RawMessage, error) {
 // the same bytes.
 func SameSlice(a, b []byte) bool {
 	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+}
+
+// blankReader reads r and says whether all it has read so far is blank
+// (JSON whitespace).
+type blankReader struct {
+	r     io.Reader
+	blank bool
+}
+
+func (b *blankReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.blank && len(bytes.TrimLeft(p[:n], " \t\r\n")) > 0 {
+		b.blank = false
+	}
+	return n, err
 }

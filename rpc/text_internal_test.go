@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -10,7 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc/internal/textcache"
+	"github.com/agyharness/agyharness/internal/textcache"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // textFrame is the wire JSON of a frame carrying planner steps whose
@@ -114,10 +114,10 @@ func TestStreamForgetsTextsWhenIdle(t *testing.T) {
 	var d frameDecoder
 	text := strings.Repeat("y", 700)
 	must(d.decode(textFrame(RunRunning, `"thinking":`+quoted(text)+`,"modifiedResponse":`+quoted(text))))
-	require.NotEqual(t, textcache.Cache{}, d.texts, "the texts are remembered while the turn runs")
+	require.NotEqual(t, wire.StreamDecoder{}, d.texts, "the texts are remembered while the turn runs")
 	f := must(d.decode(textFrame(RunIdle, `"modifiedResponse":`+quoted(text+"."))))
 	require.Equal(t, text+".", planner(t, f).ModifiedResponse)
-	require.Equal(t, textcache.Cache{}, d.texts)
+	require.Equal(t, wire.StreamDecoder{}, d.texts)
 }
 
 // A frame that fails to decode leaves nothing remembered from it, and the
@@ -133,24 +133,6 @@ func TestStreamTextAfterAFailedFrame(t *testing.T) {
 	require.Error(t, werr, "DecodeFrame refuses it too")
 	f := must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(text+"good"))))
 	require.Equal(t, text+"good", planner(t, f).ModifiedResponse)
-}
-
-// plannerWire must have PlannerResponse's members: a field added to one and
-// not the other fails here.
-func TestPlannerWireMatchesPlannerResponse(t *testing.T) {
-	pr, pw := reflect.TypeFor[PlannerResponse](), reflect.TypeFor[plannerWire]()
-	require.Equal(t, pr.NumField()-1, pw.NumField(), "PlannerResponse has raw besides")
-	require.Equal(t, "raw", pr.Field(pr.NumField()-1).Name)
-	for i := range pw.NumField() {
-		a, b := pr.Field(i), pw.Field(i)
-		require.Equal(t, a.Name, b.Name)
-		require.Equal(t, a.Tag, b.Tag, a.Name)
-		if b.Type == reflect.TypeFor[rawText]() {
-			require.Equal(t, reflect.TypeFor[string](), a.Type, a.Name)
-		} else {
-			require.Equal(t, a.Type, b.Type, a.Name)
-		}
-	}
 }
 
 // textPieces are the pieces the fuzzer builds texts of: plain bytes, the
