@@ -41,7 +41,7 @@ func BenchmarkApplyFrame(b *testing.B) {
 			text := ""
 			for v := range frames {
 				text += "chunk "
-				live := wire(plannerStep(rpc.StatusGenerating, "thinking", text))
+				live := roundTrip(plannerStep(rpc.StatusGenerating, "thinking", text))
 				frames[v] = Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{n - 1}, Steps: []rpc.Step{live}, Time: at(v)}
 			}
 			fresh := func() *Reconciler {
@@ -119,7 +119,7 @@ func TestDeltaAllocations(t *testing.T) {
 	text := ""
 	for v := range frames {
 		text += "chunk "
-		live := wire(plannerStep(rpc.StatusGenerating, "thinking", text))
+		live := roundTrip(plannerStep(rpc.StatusGenerating, "thinking", text))
 		frames[v] = Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{99}, Steps: []rpc.Step{live}, Time: at(v)}
 	}
 	r := newTestReconciler()

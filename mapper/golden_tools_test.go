@@ -41,7 +41,7 @@ func codeEdit() scenario {
 	s.now(rpc.RunRunning)
 	waiting := toolStep(rpc.StepCodeAction, rpc.StatusWaiting, "Rename count", call, editBody)
 	waiting.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "edit", Target: "/work/main.go"}}}
-	s.set(e, wire(waiting))
+	s.set(e, roundTrip(waiting))
 	s.now(rpc.RunRunning)
 	s.resolve(testConv+"/prompt/2", messages.ActionAccept, e)
 	done := toolStep(rpc.StepCodeAction, rpc.StatusDone, "Rename count", call, editApplied)

@@ -13,7 +13,7 @@ import (
 )
 
 // Steps built here are shaped like testdata/agy-steps (proto3
-// JSON, defaults omitted) and pass through wire() so they carry Raw as a
+// JSON, defaults omitted) and pass through roundTrip() so they carry Raw as a
 // decoded agy step does.
 
 const (
@@ -160,10 +160,10 @@ func subagentStep(status rpc.StepStatus, children ...string) rpc.Step {
 	return s
 }
 
-// wire round-trips a step through JSON, as the client decodes agy's steps
+// roundTrip round-trips a step through JSON, as the client decodes agy's steps
 // (Raw set). The members of Raw that the typed fields do not write (bodies
 // set with withBody) are kept.
-func wire(s rpc.Step) rpc.Step {
+func roundTrip(s rpc.Step) rpc.Step {
 	b, err := json.Marshal(s)
 	if err != nil {
 		panic(err)
@@ -195,7 +195,7 @@ func indexed(steps []rpc.Step) []rpc.Step {
 		if s.Type != rpc.StepUserInput {
 			s.Metadata.SourceTrajectoryStepInfo.StepIndex = rpc.Int(i)
 		}
-		out[i] = wire(s)
+		out[i] = roundTrip(s)
 	}
 	return out
 }
@@ -211,7 +211,7 @@ func frame(k int, run rpc.RunStatus, at0 int, steps ...rpc.Step) Observation {
 	for i, s := range steps {
 		s.Metadata.SourceTrajectoryStepInfo.StepIndex = rpc.Int(at0 + i)
 		u.Indices = append(u.Indices, rpc.Int(at0+i))
-		u.Steps = append(u.Steps, wire(s))
+		u.Steps = append(u.Steps, roundTrip(s))
 	}
 	u.TotalLength = rpc.Int(at0 + len(steps))
 	return FromFrame(f, at(k))

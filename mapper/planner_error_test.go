@@ -16,7 +16,7 @@ func TestFailedPlannerStepIsAnError(t *testing.T) {
 		"metadata":{"sourceTrajectoryStepInfo":{"trajectoryId":"t","stepIndex":1}},
 		"error":{"userErrorMessage":"model provider unavailable: quota exceeded","shortError":"quota"}}`), &failed))
 	steps := func() Observation {
-		return FromSnapshot([]rpc.Step{wire(userStep("go", "")), failed}, rpc.RunRunning, at(0))
+		return FromSnapshot([]rpc.Step{roundTrip(userStep("go", "")), failed}, rpc.RunRunning, at(0))
 	}
 	r := newTestReconciler()
 	evs := r.Apply(steps())
@@ -30,6 +30,6 @@ func TestFailedPlannerStepIsAnError(t *testing.T) {
 	var bare rpc.Step
 	require.NoError(t, json.Unmarshal([]byte(`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_ERROR"}`), &bare))
 	r2 := newTestReconciler()
-	e = findEvent(t, r2.Apply(FromSnapshot([]rpc.Step{wire(userStep("go", "")), bare}, rpc.RunRunning, at(0))), messages.EventError)
+	e = findEvent(t, r2.Apply(FromSnapshot([]rpc.Step{roundTrip(userStep("go", "")), bare}, rpc.RunRunning, at(0))), messages.EventError)
 	assert.Contains(t, e.Message, "the model returned an error")
 }

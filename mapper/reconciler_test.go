@@ -239,7 +239,7 @@ func TestModelChanged(t *testing.T) {
 	// requestedModel in the planner config wins over planModel.
 	s := userStep("four", "MODEL_C")
 	s.UserInput.UserConfig.PlannerConfig.RequestedModel = &rpc.ModelRef{Model: "MODEL_D"}
-	r.Apply(FromFrame(&rpc.StreamFrame{Update: rpc.StateUpdate{MainTrajectoryUpdate: rpc.TrajectoryUpdate{StepsUpdate: rpc.StepsUpdate{Indices: []rpc.Int{5}, Steps: []rpc.Step{wire(s)}}}}}, at(3)))
+	r.Apply(FromFrame(&rpc.StreamFrame{Update: rpc.StateUpdate{MainTrajectoryUpdate: rpc.TrajectoryUpdate{StepsUpdate: rpc.StepsUpdate{Indices: []rpc.Int{5}, Steps: []rpc.Step{roundTrip(s)}}}}}, at(3)))
 	assert.Equal(t, "MODEL_D", r.LastModel())
 }
 
@@ -397,7 +397,7 @@ func TestObservationEdges(t *testing.T) {
 	t.Run("frame of another conversation is ignored", func(t *testing.T) {
 		r := newTestReconciler()
 		f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: "other", Status: rpc.RunRunning}}
-		f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []rpc.Int{0}, Steps: []rpc.Step{wire(userStep("x", ""))}}
+		f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []rpc.Int{0}, Steps: []rpc.Step{roundTrip(userStep("x", ""))}}
 		assert.Nil(t, r.Apply(FromFrame(f, at(0))))
 	})
 	t.Run("frame without indices is positional; extra steps dropped", func(t *testing.T) {

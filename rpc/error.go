@@ -212,15 +212,15 @@ func invalidArgument(method, format string, args ...any) *Error {
 // code comes from the status.
 func errorFromStatus(method string, status int, body []byte) *Error {
 	e := &Error{Method: method, HTTPStatus: status, Code: CodeFromHTTPStatus(status)}
-	var wire struct {
+	var answer struct {
 		ErrorBody
 		// Some agy answers wrap the error like an end-stream message.
 		Error *ErrorBody `json:"error"`
 	}
-	if json.Unmarshal(body, &wire) == nil {
-		eb := wire.ErrorBody
-		if wire.Error != nil && eb.Code == "" && eb.Message == "" {
-			eb = *wire.Error
+	if json.Unmarshal(body, &answer) == nil {
+		eb := answer.ErrorBody
+		if answer.Error != nil && eb.Code == "" && eb.Message == "" {
+			eb = *answer.Error
 		}
 		if c := Code(eb.Code); c.Valid() {
 			e.Code = c

@@ -146,16 +146,16 @@ func checkStreamResponse(method string, resp *http.Response) error {
 	case "application/json":
 		// Not a stream: some servers answer a refused stream like a unary call.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxStreamErrorBody))
-		var wire struct {
+		var answer struct {
 			Error *ErrorBody `json:"error"`
 			ErrorBody
 		}
-		if json.Unmarshal(data, &wire) == nil {
-			if wire.Error != nil {
-				return errorFromEndStream(method, wire.Error)
+		if json.Unmarshal(data, &answer) == nil {
+			if answer.Error != nil {
+				return errorFromEndStream(method, answer.Error)
 			}
-			if wire.Code != "" || wire.Message != "" {
-				return errorFromEndStream(method, &wire.ErrorBody)
+			if answer.Code != "" || answer.Message != "" {
+				return errorFromEndStream(method, &answer.ErrorBody)
 			}
 		}
 	}
