@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // callDetail is what the mapper says of a tool call beyond its arguments.
@@ -38,7 +38,7 @@ func (d *resultDetail) say(s string) { d.output, d.set = s, true }
 // stepView is a step and its type-named body (codeAction for CODE_ACTION),
 // as agy sent it, looked up the first time a detail asks for it.
 type stepView struct {
-	s   *rpc.Step
+	s   *wire.Step
 	raw *stepBodyCache
 }
 
@@ -47,7 +47,7 @@ type stepBodyCache struct {
 	looked bool
 }
 
-func viewOf(s *rpc.Step) stepView { return stepView{s: s, raw: &stepBodyCache{}} }
+func viewOf(s *wire.Step) stepView { return stepView{s: s, raw: &stepBodyCache{}} }
 
 // body is the step's type-named body (nil when it has none).
 func (v stepView) body() json.RawMessage {
@@ -104,7 +104,7 @@ func plural(n int, one, many string) string {
 
 // --- commands ---
 
-func runCommandLine(rc *rpc.RunCommand) string {
+func runCommandLine(rc *wire.RunCommand) string {
 	if rc == nil {
 		return ""
 	}
@@ -153,9 +153,9 @@ type commandStatusBody struct {
 	Combined  string    `json:"combined"`
 	Stdout    string    `json:"stdout"`
 	Stderr    string    `json:"stderr"`
-	ExitCode  rpc.Int   `json:"exitCode"`
+	ExitCode  wire.Int  `json:"exitCode"`
 	Error     *struct{} `json:"error"`
-	Wait      rpc.Int   `json:"waitDurationSeconds"`
+	Wait      wire.Int  `json:"waitDurationSeconds"`
 }
 
 func commandStatusCall(v stepView, d *callDetail) {
@@ -186,18 +186,18 @@ func commandStatusResult(v stepView, d *resultDetail) {
 		return
 	}
 	d.say(commandStatusLive(v))
-	if st := rpc.StepStatus(b.Status); st.Terminal() {
+	if st := wire.StepStatus(b.Status); st.Terminal() {
 		d.exitCode = messages.Ptr(int(b.ExitCode))
 	}
 }
 
 type sendCommandInputBody struct {
-	CommandID string              `json:"commandId"`
-	Input     string              `json:"input"`
-	Terminate bool                `json:"terminate"`
-	Output    *rpc.CombinedOutput `json:"output"`
-	Running   bool                `json:"running"`
-	ExitCode  rpc.Int             `json:"exitCode"`
+	CommandID string               `json:"commandId"`
+	Input     string               `json:"input"`
+	Terminate bool                 `json:"terminate"`
+	Output    *wire.CombinedOutput `json:"output"`
+	Running   bool                 `json:"running"`
+	ExitCode  wire.Int             `json:"exitCode"`
 }
 
 func sendCommandInputCall(v stepView, d *callDetail) {
@@ -250,10 +250,10 @@ func readTerminalResult(v stepView, d *resultDetail) {
 }
 
 type shellExecBody struct {
-	Command      string  `json:"command"`
-	ExitCode     rpc.Int `json:"exitCode"`
-	Output       string  `json:"output"`
-	ErrorMessage string  `json:"errorMessage"`
+	Command      string   `json:"command"`
+	ExitCode     wire.Int `json:"exitCode"`
+	Output       string   `json:"output"`
+	ErrorMessage string   `json:"errorMessage"`
 }
 
 func shellExecCall(v stepView, d *callDetail) {
@@ -276,11 +276,11 @@ func shellExecResult(v stepView, d *resultDetail) {
 // --- reads ---
 
 type viewFileBody struct {
-	AbsolutePathURI string  `json:"absolutePathUri"`
-	StartLine       rpc.Int `json:"startLine"`
-	EndLine         rpc.Int `json:"endLine"`
-	NumLines        rpc.Int `json:"numLines"`
-	NumBytes        rpc.Int `json:"numBytes"`
+	AbsolutePathURI string   `json:"absolutePathUri"`
+	StartLine       wire.Int `json:"startLine"`
+	EndLine         wire.Int `json:"endLine"`
+	NumLines        wire.Int `json:"numLines"`
+	NumBytes        wire.Int `json:"numBytes"`
 }
 
 func viewFileCall(v stepView, d *callDetail) {
@@ -328,7 +328,7 @@ func listDirectoryResult(v stepView, d *resultDetail) { d.say(listDirectorySumma
 type outlineBody struct {
 	AbsolutePathURI string   `json:"absolutePathUri"`
 	OutlineItems    []string `json:"outlineItems"`
-	NumLines        rpc.Int  `json:"numLines"`
+	NumLines        wire.Int `json:"numLines"`
 	Contents        string   `json:"contents"`
 }
 
@@ -402,7 +402,7 @@ func (w *webDocument) text() string {
 func viewContentChunkCall(v stepView, d *callDetail) {
 	var b struct {
 		DocumentID string       `json:"documentId"`
-		Position   rpc.Int      `json:"position"`
+		Position   wire.Int     `json:"position"`
 		Item       *webDocument `json:"croppedItem"`
 	}
 	if !v.decode(&b) {
@@ -444,13 +444,13 @@ func (p *pathScope) path() string {
 }
 
 type replacementChunk struct {
-	TargetContent      string  `json:"targetContent"`
-	ReplacementContent string  `json:"replacementContent"`
-	StartLine          rpc.Int `json:"startLine"`
+	TargetContent      string   `json:"targetContent"`
+	ReplacementContent string   `json:"replacementContent"`
+	StartLine          wire.Int `json:"startLine"`
 }
 
 type diffBlock struct {
-	StartLine   rpc.Int `json:"startLine"`
+	StartLine   wire.Int `json:"startLine"`
 	UnifiedDiff struct {
 		Lines []struct {
 			Text string `json:"text"`
@@ -504,8 +504,8 @@ type codeActionBody struct {
 			ReplacementChunks []replacementChunk `json:"replacementChunks"`
 			File              *pathScope         `json:"file"`
 			LineRange         *struct {
-				AbsoluteURI string  `json:"absoluteUri"`
-				StartLine   rpc.Int `json:"startLine"`
+				AbsoluteURI string   `json:"absoluteUri"`
+				StartLine   wire.Int `json:"startLine"`
 			} `json:"lineRange"`
 			ContentTarget *struct {
 				AbsoluteURI string `json:"absoluteUri"`
@@ -765,9 +765,9 @@ func deleteDirectoryCall(v stepView, d *callDetail) {
 }
 
 type writeBlobBody struct {
-	TargetPath   string    `json:"targetPath"`
-	BytesWritten rpc.Int64 `json:"bytesWritten"`
-	ErrorMessage string    `json:"errorMessage"`
+	TargetPath   string     `json:"targetPath"`
+	BytesWritten wire.Int64 `json:"bytesWritten"`
+	ErrorMessage string     `json:"errorMessage"`
 }
 
 func writeBlobCall(v stepView, d *callDetail) {
@@ -798,14 +798,14 @@ type grepBody struct {
 	Query         string   `json:"query"`
 	Includes      []string `json:"includes"`
 	Results       []struct {
-		RelativePath string  `json:"relativePath"`
-		AbsolutePath string  `json:"absolutePath"`
-		LineNumber   rpc.Int `json:"lineNumber"`
-		Content      string  `json:"content"`
+		RelativePath string   `json:"relativePath"`
+		AbsolutePath string   `json:"absolutePath"`
+		LineNumber   wire.Int `json:"lineNumber"`
+		Content      string   `json:"content"`
 	} `json:"results"`
-	TotalResults rpc.Int `json:"totalResults"`
-	RawOutput    string  `json:"rawOutput"`
-	GrepError    string  `json:"grepError"`
+	TotalResults wire.Int `json:"totalResults"`
+	RawOutput    string   `json:"rawOutput"`
+	GrepError    string   `json:"grepError"`
 }
 
 func grepSearchCall(v stepView, d *callDetail) {
@@ -891,8 +891,8 @@ type findBody struct {
 	Extensions      []string `json:"extensions"`
 	Type            string   `json:"type"`
 	TruncatedOutput string   `json:"truncatedOutput"`
-	TruncatedTotal  rpc.Int  `json:"truncatedTotalResults"`
-	TotalResults    rpc.Int  `json:"totalResults"`
+	TruncatedTotal  wire.Int `json:"truncatedTotalResults"`
+	TotalResults    wire.Int `json:"totalResults"`
 	RawOutput       string   `json:"rawOutput"`
 	FindError       string   `json:"findError"`
 }
@@ -944,8 +944,8 @@ type codeSearchBody struct {
 	Results []struct {
 		Path    string `json:"path"`
 		Matches []struct {
-			Snippet    string  `json:"snippet"`
-			LineNumber rpc.Int `json:"lineNumber"`
+			Snippet    string   `json:"snippet"`
+			LineNumber wire.Int `json:"lineNumber"`
 		} `json:"matches"`
 	} `json:"results"`
 }
@@ -969,8 +969,8 @@ func codeSearchResult(v stepView, d *resultDetail) {
 		path := filePath(r.Path)
 		if len(r.Matches) == 0 {
 			r.Matches = append(r.Matches, struct {
-				Snippet    string  `json:"snippet"`
-				LineNumber rpc.Int `json:"lineNumber"`
+				Snippet    string   `json:"snippet"`
+				LineNumber wire.Int `json:"lineNumber"`
 			}{})
 		}
 		for _, m := range r.Matches {
@@ -988,14 +988,14 @@ func codeSearchResult(v stepView, d *resultDetail) {
 }
 
 type referencesBody struct {
-	AbsoluteURI string  `json:"absoluteUri"`
-	Symbol      string  `json:"symbol"`
-	Line        rpc.Int `json:"line"`
+	AbsoluteURI string   `json:"absoluteUri"`
+	Symbol      string   `json:"symbol"`
+	Line        wire.Int `json:"line"`
 	References  []struct {
 		URI   string `json:"uri"`
 		Range struct {
 			Start struct {
-				Row rpc.Int `json:"row"`
+				Row wire.Int `json:"row"`
 			} `json:"startPosition"`
 		} `json:"range"`
 		Snippet string `json:"snippet"`
@@ -1184,10 +1184,10 @@ func readBrowserPageResult(v stepView, d *resultDetail) {
 }
 
 type workspaceAPIBody struct {
-	URL        string  `json:"url"`
-	Method     string  `json:"httpMethod"`
-	StatusCode rpc.Int `json:"statusCode"`
-	Response   string  `json:"response"`
+	URL        string   `json:"url"`
+	Method     string   `json:"httpMethod"`
+	StatusCode wire.Int `json:"statusCode"`
+	Response   string   `json:"response"`
 }
 
 func workspaceAPICall(v stepView, d *callDetail) {
@@ -1432,7 +1432,7 @@ func notifyUserResult(v stepView, d *resultDetail) {
 }
 
 func askQuestionCall(v stepView, d *callDetail) {
-	var qs []rpc.Question
+	var qs []wire.Question
 	if aq := v.s.AskQuestion; aq != nil {
 		qs = aq.Questions
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func FuzzEnvelopeReader(f *testing.F) {
@@ -57,7 +58,7 @@ func FuzzStepDecode(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"modelUsage":{"inputTokens":"99999999999999999999"}}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var s rpc.Step
+		var s wire.Step
 		if err := json.Unmarshal(data, &s); err == nil {
 			if !json.Valid(s.Raw) {
 				t.Fatalf("Raw is not JSON: %q", s.Raw)

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"slices"
+
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Heartbeat checks that the port is a live language server (200 to {}).
@@ -52,13 +54,13 @@ func (c *Client) ConversationMatches(ctx context.Context, conversationID string)
 // (cascadeId == conversationId), from its first step. agy may cap how many
 // steps one answer holds: a long trajectory is read in windows with
 // GetCascadeTrajectoryStepsFrom.
-func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string) ([]Step, error) {
+func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string) ([]wire.Step, error) {
 	return c.GetCascadeTrajectoryStepsFrom(ctx, cascadeID, 0, nil)
 }
 
 // GetCascadeTrajectoryStepsReusing is GetCascadeTrajectoryStepsFrom from the
 // first step.
-func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []Step) ([]Step, error) {
+func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []wire.Step) ([]wire.Step, error) {
 	return c.GetCascadeTrajectoryStepsFrom(ctx, cascadeID, 0, prev)
 }
 
@@ -81,7 +83,7 @@ func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID
 // Each step decoded has a Raw of its own: a step kept for many reads (the
 // caller's last read, a reconciler) must not keep alive the answer it came
 // in, which holds the whole window of that moment.
-func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID string, offset int, prev []Step) ([]Step, error) {
+func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID string, offset int, prev []wire.Step) ([]wire.Step, error) {
 	const m = MethodGetCascadeTrajectorySteps
 	if cascadeID == "" {
 		return nil, invalidArgument(m, "empty cascade id")
@@ -89,11 +91,11 @@ func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID st
 	if offset < 0 {
 		return nil, invalidArgument(m, "negative step offset %d", offset)
 	}
-	var steps []Step
+	var steps []wire.Step
 	err := c.callRead(ctx, c.cfg.UnaryTimeout, m, StepsRequest{CascadeID: cascadeID, StepOffset: offset}, func(body io.Reader) error {
 		in := &blankReader{r: body, blank: true}
 		var err error
-		steps, err = decodeStepsReusing(in, prev)
+		steps, err = wire.DecodeStepsReusing(in, prev)
 		if err != nil && in.blank {
 			return nil // an empty answer is {}: no steps (as for every call)
 		}
@@ -110,7 +112,7 @@ func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID st
 // reads them) and carry exactly one answer variant (AskQuestion or
 // Permission; Permission{Allow: false} denies). A step that already timed
 // out fails with ErrInputNotRegistered.
-func (c *Client) HandleCascadeUserInteraction(ctx context.Context, cascadeID string, in InteractionResponse) error {
+func (c *Client) HandleCascadeUserInteraction(ctx context.Context, cascadeID string, in wire.InteractionResponse) error {
 	const m = MethodHandleCascadeUserInteraction
 	switch {
 	case cascadeID == "":
@@ -141,8 +143,8 @@ func (c *Client) SendUserCascadeMessage(ctx context.Context, cascadeID, text, mo
 	}
 	return c.Call(ctx, m, SendMessageRequest{
 		CascadeID:     cascadeID,
-		Items:         []TextItem{{Text: text}},
-		CascadeConfig: &CascadeConfig{PlannerConfig: &PlannerConfig{PlanModel: model}},
+		Items:         []wire.TextItem{{Text: text}},
+		CascadeConfig: &CascadeConfig{PlannerConfig: &wire.PlannerConfig{PlanModel: model}},
 	}, nil)
 }
 

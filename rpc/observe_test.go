@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -40,7 +41,7 @@ func TestOnErrorSeesFailedCallsByClass(t *testing.T) {
 	require.NoError(t, c.Heartbeat(ctx))
 	_, err := c.GetCascadeTrajectorySteps(ctx, "conv")
 	require.Error(t, err)
-	err = c.HandleCascadeUserInteraction(ctx, "conv", rpc.InteractionResponse{TrajectoryID: "t", StepIndex: 4, Permission: &rpc.PermissionAnswer{Allow: true}})
+	err = c.HandleCascadeUserInteraction(ctx, "conv", wire.InteractionResponse{TrajectoryID: "t", StepIndex: 4, Permission: &wire.PermissionAnswer{Allow: true}})
 	require.ErrorIs(t, err, rpc.ErrInputNotRegistered)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // envelope encodes one envelope.
@@ -69,10 +70,10 @@ func TestStreamRequestAndFrames(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, conv, f.Update.ConversationID)
 	assert.Equal(t, traj, f.Update.TrajectoryID)
-	assert.Equal(t, rpc.RunRunning, f.Update.Status)
+	assert.Equal(t, wire.RunRunning, f.Update.Status)
 	su := f.Update.MainTrajectoryUpdate.StepsUpdate
-	assert.Equal(t, []rpc.Int{2}, su.Indices)
-	assert.Equal(t, rpc.Int(3), su.TotalLength)
+	assert.Equal(t, []wire.Int{2}, su.Indices)
+	assert.Equal(t, wire.Int(3), su.TotalLength)
 	require.Len(t, su.Steps, 1)
 	assert.Equal(t, 2, su.Steps[0].Index())
 	assert.Equal(t, "Hel", su.Steps[0].PlannerResponse.ModifiedResponse)
@@ -581,7 +582,7 @@ func TestKeptStepsDoNotPinTheirAnswers(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
-	var last []rpc.Step
+	var last []wire.Step
 	for range reads {
 		steps, err := c.GetCascadeTrajectoryStepsReusing(ctxT(t), conv, last)
 		require.NoError(t, err)

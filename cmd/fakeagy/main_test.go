@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -115,23 +116,23 @@ func TestProcessServesTheRPCClient(t *testing.T) {
 
 	// The default scenario: text, then a command approval.
 	require.NoError(t, c.SendUserCascadeMessage(ctx, conv, "what is here?", "MODEL_PLACEHOLDER_M20"))
-	var waiting rpc.Step
+	var waiting wire.Step
 	require.Eventually(t, func() bool {
 		steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
 		if err != nil {
 			return false
 		}
 		for _, s := range steps {
-			if s.Status == rpc.StatusWaiting {
+			if s.Status == wire.StatusWaiting {
 				waiting = s
 				return true
 			}
 		}
 		return false
 	}, 20*time.Second, 5*time.Millisecond)
-	assert.Equal(t, rpc.StepRunCommand, waiting.Type)
-	require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, rpc.InteractionResponse{
-		TrajectoryID: waiting.TrajectoryID(), StepIndex: rpc.Int(waiting.Index()), Permission: &rpc.PermissionAnswer{Allow: true},
+	assert.Equal(t, wire.StepRunCommand, waiting.Type)
+	require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, wire.InteractionResponse{
+		TrajectoryID: waiting.TrajectoryID(), StepIndex: wire.Int(waiting.Index()), Permission: &wire.PermissionAnswer{Allow: true},
 	}))
 	require.NoError(t, c.CancelCascadeSteps(ctx, conv))
 	p.stop(t)
