@@ -289,16 +289,6 @@ func portGone(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
-// WriteError writes a Connect unary error as connect-go does: the status
-// mapped from code, Content-Type application/json, and
-// {"code","message"}. The fake language server uses it.
-func WriteError(w http.ResponseWriter, code Code, msg string) {
-	body, _ := json.Marshal(ErrorBody{Code: string(code), Message: msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(HTTPStatusFromCode(code))
-	_, _ = w.Write(body)
-}
-
 // ErrorClass names the class of an RPC error, for metrics: "port_gone",
 // "input_not_registered", "trajectory_not_found", "unimplemented",
 // "model_required", "deprecated", "protocol", "too_large", "transient",

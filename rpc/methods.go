@@ -217,14 +217,6 @@ func (c *Client) StartCascade(ctx context.Context) (json.RawMessage, error) {
 	return resp, nil
 }
 
-// SameSlice reports whether a and b are one non-empty slice: same first
-// byte, same length. A step's Raw is never modified, so a step carrying the
-// same Raw slice as another (one a read reused from the previous read) holds
-// the same bytes.
-func SameSlice(a, b []byte) bool {
-	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
-}
-
 // blankReader reads r and says whether all it has read so far is blank
 // (JSON whitespace).
 type blankReader struct {

@@ -94,7 +94,7 @@ func (c *Client) openStream(ctx context.Context, method string, req any) (*Strea
 		return nil, invalidArgument(method, "encode request: %v", err)
 	}
 	var body bytes.Buffer
-	if err := WriteEnvelope(&body, 0, payload); err != nil {
+	if err := writeEnvelope(&body, 0, payload); err != nil {
 		return nil, invalidArgument(method, "encode request: %v", err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
