@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -205,7 +204,7 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		r.known = index + 1
 	}
 	st := r.slots[index]
-	if st != nil && rpc.SameSlice(st.raw, s.Raw) {
+	if st != nil && sameSlice(st.raw, s.Raw) {
 		return
 	}
 	h := hashStep(s)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -277,7 +278,7 @@ func TestConversationMatches(t *testing.T) {
 			_, _ = w.Write([]byte(`{"metadata":{"rootConversationId":"another"}}`))
 		}},
 		{name: "trajectory not found", heartbeat: 200, want: false, metadata: func(w http.ResponseWriter) {
-			rpc.WriteError(w, rpc.CodeUnknown, "trajectory not found: "+conv)
+			connectserver.WriteError(w, rpc.CodeUnknown, "trajectory not found: "+conv)
 		}},
 		{name: "metadata fails", heartbeat: 200, wantErr: true, wantIs: rpc.ErrUnimplemented, metadata: func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusNotFound)

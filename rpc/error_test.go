@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -225,7 +226,7 @@ func TestCodeMapping(t *testing.T) {
 
 func TestWriteError(t *testing.T) {
 	rec := httptest.NewRecorder()
-	rpc.WriteError(rec, rpc.CodeResourceExhausted, "slow down")
+	connectserver.WriteError(rec, rpc.CodeResourceExhausted, "slow down")
 	assert.Equal(t, 429, rec.Code)
 	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	assert.JSONEq(t, `{"code":"resource_exhausted","message":"slow down"}`, rec.Body.String())

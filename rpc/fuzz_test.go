@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -40,7 +41,7 @@ func FuzzEnvelopeReader(f *testing.F) {
 			if flags&^rpc.FlagEndStream != 0 {
 				t.Fatalf("accepted flags %#x", flags)
 			}
-			if err := rpc.WriteEnvelope(&again, flags, payload); err != nil {
+			if err := connectserver.WriteEnvelope(&again, flags, payload); err != nil {
 				t.Fatal(err)
 			}
 		}

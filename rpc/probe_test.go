@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 )
 
 func TestProbe(t *testing.T) {
@@ -24,7 +25,7 @@ func TestProbe(t *testing.T) {
 				_, _ = io.WriteString(w, `{"metadata":{"rootConversationId":"`+conv+`"}}`)
 				return
 			}
-			rpc.WriteError(w, rpc.CodeUnknown, "trajectory not found")
+			connectserver.WriteError(w, rpc.CodeUnknown, "trajectory not found")
 		default:
 			http.NotFound(w, r)
 		}

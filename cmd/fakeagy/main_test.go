@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/wire"
 )
@@ -64,7 +65,7 @@ func (p *process) port(t *testing.T) int {
 		select {
 		case line, ok := <-p.lines:
 			require.True(t, ok, "fakeagy exited before logging its port")
-			if port, ok := rpc.PortFromLogLine(line); ok {
+			if port, ok := agyproc.PortFromLogLine(line); ok {
 				return port
 			}
 		case <-deadline:
@@ -92,7 +93,7 @@ func TestProcessServesTheRPCClient(t *testing.T) {
 	p := startFakeagy(t, "--chunk-delay", "1ms", "--seed", "3")
 	port := p.port(t)
 
-	ports, err := rpc.CandidatePorts(p.cmd.Process.Pid)
+	ports, err := agyproc.CandidatePorts(p.cmd.Process.Pid)
 	if err == nil {
 		assert.Contains(t, ports, port, "discovery by PID finds the listening port")
 	}

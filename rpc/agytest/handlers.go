@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -146,7 +147,7 @@ func (s *Server) serveDeprecated(w http.ResponseWriter, ct string) {
 	if ct == "application/connect+json" {
 		w.Header().Set("Content-Type", "application/connect+json")
 		w.WriteHeader(http.StatusOK)
-		_ = rpc.WriteEnvelope(w, rpc.FlagEndStream, msg)
+		_ = connectserver.WriteEnvelope(w, rpc.FlagEndStream, msg)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -271,7 +272,7 @@ func (st *streamState) write(payload []byte) bool {
 	// The write time is taken before the write: the frame's latency
 	// includes the server's own write and flush.
 	at := time.Now()
-	if err := rpc.WriteEnvelope(st.w, 0, payload); err != nil {
+	if err := connectserver.WriteEnvelope(st.w, 0, payload); err != nil {
 		return false
 	}
 	if err := st.rc.Flush(); err != nil {
