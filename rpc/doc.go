@@ -31,11 +31,11 @@
 // (ErrPortGone, ErrInputNotRegistered, ErrModelRequired, ...) and
 // IsTransient, and never parse messages.
 //
-// The package also holds discovery primitives without any actor logic:
-// CandidatePorts of a process tree, PortFromLogLine, AddressFromEnv,
-// CSRFTokenFromCmdline, and Probe. WriteEnvelope, WriteEndStream and
-// WriteError are the server half of the framing, for the fake server in
-// rpc/agytest.
+// Probe tells whether a port is a live language server hosting a
+// conversation. Finding candidate ports from outside (a process tree's
+// listeners, agy's log, ANTIGRAVITY_LS_ADDRESS) is internal/agyproc's; the
+// server half of the framing, for the fake server in rpc/agytest, is
+// rpc/internal/connectserver's.
 //
 // The client only ever connects to loopback: NewClient refuses any other
 // host, and TLS verification is replaced by pinning the first certificate
