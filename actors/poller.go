@@ -7,6 +7,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -172,7 +173,7 @@ func (p *poller) poll(ctx actor.Context) {
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:
 		// its own IDLE will be owed a read).
-		settled := err == nil && withStatus && (snap.status != "" || snap.after == rpc.RunRunning || snap.after == rpc.RunBusy)
+		settled := err == nil && withStatus && (snap.status != "" || snap.after == wire.RunRunning || snap.after == wire.RunBusy)
 		p.t.send(self, &pollDone{settled: settled, due: due, err: err})
 	})
 }
@@ -180,14 +181,14 @@ func (p *poller) poll(ctx actor.Context) {
 // snapshot is one read of a conversation's steps, with its run status
 // read around them.
 type snapshot struct {
-	steps  []rpc.Step
+	steps  []wire.Step
 	offset int // the trajectory index steps start at
 	// status is the run status when the two status reads agree (status,
 	// step count, last user input): nothing moved while the steps were
 	// read. "" when not read, or when something moved.
-	status rpc.RunStatus
+	status wire.RunStatus
 	// after is the second status read, conclusive or not.
-	after rpc.RunStatus
+	after wire.RunStatus
 }
 
 // readSnapshot reads a conversation's steps from the ones that can still

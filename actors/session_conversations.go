@@ -3,7 +3,7 @@ package actors
 import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -14,7 +14,7 @@ import (
 type conversations struct {
 	root         *mapper.Reconciler
 	rootConv     string
-	models       map[string]rpc.ModelInfo
+	models       map[string]wire.ModelInfo
 	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler
 	childrenDone map[string]bool               // subagents mirrored to the end
 	orphans      map[string]bool               // children of a root left by a rotation
@@ -81,7 +81,7 @@ func (s *session) bindConversation(conv string) {
 	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
 }
 
-func (s *session) setModels(models map[string]rpc.ModelInfo) {
+func (s *session) setModels(models map[string]wire.ModelInfo) {
 	s.convs.models = models
 	s.record("models", s.conv(), models, s.now())
 	s.convs.root.SetModels(models)
@@ -122,7 +122,7 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 	}
 	s.tellFrame(ctx, m.received)
 	s.apply(ctx, s.conv(), mapper.FromFrame(m.frame, m.received))
-	if up.Status == rpc.RunIdle {
+	if up.Status == wire.RunIdle {
 		// agy can report IDLE before its last steps are flushed: read once more.
 		s.readNow(ctx)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -32,7 +33,7 @@ type subagentTick struct{}
 
 type subagentRead struct {
 	gen    messages.Gen // the generation the read was made and sent under
-	status rpc.RunStatus
+	status wire.RunStatus
 	steps  int // steps read
 	err    error
 }
@@ -41,7 +42,7 @@ type subagentRead struct {
 // terminal": a child cut by an interrupt can keep a live step, and would be
 // read forever.)
 func (r *subagentRead) finished() bool {
-	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0
+	return r.err == nil && r.status == wire.RunIdle && r.steps > 0
 }
 
 func newSubagent(c child) actor.Actor {

@@ -8,6 +8,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // trajectoryWindow is what a reader of one conversation keeps between its
@@ -22,7 +23,7 @@ import (
 type trajectoryWindow struct {
 	gen    messages.Gen // the generation the reads were made for
 	offset int          // trajectory index the last read started at
-	last   []rpc.Step   // the last read's steps (from offset), for the next read to reuse
+	last   []wire.Step  // the last read's steps (from offset), for the next read to reuse
 	limit  int          // the longest answer seen cut short by agy (0: none yet)
 }
 
@@ -58,7 +59,7 @@ func (w *trajectoryWindow) from() int {
 
 // prevFor returns the part of the last read that lines up with a read from
 // trajectory position off, for reuse (nil when it does not).
-func (w *trajectoryWindow) prevFor(off int) []rpc.Step {
+func (w *trajectoryWindow) prevFor(off int) []wire.Step {
 	if i := off - w.offset; i >= 0 && i < len(w.last) {
 		return w.last[i:]
 	}
@@ -74,20 +75,20 @@ func (w *trajectoryWindow) prevFor(off int) []rpc.Step {
 // from what the session has. The steps share values with the previous read (see
 // rpc.Client.GetCascadeTrajectoryStepsFrom): they are read-only for
 // everyone they are handed to.
-func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string, stepCount int) ([]rpc.Step, int, error) {
-	return w.readWith(ctx, func(ctx context.Context, off int, prev []rpc.Step) ([]rpc.Step, error) {
+func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string, stepCount int) ([]wire.Step, int, error) {
+	return w.readWith(ctx, func(ctx context.Context, off int, prev []wire.Step) ([]wire.Step, error) {
 		return c.GetCascadeTrajectoryStepsFrom(ctx, conv, off, prev)
 	}, conv, stepCount)
 }
 
 // stepsFrom reads one answer of a conversation's steps from a trajectory
 // index (GetCascadeTrajectorySteps with stepOffset).
-type stepsFrom func(ctx context.Context, off int, prev []rpc.Step) ([]rpc.Step, error)
+type stepsFrom func(ctx context.Context, off int, prev []wire.Step) ([]wire.Step, error)
 
 // window is one answer of a read: the steps from trajectory index off.
 type window struct {
 	off   int
-	steps []rpc.Step
+	steps []wire.Step
 }
 
 // readWith is read, each answer read by readFrom.
@@ -99,7 +100,7 @@ type window struct {
 // the last holds a live step, the answers from the last but one back to
 // that one are read again, in that order: each answer is then no older than
 // every answer after it, and a step is never seen behind a later one.
-func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, conv string, stepCount int) ([]rpc.Step, int, error) {
+func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, conv string, stepCount int) ([]wire.Step, int, error) {
 	start := w.from()
 	if stepCount >= 0 && stepCount < start {
 		start = 0 // the trajectory is shorter than what was read: read it all again
@@ -137,7 +138,7 @@ func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, con
 	if err := rereadBackwards(ctx, readFrom, windows); err != nil {
 		return nil, 0, err
 	}
-	var steps []rpc.Step
+	var steps []wire.Step
 	for _, win := range windows {
 		if steps == nil {
 			steps = win.steps
@@ -155,7 +156,7 @@ func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, con
 func rereadBackwards(ctx context.Context, readFrom stepsFrom, windows []window) error {
 	last := len(windows) - 1
 	first := slices.IndexFunc(windows[:max(last, 0)], func(win window) bool {
-		return slices.ContainsFunc(win.steps, func(s rpc.Step) bool { return !s.Status.Terminal() })
+		return slices.ContainsFunc(win.steps, func(s wire.Step) bool { return !s.Status.Terminal() })
 	})
 	if first < 0 {
 		return nil // every window before the last was at rest: nothing in them moves
@@ -174,6 +175,6 @@ func rereadBackwards(ctx context.Context, readFrom stepsFrom, windows []window) 
 }
 
 // keep records a read that reached the session: the next one starts from it.
-func (w *trajectoryWindow) keep(steps []rpc.Step, offset int) {
+func (w *trajectoryWindow) keep(steps []wire.Step, offset int) {
 	w.offset, w.last = offset, steps
 }

@@ -4,26 +4,25 @@ import (
 	"context"
 	"testing"
 
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agyharness/agyharness/rpc"
 )
 
 // movingAgy answers windows of at most cap steps of a trajectory that
 // moves on after chosen calls, as agy's does while a turn runs.
 type movingAgy struct {
 	cap      int
-	statuses []rpc.StepStatus
+	statuses []wire.StepStatus
 	after    map[int]func(s *movingAgy) // run after the call of that number (1-based)
 	calls    []int                      // the offsets asked, in order
 }
 
-func (a *movingAgy) readFrom(_ context.Context, off int, _ []rpc.Step) ([]rpc.Step, error) {
+func (a *movingAgy) readFrom(_ context.Context, off int, _ []wire.Step) ([]wire.Step, error) {
 	a.calls = append(a.calls, off)
-	var out []rpc.Step
+	var out []wire.Step
 	for i := off; i < len(a.statuses) && len(out) < a.cap; i++ {
-		out = append(out, rpc.Step{Type: rpc.StepPlannerResponse, Status: a.statuses[i]})
+		out = append(out, wire.Step{Type: wire.StepPlannerResponse, Status: a.statuses[i]})
 	}
 	if f := a.after[len(a.calls)]; f != nil {
 		f(a)
@@ -35,9 +34,9 @@ func (a *movingAgy) readFrom(_ context.Context, off int, _ []rpc.Step) ([]rpc.St
 // step 1 is live when the first answer is read, then finishes and steps 2
 // and 3 are written before the second; the first answer is read again.
 func TestWindowedReadNeverShowsAStepBehindALaterOne(t *testing.T) {
-	running, done := rpc.StatusRunning, rpc.StatusDone
-	agy := &movingAgy{cap: 2, statuses: []rpc.StepStatus{done, running}, after: map[int]func(*movingAgy){
-		1: func(a *movingAgy) { a.statuses = []rpc.StepStatus{done, done, done, done} },
+	running, done := wire.StatusRunning, wire.StatusDone
+	agy := &movingAgy{cap: 2, statuses: []wire.StepStatus{done, running}, after: map[int]func(*movingAgy){
+		1: func(a *movingAgy) { a.statuses = []wire.StepStatus{done, done, done, done} },
 	}}
 	var w trajectoryWindow
 	steps, off, err := w.readWith(context.Background(), agy.readFrom, "c", 4)
@@ -60,8 +59,8 @@ func TestWindowedReadNeverShowsAStepBehindALaterOne(t *testing.T) {
 // Answers read again go from the last but one back to the first that held a
 // live step.
 func TestWindowedReadReadsAgainBackwards(t *testing.T) {
-	running, done := rpc.StatusRunning, rpc.StatusDone
-	agy := &movingAgy{cap: 2, statuses: []rpc.StepStatus{done, done, done, running, running, running, running}}
+	running, done := wire.StatusRunning, wire.StatusDone
+	agy := &movingAgy{cap: 2, statuses: []wire.StepStatus{done, done, done, running, running, running, running}}
 	var w trajectoryWindow
 	_, _, err := w.readWith(context.Background(), agy.readFrom, "c", 7)
 	require.NoError(t, err)

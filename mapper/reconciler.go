@@ -9,14 +9,14 @@ import (
 	"unicode"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Config configures a Reconciler.
 type Config struct {
-	ConversationID       string                   // the conversation whose steps it maps; its events carry it
-	ParentConversationID string                   // set for a subagent's reconciler: its events carry it
-	Models               map[string]rpc.ModelInfo // catalog keyed by model enum (display names); may be nil
+	ConversationID       string                    // the conversation whose steps it maps; its events carry it
+	ParentConversationID string                    // set for a subagent's reconciler: its events carry it
+	Models               map[string]wire.ModelInfo // catalog keyed by model enum (display names); may be nil
 }
 
 // Reconciler maps the observations of one conversation to events, each
@@ -46,7 +46,7 @@ type Reconciler struct {
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
-	unknown   map[rpc.StepType]bool
+	unknown   map[wire.StepType]bool
 	commands  map[string]string // commandId -> command line, of the commands that ran
 	children  []Child
 	childAt   map[string]int
@@ -67,7 +67,7 @@ type slot struct {
 	// snapshot step that rpc reused from the poller's previous read carries
 	// this very slice again, and is known unchanged without hashing.
 	raw      []byte
-	typ      rpc.StepType
+	typ      wire.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
 
 	// user turns
@@ -112,7 +112,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		cfg:       cfg,
 		slots:     make(map[int]*slot),
 		promptIDs: make(map[string]*promptState),
-		unknown:   make(map[rpc.StepType]bool),
+		unknown:   make(map[wire.StepType]bool),
 		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
 		statusIDs: make(map[string]int),
@@ -120,7 +120,7 @@ func NewReconciler(cfg Config) *Reconciler {
 }
 
 // SetModels replaces the model catalog used for display names.
-func (r *Reconciler) SetModels(models map[string]rpc.ModelInfo) { r.cfg.Models = models }
+func (r *Reconciler) SetModels(models map[string]wire.ModelInfo) { r.cfg.Models = models }
 
 // ExpectTurn records that this session sent a turn with text: the next
 // USER_INPUT with that text (matched in order of sending) is reported with
@@ -228,7 +228,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 }
 
 // step maps one copy of the step at index.
-func (r *Reconciler) step(index int, s *rpc.Step) {
+func (r *Reconciler) step(index int, s *wire.Step) {
 	if index < 0 {
 		return
 	}
@@ -236,7 +236,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		r.known = index + 1
 	}
 	st := r.slots[index]
-	if st != nil && rpc.SameSlice(st.raw, s.Raw) {
+	if st != nil && sameSlice(st.raw, s.Raw) {
 		return
 	}
 	h := hashStep(s)
@@ -270,11 +270,11 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 	r.expireBehind(index, s)
 
 	switch s.Type {
-	case rpc.StepUserInput:
+	case wire.StepUserInput:
 		r.userInput(index, s, st)
-	case rpc.StepPlannerResponse:
+	case wire.StepPlannerResponse:
 		r.planner(index, s, st, first)
-	case rpc.StepCheckpoint, rpc.StepConversationHistory, rpc.StepSystemMessage:
+	case wire.StepCheckpoint, wire.StepConversationHistory, wire.StepSystemMessage:
 		// Not conversation items.
 	default:
 		if isTool(s) {
@@ -294,7 +294,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 
 // hashStep hashes the raw bytes of a step (or its encoding, for steps built
 // in Go without Raw).
-func hashStep(s *rpc.Step) uint64 {
+func hashStep(s *wire.Step) uint64 {
 	raw := s.Raw
 	if len(raw) == 0 {
 		b, err := json.Marshal(s)
@@ -310,11 +310,11 @@ func hashStep(s *rpc.Step) uint64 {
 func (r *Reconciler) runStatus() {
 	obs := &r.obs
 	switch obs.RunStatus {
-	case rpc.RunRunning, rpc.RunBusy:
+	case wire.RunRunning, wire.RunBusy:
 		if r.state == "" || r.state == messages.StateIdle {
 			r.setState(messages.StateRunning, r.known)
 		}
-	case rpc.RunIdle:
+	case wire.RunIdle:
 		// Only steps read after agy said IDLE close the turn: a frame's IDLE
 		// can come before the last steps are flushed, and a snapshot without
 		// a status may have been read before the IDLE (the caller reads one
@@ -353,7 +353,7 @@ func (r *Reconciler) goIdle() {
 // idleBound reports whether this observation will close the turn, so a
 // prompt closing inside it does not flap the status to running first.
 func (r *Reconciler) idleBound() bool {
-	return r.obs.Kind == Snapshot && r.obs.RunStatus == rpc.RunIdle
+	return r.obs.Kind == Snapshot && r.obs.RunStatus == wire.RunIdle
 }
 
 func (r *Reconciler) setState(state string, anchor int) {
@@ -391,7 +391,7 @@ func (r *Reconciler) itemID(index int, suffix string) string {
 }
 
 // userInput maps a USER_INPUT step: user_message, model_changed, running.
-func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
+func (r *Reconciler) userInput(index int, s *wire.Step, st *slot) {
 	if st.userDone {
 		return
 	}
@@ -423,7 +423,7 @@ func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
 	}
 }
 
-func userText(s *rpc.Step) string {
+func userText(s *wire.Step) string {
 	ui := s.UserInput
 	if ui == nil {
 		return ""
@@ -441,7 +441,7 @@ func userText(s *rpc.Step) string {
 	return text
 }
 
-func turnModel(s *rpc.Step) string {
+func turnModel(s *wire.Step) string {
 	if ui := s.UserInput; ui != nil && ui.UserConfig != nil {
 		if m := ui.UserConfig.PlannerConfig.Model(); m != "" {
 			return m
