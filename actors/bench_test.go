@@ -12,13 +12,14 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 const benchConv = "c0ffee00-0000-4000-8000-000000000000"
 
 // benchHistory is a finished trajectory of n steps as a snapshot decodes
 // it: turns, answers, commands and checkpoints in turn.
-func benchHistory(tb testing.TB, n int) []rpc.Step {
+func benchHistory(tb testing.TB, n int) []wire.Step {
 	var b strings.Builder
 	b.WriteString("[")
 	for i := range n {
@@ -39,7 +40,7 @@ func benchHistory(tb testing.TB, n int) []rpc.Step {
 		}
 	}
 	b.WriteString("]")
-	var steps []rpc.Step
+	var steps []wire.Step
 	if err := json.Unmarshal([]byte(b.String()), &steps); err != nil {
 		tb.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func BenchmarkSessionFrame(b *testing.B) {
 				wires[v] = benchFrame(b, n-1, text)
 			}
 			bs := newBenchSession(hist)
-			s, core, fresh := bs.s, bs.s.core, bs.fresh
+			s, core, fresh := bs.s, bs.s.shared, bs.fresh
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
@@ -122,19 +123,19 @@ type benchSession struct {
 	fresh   func() // applies the history again to a new reconciler
 }
 
-func newBenchSession(hist []rpc.Step) *benchSession {
+func newBenchSession(hist []wire.Step) *benchSession {
 	bs := &benchSession{wg: &sync.WaitGroup{}}
-	core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), bs.wg, &pumps{abandon: make(chan struct{})}, nil)
+	core := newSessionShared(Spec{SessionID: "bench"}, Config{}.withDefaults(), bs.wg, &pumps{abandon: make(chan struct{})}, nil)
 	sub := core.firstSubscription()
 	bs.drained.Go(func() {
 		for range sub.C() {
 		}
 	})
-	bs.s = newSession(core).(*session)
+	bs.s = newSession(core).incarnate().(*session)
 	bs.fresh = func() {
-		core.root = nil
+		bs.s.convs.root = nil
 		bs.s.bindConversation(benchConv)
-		bs.s.apply(nil, benchConv, mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
+		bs.s.apply(nil, benchConv, mapper.FromSnapshot(hist, wire.RunRunning, time.Now()))
 	}
 	bs.fresh()
 	return bs
@@ -142,7 +143,7 @@ func newBenchSession(hist []rpc.Step) *benchSession {
 
 // stop ends the session's event log and waits for everything it started.
 func (bs *benchSession) stop() {
-	bs.s.core.finish(nil)
+	bs.s.shared.finish(nil)
 	bs.drained.Wait()
 	bs.wg.Wait()
 }
@@ -151,11 +152,11 @@ func (bs *benchSession) stop() {
 // claims: every frame yields exactly one text delta at the consumer.
 func TestSessionFrameBenchmarkPath(t *testing.T) {
 	var wg sync.WaitGroup
-	core := newSessionCore(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
+	core := newSessionShared(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
 	sub := core.firstSubscription()
-	s := newSession(core).(*session)
+	s := newSession(core).incarnate().(*session)
 	s.bindConversation(benchConv)
-	s.apply(nil, benchConv, mapper.FromSnapshot(benchHistory(t, 9), rpc.RunRunning, time.Now()))
+	s.apply(nil, benchConv, mapper.FromSnapshot(benchHistory(t, 9), wire.RunRunning, time.Now()))
 	text := ""
 	for range 3 {
 		text += "chunk "

@@ -32,3 +32,13 @@ func (c *child) lifecycle(ctx actor.Context) {
 		c.t.stop()
 	}
 }
+
+// clientChanged is sent by the session to its Interaction and Subagent
+// children when it has bound agy's port again (or followed a rotation), so
+// that work they have in flight goes on over its new client and generation.
+// No reply. It carries a live client, so it is the tree's own: it never
+// crosses a node.
+type clientChanged struct {
+	gen    messages.Gen
+	client *rpc.Client
+}

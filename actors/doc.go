@@ -11,10 +11,13 @@
 //	    ├── interaction <id>  one per open prompt: answer -> freshest WAITING step
 //	    └── subagent <conv>   one per child conversation, mirrored into the session
 //
-// Actors talk only by messages: the tree's protocol in package messages
-// (plain values), and a few of this package's own, unexported, that carry a
-// live object and so can never cross a node (a frame whose bytes its stream
-// lends, the session's client, a subscription). Nothing blocks inside
+// Actors talk only by messages, never changed after they are sent: the
+// tree's protocol in package messages (plain values), and a few of this
+// package's own, unexported: those an actor sends itself (its timers), and
+// those that carry a live object and so can never cross a node (a frame
+// whose bytes its stream lends, the session's client, a subscription). Each
+// of those is declared in the file of the actor that sends it (the
+// session's own at the top of session.go). Nothing blocks inside
 // Receive: RPCs run in goroutines each actor owns (tasks), under a context
 // it cancels when it stops, and their results come back as messages tagged
 // with the session's generation, so a late message from an old child is
@@ -23,7 +26,9 @@
 // (sessionDecider, hostDecider) with its table in supervision.go.
 //
 // Each piece of state has one writer. The session actor alone writes its
-// state (sessionCore); the embedding API reads a view it publishes. Timers,
+// state, in parts it owns, each in its own file (session.go says which); the
+// embedding API reads what it shares (sessionShared): a view it publishes,
+// its event log, the signals it closes. Timers,
 // periodic reads, backoffs and the spans the actors measure run on
 // Config.Clock, which tests move forward.
 //

@@ -152,14 +152,15 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("actors: attach: session %q: %w", spec.SessionID, ErrSessionExists)
 	}
-	core := newSessionCore(spec, h.cfg, &h.wg, &h.pumps, h.system)
-	s := &Session{core: core, host: h}
+	core := newSessionShared(spec, h.cfg, &h.wg, &h.pumps, h.system)
+	s := &Session{shared: core, host: h}
 	s.events = core.firstSubscription()
 	h.sessions[spec.SessionID] = s
 	h.mu.Unlock()
 
 	core.mailbox = newOwnGoroutine(&h.wg)
-	props := actor.PropsFromProducer(func() actor.Actor { return newSession(core) }, actor.WithDispatcher(core.mailbox))
+	sa := newSession(core)
+	props := actor.PropsFromProducer(sa.incarnate, actor.WithDispatcher(core.mailbox))
 	res, err := h.system.Root.RequestFuture(h.pid, &spawnSession{props: props, name: "session-" + spec.SessionID}, 5*time.Second).Result()
 	if err != nil {
 		core.mailbox.stop()
@@ -195,7 +196,7 @@ func (h *Host) Sessions() []*Session {
 	out := make([]*Session, 0, len(h.sessions))
 	for id, s := range h.sessions {
 		select {
-		case <-s.core.done:
+		case <-s.shared.done:
 			delete(h.sessions, id)
 			continue
 		default:
@@ -215,7 +216,7 @@ func (h *Host) Session(id string) (*Session, bool) {
 		return nil, false
 	}
 	select {
-	case <-s.core.done:
+	case <-s.shared.done:
 		delete(h.sessions, id)
 		return nil, false
 	default:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 )
@@ -260,7 +261,7 @@ func TestRotationRule(t *testing.T) {
 }
 
 func TestRecommendedModel(t *testing.T) {
-	cat := map[string]rpc.ModelInfo{
+	cat := map[string]wire.ModelInfo{
 		"M2": {Model: "M2"}, "M1": {Model: "M1"}, "M3": {Model: "M3", Recommended: true},
 	}
 	require.Equal(t, "M3", recommended(cat))

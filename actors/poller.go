@@ -7,6 +7,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -202,7 +203,7 @@ func (p *poller) poll(ctx actor.Context) {
 	due := p.due
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
-		deliver := func(steps []rpc.Step, offset int) {
+		deliver := func(steps []wire.Step, offset int) {
 			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, Offset: offset, Received: p.cfg.Clock.Now()})
 		}
 		snap, err := readSnapshot(c, p.client, p.conv, withStatus, &p.window, deliver)
@@ -215,7 +216,7 @@ func (p *poller) poll(ctx actor.Context) {
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:
 		// its own IDLE will be owed a read).
-		settled := err == nil && withStatus && (snap.status != "" || snap.after == rpc.RunRunning || snap.after == rpc.RunBusy)
+		settled := err == nil && withStatus && (snap.status != "" || snap.after == wire.RunRunning || snap.after == wire.RunBusy)
 		p.t.send(self, &pollDone{settled: settled, due: due, err: err})
 	})
 }
@@ -223,14 +224,14 @@ func (p *poller) poll(ctx actor.Context) {
 // snapshot is one read of a conversation's steps, with its run status
 // read around them.
 type snapshot struct {
-	steps  []rpc.Step
+	steps  []wire.Step
 	offset int // the trajectory index steps start at
 	// status is the run status when the two status reads agree (status,
 	// step count, last user input): nothing moved while the steps were
 	// read. "" when not read, or when something moved.
-	status rpc.RunStatus
+	status wire.RunStatus
 	// after is the second status read, conclusive or not.
-	after rpc.RunStatus
+	after wire.RunStatus
 	// skipped: steps the read could not read (an answer over the limit).
 	skipped *skippedSteps
 }
@@ -248,7 +249,7 @@ type snapshot struct {
 // lastModifiedTime is not compared: idle must not hinge on one field that
 // an agy build could move at rest (nothing promises it does not), and a
 // turn that changes no step count cannot end between two IDLE reads.
-func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, w *trajectoryWindow, deliver func(steps []rpc.Step, offset int)) (snapshot, error) {
+func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, w *trajectoryWindow, deliver func(steps []wire.Step, offset int)) (snapshot, error) {
 	summaryOf := func() (rpc.TrajectorySummary, error) {
 		all, err := c.GetAllCascadeTrajectories(ctx)
 		if err != nil {

@@ -42,7 +42,7 @@ var (
 // OpenElicitations, Stats and Err read what the session actor last
 // published.
 type Session struct {
-	core     *sessionCore
+	shared   *sessionShared
 	host     *Host
 	pid      *actor.PID
 	events   *Subscription
@@ -50,15 +50,15 @@ type Session struct {
 }
 
 // ID is the session's id.
-func (s *Session) ID() string { return s.core.spec.SessionID }
+func (s *Session) ID() string { return s.shared.spec.SessionID }
 
 // ConversationID is the conversation the session is bound to now (it
 // changes when agy rotates to a new conversation after /clear).
-func (s *Session) ConversationID() string { return s.core.view.Load().conversationID }
+func (s *Session) ConversationID() string { return s.shared.view.Load().conversationID }
 
 // Port is the language-server port the session is bound to now (0 while
 // re-discovering).
-func (s *Session) Port() int { return s.core.view.Load().port }
+func (s *Session) Port() int { return s.shared.view.Load().port }
 
 // Attached is when Attach returned the session; zero while it is still
 // attaching (Host.Sessions lists it from the start).
@@ -72,7 +72,7 @@ func (s *Session) Attached() time.Time {
 // OpenElicitations lists the ids of the prompts open now, in the order
 // they opened.
 func (s *Session) OpenElicitations() []string {
-	return slices.Clone(s.core.view.Load().openIDs)
+	return slices.Clone(s.shared.view.Load().openIDs)
 }
 
 // Events is the session's event stream from its start. The channel closes
@@ -84,7 +84,7 @@ func (s *Session) Events() <-chan *messages.Event { return s.events.C() }
 // the session's bounded log, then the open prompts again, then live events.
 // Close it when done.
 func (s *Session) Subscribe(ctx context.Context, afterSeq uint64) (*Subscription, error) {
-	sub := newSubscription(s.core.cfg.CoalesceAfter, s.core.pumps)
+	sub := newSubscription(s.shared.cfg.CoalesceAfter, s.shared.pumps)
 	if _, err := s.request(ctx, &subscribe{afterSeq: afterSeq, sub: sub}); err != nil {
 		sub.Close()
 		return nil, err
@@ -148,13 +148,13 @@ func (s *Session) Do(ctx context.Context, c messages.Command) error {
 // stopped.
 func (s *Session) Detach(ctx context.Context) error {
 	select {
-	case <-s.core.done:
+	case <-s.shared.done:
 		return nil
 	default:
 	}
-	s.core.system.Root.Poison(s.pid)
+	s.shared.system.Root.Poison(s.pid)
 	select {
-	case <-s.core.done:
+	case <-s.shared.done:
 		s.host.forget(s.ID())
 		return nil
 	case <-ctx.Done():
@@ -163,10 +163,10 @@ func (s *Session) Detach(ctx context.Context) error {
 }
 
 // Done is closed when the session has stopped.
-func (s *Session) Done() <-chan struct{} { return s.core.done }
+func (s *Session) Done() <-chan struct{} { return s.shared.done }
 
 // Err says why the session stopped (nil after Detach or Shutdown).
-func (s *Session) Err() error { return s.core.view.Load().err }
+func (s *Session) Err() error { return s.shared.view.Load().err }
 
 // Stats are a session's counters.
 type Stats struct {
@@ -179,10 +179,10 @@ type Stats struct {
 
 // Stats returns the session's counters.
 func (s *Session) Stats() Stats {
-	v := s.core.view.Load()
+	v := s.shared.view.Load()
 	r := make(map[string]int, len(v.restarts))
 	maps.Copy(r, v.restarts)
-	return Stats{Events: s.core.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.core.rpcErrors.counts()}
+	return Stats{Events: s.shared.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.shared.rpcErrors.counts()}
 }
 
 // requestTimeout bounds a request whose context has no deadline.
@@ -198,7 +198,7 @@ func deadline(ctx context.Context) time.Time {
 
 func (s *Session) request(ctx context.Context, msg any) (any, error) {
 	select {
-	case <-s.core.done:
+	case <-s.shared.done:
 		return nil, ErrSessionEnded
 	default:
 	}
@@ -209,10 +209,10 @@ func (s *Session) request(ctx context.Context, msg any) (any, error) {
 			return nil, context.DeadlineExceeded
 		}
 	}
-	res, err := s.core.system.Root.RequestFuture(s.pid, msg, timeout).Result()
+	res, err := s.shared.system.Root.RequestFuture(s.pid, msg, timeout).Result()
 	if err != nil {
 		select {
-		case <-s.core.done:
+		case <-s.shared.done:
 			return nil, ErrSessionEnded
 		default:
 		}
@@ -224,16 +224,13 @@ func (s *Session) request(ctx context.Context, msg any) (any, error) {
 	return res, nil
 }
 
-// sessionCore is the state of a session that outlives any one incarnation
-// of its actor (a restart resumes where it was). Each field has one writer:
-//   - the first block is set when the session is made, and never written
-//     after;
-//   - the second is the session actor's alone: it writes and reads it, and
-//     nothing else touches it;
-//   - the third is what the embedding API reads: the view the session actor
-//     publishes, the signals it closes, the events' count (events.published)
-//     it keeps, and the failed RPCs its clients count.
-type sessionCore struct {
+// sessionShared is what a session's actor and its embedding API share:
+// the spec and config, set when the session is made and never written
+// after; and what the API reads, each with one writer, the session actor:
+// the event log (its subscribers and its count, events.published), the
+// view it publishes, the signals it closes, and the failed RPCs its
+// clients count.
+type sessionShared struct {
 	spec   Spec
 	cfg    Config
 	wg     *sync.WaitGroup
@@ -242,26 +239,16 @@ type sessionCore struct {
 	// mailbox runs the session actor's mailbox; stopped with the actor
 	mailbox *ownGoroutine
 
-	events       eventLog
-	root         *mapper.Reconciler
-	rootConv     string
-	models       map[string]rpc.ModelInfo
-	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler
-	childrenDone map[string]bool               // subagents mirrored to the end
-	orphans      map[string]bool               // children of a root left by a rotation
-	gen          messages.Gen
-	everBound    bool
-	finished     bool
-	pin          []byte // the certificate first bound on Spec.Port
-
+	events    eventLog
 	view      atomic.Pointer[sessionView]
 	bound     chan struct{} // closed when the session first binds agy's port
 	done      chan struct{} // closed when the session has stopped
+	finished  bool
 	rpcErrors rpcErrorCounts
 }
 
 // sessionView is what the embedding API reads of a session: a snapshot the
-// session actor publishes (sessionCore.view) whenever one of its fields
+// session actor publishes (sessionShared.view) whenever one of its fields
 // changes. Nothing in a published view is written again, its map included.
 type sessionView struct {
 	conversationID string
@@ -273,15 +260,12 @@ type sessionView struct {
 	err            error    // why the session ended (set when it stops)
 }
 
-func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionCore {
-	c := &sessionCore{
+func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {
+	c := &sessionShared{
 		spec: spec, cfg: cfg, wg: wg, pumps: p, system: system,
-		events:       newEventLog(spec.SessionID, cfg.EventLog),
-		children:     make(map[string]*mapper.Reconciler),
-		childrenDone: make(map[string]bool),
-		orphans:      make(map[string]bool),
-		bound:        make(chan struct{}),
-		done:         make(chan struct{}),
+		events: newEventLog(spec.SessionID, cfg.EventLog),
+		bound:  make(chan struct{}),
+		done:   make(chan struct{}),
 	}
 	c.view.Store(&sessionView{})
 	return c
@@ -289,7 +273,7 @@ func newSessionCore(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system 
 
 // firstSubscription subscribes to the session's events from its start. It
 // is called once, before the session actor starts.
-func (c *sessionCore) firstSubscription() *Subscription {
+func (c *sessionShared) firstSubscription() *Subscription {
 	sub := newSubscription(c.cfg.CoalesceAfter, c.pumps)
 	c.events.subscribe(sub, 0)
 	return sub
@@ -297,25 +281,15 @@ func (c *sessionCore) firstSubscription() *Subscription {
 
 // publishView publishes a new view: the current one changed by change.
 // Only the session actor calls it.
-func (c *sessionCore) publishView(change func(v *sessionView)) {
+func (c *sessionShared) publishView(change func(v *sessionView)) {
 	v := *c.view.Load()
 	change(&v)
 	c.view.Store(&v)
 }
 
-// markBound publishes the bound conversation and port, and signals the
-// first binding. Only the session actor calls it.
-func (c *sessionCore) markBound(conv string, port int) {
-	c.publishView(func(v *sessionView) { v.conversationID, v.port = conv, port })
-	if !c.everBound {
-		c.everBound = true
-		close(c.bound)
-	}
-}
-
 // finish ends the session: subscribers drain and close, Done closes. Only
 // the session actor calls it.
-func (c *sessionCore) finish(err error) {
+func (c *sessionShared) finish(err error) {
 	if c.finished {
 		return
 	}
@@ -326,7 +300,7 @@ func (c *sessionCore) finish(err error) {
 }
 
 // countRPCError is the bound clients' rpc.Config.OnError.
-func (c *sessionCore) countRPCError(_ string, err error) { c.rpcErrors.add(rpc.ErrorClass(err)) }
+func (c *sessionShared) countRPCError(_ string, err error) { c.rpcErrors.add(rpc.ErrorClass(err)) }
 
 // rpcErrorCounts counts failed RPCs by rpc.ErrorClass: a metric the
 // session's clients count from their RPC goroutines, and Stats reads.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -35,7 +36,7 @@ type subagentTick struct{}
 
 type subagentRead struct {
 	gen    messages.Gen // the generation the read was made and sent under
-	status rpc.RunStatus
+	status wire.RunStatus
 	steps  int // steps read
 	err    error
 }
@@ -44,7 +45,7 @@ type subagentRead struct {
 // terminal": a child cut by an interrupt can keep a live step, and would be
 // read forever.)
 func (r *subagentRead) finished() bool {
-	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0
+	return r.err == nil && r.status == wire.RunIdle && r.steps > 0
 }
 
 func newSubagent(c child) actor.Actor {
@@ -97,7 +98,7 @@ func (a *subagent) read(ctx actor.Context) {
 	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
 	a.t.run(func(c context.Context) {
 		a.window.forGen(gen)
-		deliver := func(steps []rpc.Step, offset int) {
+		deliver := func(steps []wire.Step, offset int) {
 			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, Offset: offset, Received: a.cfg.Clock.Now()})
 		}
 		snap, err := readSnapshot(c, client, a.conv, true, &a.window, deliver)

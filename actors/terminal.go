@@ -72,6 +72,13 @@ type pressKeys struct {
 	why  string // for the log
 }
 
+// turnTyped is sent by the terminal writer to its session once it typed
+// the turn id, or failed to (err: the requester was told).
+type turnTyped struct {
+	id  int
+	err error
+}
+
 // terminalDone is sent by the writer's goroutine to the writer.
 type terminalDone struct{}
 

@@ -11,15 +11,16 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
 // turnSender is the actor that writes to agy's cascade. Its one job:
-// serialise user turns (*messages.SendTurn: SendUserCascadeMessage with the
-// model resolved as DESIGN.md says — explicit, else agy's last turn's model,
-// else GetAvailableModels' recommended one; the catalog is cached and read
+// serialise user turns (*messages.RunTurn: SendUserCascadeMessage with the
+// model resolved at run time, docs/ARCHITECTURE.md — explicit, else agy's
+// last turn's model, else GetAvailableModels' recommended one; the catalog is cached and read
 // again on the model-required error) and run interrupts
-// (*messages.Interrupt, within Config.InterruptDeadline: agy's cancel
+// (*messages.StopRun, within Config.InterruptDeadline: agy's cancel
 // methods change nothing while a prompt is WAITING, so every WAITING prompt
 // of the interrupt's conversations is declined first, then the cancel
 // methods run in order until agy reports the cascade IDLE, declining again
@@ -36,22 +37,22 @@ type turnSender struct {
 
 	queue   []pendingTurn
 	busy    bool
-	catalog map[string]rpc.ModelInfo // by model enum
+	catalog map[string]wire.ModelInfo // by model enum
 }
 
 type pendingTurn struct {
-	msg   *messages.SendTurn
+	msg   *messages.RunTurn
 	reply *actor.PID
 }
 
 // turnSent and catalogRead are the sender's own messages.
 type turnSent struct {
 	result  *messages.TurnResult
-	catalog map[string]rpc.ModelInfo
+	catalog map[string]wire.ModelInfo
 }
 
 type catalogRead struct {
-	catalog map[string]rpc.ModelInfo
+	catalog map[string]wire.ModelInfo
 	err     error
 }
 
@@ -79,7 +80,7 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 			ts.catalog = m.catalog
 			ctx.Send(ctx.Parent(), &messages.ModelsLoaded{Gen: ts.gen, Models: m.catalog})
 		}
-	case *messages.SendTurn:
+	case *messages.RunTurn:
 		ts.queue = append(ts.queue, pendingTurn{msg: m, reply: ctx.Sender()})
 		ts.next(ctx)
 	case *turnSent:
@@ -92,7 +93,7 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 			fail("turns", m.result.Err)
 		}
 		ts.next(ctx)
-	case *messages.Interrupt:
+	case *messages.StopRun:
 		reply, session := ctx.Sender(), ctx.Parent()
 		root := ctx.ActorSystem().Root
 		convs := m.Conversations
@@ -106,7 +107,7 @@ func (ts *turnSender) Receive(ctx actor.Context) {
 				// agy's port went away (or this actor stops as the session
 				// moves to a new one): the session runs it again once bound.
 				// Declining and cancelling twice changes nothing more.
-				root.Send(session, &interruptNotDone{gen: ts.gen, msg: m, reply: reply})
+				root.Send(session, &interruptNotDone{gen: ts.gen, deadline: m.Deadline, reply: reply})
 				return
 			}
 			root.Send(reply, &messages.TurnResult{Err: err})
@@ -140,14 +141,14 @@ func (ts *turnSender) next(ctx actor.Context) {
 // turnNotSent is sent by the turn sender to its session: a turn that
 // certainly did not reach agy, to be held until agy is found again.
 type turnNotSent struct {
-	msg   *messages.SendTurn
+	msg   *messages.RunTurn
 	reply *actor.PID
 }
 
 // send sends one turn; it returns the catalog when it had to read it, and
 // whether the turn certainly never reached agy (then it may be sent again).
-func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog map[string]rpc.ModelInfo) (*messages.TurnResult, map[string]rpc.ModelInfo, bool) {
-	var read map[string]rpc.ModelInfo
+func (ts *turnSender) send(ctx context.Context, m *messages.RunTurn, catalog map[string]wire.ModelInfo) (*messages.TurnResult, map[string]wire.ModelInfo, bool) {
+	var read map[string]wire.ModelInfo
 	model := m.Model
 	if model == "" {
 		model = m.LastModel
@@ -188,9 +189,9 @@ func (ts *turnSender) send(ctx context.Context, m *messages.SendTurn, catalog ma
 // interruptNotDone is sent by the turn sender to its session: an interrupt
 // that met agy's port gone, to be run again on the port the session finds.
 type interruptNotDone struct {
-	gen   messages.Gen
-	msg   *messages.Interrupt
-	reply *actor.PID
+	gen      messages.Gen
+	deadline time.Time // the requester's
+	reply    *actor.PID
 }
 
 // interruptDone is sent by the turn sender to its session when an interrupt
@@ -315,7 +316,7 @@ func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
 		all, err := ts.client.GetAllCascadeTrajectories(ctx)
 		if err == nil {
-			if s, ok := all.TrajectorySummaries[ts.conv]; ok && (s.Status == rpc.RunIdle || s.Status == "") {
+			if s, ok := all.TrajectorySummaries[ts.conv]; ok && (s.Status == wire.RunIdle || s.Status == "") {
 				return true
 			}
 		}
@@ -325,12 +326,12 @@ func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func readCatalog(ctx context.Context, c *rpc.Client) (map[string]rpc.ModelInfo, error) {
+func readCatalog(ctx context.Context, c *rpc.Client) (map[string]wire.ModelInfo, error) {
 	res, err := c.GetAvailableModels(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]rpc.ModelInfo, len(res.Response.Models))
+	out := make(map[string]wire.ModelInfo, len(res.Response.Models))
 	for key, m := range res.Response.Models {
 		if m.Model == "" {
 			m.Model = key
@@ -341,7 +342,7 @@ func readCatalog(ctx context.Context, c *rpc.Client) (map[string]rpc.ModelInfo, 
 }
 
 // recommended is the catalog's recommended model, else its first by name.
-func recommended(catalog map[string]rpc.ModelInfo) string {
+func recommended(catalog map[string]wire.ModelInfo) string {
 	names := slices.Sorted(maps.Keys(catalog))
 	for _, name := range names {
 		if catalog[name].Recommended {

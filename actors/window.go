@@ -9,6 +9,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // trajectoryWindow is what a reader of one conversation keeps between its
@@ -23,7 +24,7 @@ import (
 type trajectoryWindow struct {
 	gen    messages.Gen // the generation the reads were made for
 	offset int          // trajectory index the last read started at
-	last   []rpc.Step   // the last read's steps (from offset), for the next read to reuse
+	last   []wire.Step  // the last read's steps (from offset), for the next read to reuse
 	limit  int          // the longest answer seen cut short by agy (0: none yet)
 }
 
@@ -59,7 +60,7 @@ func (w *trajectoryWindow) from() int {
 
 // prevFor returns the part of the last read that lines up with a read from
 // trajectory position off, for reuse (nil when it does not).
-func (w *trajectoryWindow) prevFor(off int) []rpc.Step {
+func (w *trajectoryWindow) prevFor(off int) []wire.Step {
 	if i := off - w.offset; i >= 0 && i < len(w.last) {
 		return w.last[i:]
 	}
@@ -77,19 +78,19 @@ func (w *trajectoryWindow) prevFor(off int) []rpc.Step {
 // everyone they are handed to. Steps at rest read on the way may be handed
 // on before the read ends (readHooks.deliver).
 func (w *trajectoryWindow) read(ctx context.Context, c *rpc.Client, conv string, stepCount int, hooks readHooks) (windowRead, error) {
-	return w.readWith(ctx, func(ctx context.Context, off int, prev []rpc.Step) ([]rpc.Step, error) {
+	return w.readWith(ctx, func(ctx context.Context, off int, prev []wire.Step) ([]wire.Step, error) {
 		return c.GetCascadeTrajectoryStepsFrom(ctx, conv, off, prev)
 	}, conv, stepCount, hooks)
 }
 
 // stepsFrom reads one answer of a conversation's steps from a trajectory
 // index (GetCascadeTrajectorySteps with stepOffset).
-type stepsFrom func(ctx context.Context, off int, prev []rpc.Step) ([]rpc.Step, error)
+type stepsFrom func(ctx context.Context, off int, prev []wire.Step) ([]wire.Step, error)
 
 // window is one answer of a read: the steps from trajectory index off.
 type window struct {
 	off   int
-	steps []rpc.Step
+	steps []wire.Step
 }
 
 // readHooks are what a read calls on its way.
@@ -100,7 +101,7 @@ type readHooks struct {
 	// The read keeps them (keep) once handed on. Nil: everything read is
 	// in the result, and a read that would skip steps after some windows
 	// ends before them.
-	deliver func(steps []rpc.Step, offset int)
+	deliver func(steps []wire.Step, offset int)
 	// count reads the trajectory's step count, for a read that meets an
 	// answer over the limit with stepCount unknown (nil: no steps are
 	// skipped then).
@@ -115,7 +116,7 @@ const deliverSteps = 2048
 // windowRead is what a read returns: the steps from trajectory index
 // offset (after those handed on), and the steps it did not read.
 type windowRead struct {
-	steps  []rpc.Step
+	steps  []wire.Step
 	offset int
 	// skipped is set when agy's answer of the steps from skipped.from was
 	// over the client's limit (rpc.ErrMessageTooLarge): the read went on
@@ -242,7 +243,7 @@ func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, con
 }
 
 // joined is the windows' steps as one slice, and the index they start at.
-func joined(windows []window) ([]rpc.Step, int) {
+func joined(windows []window) ([]wire.Step, int) {
 	if len(windows) == 0 {
 		return nil, 0
 	}
@@ -253,7 +254,7 @@ func joined(windows []window) ([]rpc.Step, int) {
 	for _, win := range windows {
 		n += len(win.steps)
 	}
-	steps := make([]rpc.Step, 0, n)
+	steps := make([]wire.Step, 0, n)
 	for _, win := range windows {
 		steps = append(steps, win.steps...)
 	}
@@ -262,7 +263,7 @@ func joined(windows []window) ([]rpc.Step, int) {
 
 // liveWindow reports whether an answer holds a step that can still change.
 func liveWindow(win window) bool {
-	return slices.ContainsFunc(win.steps, func(s rpc.Step) bool { return !s.Status.Terminal() })
+	return slices.ContainsFunc(win.steps, func(s wire.Step) bool { return !s.Status.Terminal() })
 }
 
 // fitFrom finds the lowest index in (off, count) whose answer is within the
@@ -270,9 +271,9 @@ func liveWindow(win window) bool {
 // runs to the end, or to its cap): it halves the span to the end until one
 // fits, then narrows down to the lowest that does. It returns the index and
 // its answer; an error when none fits or count is unknown.
-func fitFrom(ctx context.Context, readFrom stepsFrom, off, count int) (int, []rpc.Step, error) {
+func fitFrom(ctx context.Context, readFrom stepsFrom, off, count int) (int, []wire.Step, error) {
 	lo, hi := off+1, count-1
-	best, bestSteps := -1, []rpc.Step(nil)
+	best, bestSteps := -1, []wire.Step(nil)
 	for lo <= hi {
 		mid := lo + (hi-lo)/2
 		ws, err := readFrom(ctx, mid, nil)
@@ -298,7 +299,7 @@ func fitFrom(ctx context.Context, readFrom stepsFrom, off, count int) (int, []rp
 func rereadBackwards(ctx context.Context, readFrom stepsFrom, windows []window) error {
 	last := len(windows) - 1
 	first := slices.IndexFunc(windows[:max(last, 0)], func(win window) bool {
-		return slices.ContainsFunc(win.steps, func(s rpc.Step) bool { return !s.Status.Terminal() })
+		return slices.ContainsFunc(win.steps, func(s wire.Step) bool { return !s.Status.Terminal() })
 	})
 	if first < 0 {
 		return nil // every window before the last was at rest: nothing in them moves
@@ -319,13 +320,13 @@ func rereadBackwards(ctx context.Context, readFrom stepsFrom, windows []window) 
 // keep records a read that reached the session: the next one starts from
 // it. Only the steps from where the next read starts are kept (a copy):
 // those before are mapped, and holding them would hold the history.
-func (w *trajectoryWindow) keep(steps []rpc.Step, offset int) {
+func (w *trajectoryWindow) keep(steps []wire.Step, offset int) {
 	w.offset, w.last = offset, steps
 	if len(steps) == 0 {
 		return
 	}
 	at := mapper.Indexer(steps, offset)
-	i := slices.IndexFunc(steps, func(s rpc.Step) bool { return !s.Status.Terminal() })
+	i := slices.IndexFunc(steps, func(s wire.Step) bool { return !s.Status.Terminal() })
 	if i < 0 {
 		i = len(steps) - 1
 	}

@@ -4,26 +4,26 @@ import (
 	"context"
 	"testing"
 
+	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agyharness/agyharness/rpc"
 )
 
 // movingAgy answers windows of at most cap steps of a trajectory that
 // moves on after chosen calls, as agy's does while a turn runs.
 type movingAgy struct {
 	cap      int
-	statuses []rpc.StepStatus
+	statuses []wire.StepStatus
 	after    map[int]func(s *movingAgy) // run after the call of that number (1-based)
 	calls    []int                      // the offsets asked, in order
 }
 
-func (a *movingAgy) readFrom(_ context.Context, off int, _ []rpc.Step) ([]rpc.Step, error) {
+func (a *movingAgy) readFrom(_ context.Context, off int, _ []wire.Step) ([]wire.Step, error) {
 	a.calls = append(a.calls, off)
-	var out []rpc.Step
+	var out []wire.Step
 	for i := off; i < len(a.statuses) && len(out) < a.cap; i++ {
-		out = append(out, rpc.Step{Type: rpc.StepPlannerResponse, Status: a.statuses[i]})
+		out = append(out, wire.Step{Type: wire.StepPlannerResponse, Status: a.statuses[i]})
 	}
 	if f := a.after[len(a.calls)]; f != nil {
 		f(a)
@@ -35,9 +35,9 @@ func (a *movingAgy) readFrom(_ context.Context, off int, _ []rpc.Step) ([]rpc.St
 // step 1 is live when the first answer is read, then finishes and steps 2
 // and 3 are written before the second; the first answer is read again.
 func TestWindowedReadNeverShowsAStepBehindALaterOne(t *testing.T) {
-	running, done := rpc.StatusRunning, rpc.StatusDone
-	agy := &movingAgy{cap: 2, statuses: []rpc.StepStatus{done, running}, after: map[int]func(*movingAgy){
-		1: func(a *movingAgy) { a.statuses = []rpc.StepStatus{done, done, done, done} },
+	running, done := wire.StatusRunning, wire.StatusDone
+	agy := &movingAgy{cap: 2, statuses: []wire.StepStatus{done, running}, after: map[int]func(*movingAgy){
+		1: func(a *movingAgy) { a.statuses = []wire.StepStatus{done, done, done, done} },
 	}}
 	var w trajectoryWindow
 	rd, err := w.readWith(context.Background(), agy.readFrom, "c", 4, readHooks{})
@@ -61,8 +61,8 @@ func TestWindowedReadNeverShowsAStepBehindALaterOne(t *testing.T) {
 // Answers read again go from the last but one back to the first that held a
 // live step.
 func TestWindowedReadReadsAgainBackwards(t *testing.T) {
-	running, done := rpc.StatusRunning, rpc.StatusDone
-	agy := &movingAgy{cap: 2, statuses: []rpc.StepStatus{done, done, done, running, running, running, running}}
+	running, done := wire.StatusRunning, wire.StatusDone
+	agy := &movingAgy{cap: 2, statuses: []wire.StepStatus{done, done, done, running, running, running, running}}
 	var w trajectoryWindow
 	_, err := w.readWith(context.Background(), agy.readFrom, "c", 7, readHooks{})
 	require.NoError(t, err)
@@ -78,15 +78,15 @@ type overLimitAgy struct {
 	calls   []int
 }
 
-func (a *overLimitAgy) readFrom(_ context.Context, off int, _ []rpc.Step) ([]rpc.Step, error) {
+func (a *overLimitAgy) readFrom(_ context.Context, off int, _ []wire.Step) ([]wire.Step, error) {
 	a.calls = append(a.calls, off)
-	var out []rpc.Step
+	var out []wire.Step
 	for i := off; i < a.n; i++ {
 		if a.heavy[i] || len(out) == a.fits {
 			return nil, &rpc.Error{Code: rpc.CodeResourceExhausted, Err: rpc.ErrMessageTooLarge}
 		}
-		s := rpc.Step{Type: rpc.StepPlannerResponse, Status: rpc.StatusDone}
-		s.Metadata.SourceTrajectoryStepInfo.StepIndex = rpc.Int(i)
+		s := wire.Step{Type: wire.StepPlannerResponse, Status: wire.StatusDone}
+		s.Metadata.SourceTrajectoryStepInfo.StepIndex = wire.Int(i)
 		out = append(out, s)
 	}
 	return out, nil
@@ -128,11 +128,11 @@ func TestWindowedReadSkipsPastAnAnswerOverTheLimit(t *testing.T) {
 func TestWindowedReadHandsALongHistoryOnAsItGoes(t *testing.T) {
 	agy := &movingAgy{cap: 600}
 	for range 100_000 {
-		agy.statuses = append(agy.statuses, rpc.StatusDone)
+		agy.statuses = append(agy.statuses, wire.StatusDone)
 	}
 	var w trajectoryWindow
 	next, biggest := 0, 0
-	deliver := func(steps []rpc.Step, off int) {
+	deliver := func(steps []wire.Step, off int) {
 		require.Equal(t, next, off, "in order, each once")
 		next += len(steps)
 		biggest = max(biggest, len(steps))

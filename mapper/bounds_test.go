@@ -8,22 +8,22 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // historyTurn is one finished turn of a long history: a user turn, a
 // command that asked for permission and ran, a reply.
-func historyTurn(k int) []rpc.Step {
-	cmd := withOutput(commandStep(rpc.StatusDone, fmt.Sprintf("echo %d", k)), "ok", 0)
+func historyTurn(k int) []wire.Step {
+	cmd := withOutput(commandStep(wire.StatusDone, fmt.Sprintf("echo %d", k)), "ok", 0)
 	cmd.Raw = []byte(fmt.Sprintf(`{"runCommand":{"commandId":"cmd-%d"}}`, k))
-	return []rpc.Step{userStep(fmt.Sprintf("turn %d", k), ""), cmd, plannerStep(rpc.StatusDone, "", fmt.Sprintf("reply %d", k))}
+	return []wire.Step{userStep(fmt.Sprintf("turn %d", k), ""), cmd, plannerStep(wire.StatusDone, "", fmt.Sprintf("reply %d", k))}
 }
 
 // readHistory feeds turns [0, n) of a history to r as windows of 600 steps
 // read from offset 0 (each step numbered by its trajectory index), and
 // returns the events.
 func readHistory(r *Reconciler, n int) []messages.Event {
-	var steps []rpc.Step
+	var steps []wire.Step
 	for k := range n {
 		steps = append(steps, historyTurn(k)...)
 	}
@@ -72,10 +72,10 @@ func TestDroppedStepRewrittenIsANewStep(t *testing.T) {
 	require.Less(t, r.Footprint().Slots, 100, "steps dropped")
 	require.Nil(t, r.slots[2], "step 2 dropped")
 
-	same := indexed([]rpc.Step{plannerStep(rpc.StatusDone, "", "reply 0 (copy)")})
+	same := indexed([]wire.Step{plannerStep(wire.StatusDone, "", "reply 0 (copy)")})
 	assert.Empty(t, r.Apply(FromWindow(same, 2, "", at(1))), "the same step again")
 
-	rewritten := indexed([]rpc.Step{userStep("rewritten", "")})
+	rewritten := indexed([]wire.Step{userStep("rewritten", "")})
 	evs := r.Apply(FromWindow(rewritten, 2, "", at(2)))
 	users := ofType(evs, messages.EventUserMessage)
 	require.Len(t, users, 1)
@@ -93,7 +93,7 @@ func TestFingerprintsAreBoundedAndTheOldestSealed(t *testing.T) {
 	assert.LessOrEqual(t, fp.Slots, 16+16/4)
 	assert.LessOrEqual(t, fp.Fingerprints, 64)
 	assert.Positive(t, r.pastBase, "the oldest sealed")
-	assert.Empty(t, r.Apply(FromWindow(indexed([]rpc.Step{userStep("rewritten", "")}), 0, "", at(1))),
+	assert.Empty(t, r.Apply(FromWindow(indexed([]wire.Step{userStep("rewritten", "")}), 0, "", at(1))),
 		"a sealed step is taken as delivered")
 }
 
@@ -103,13 +103,13 @@ func TestFingerprintsAreBoundedAndTheOldestSealed(t *testing.T) {
 func TestLiveStepsFarBehindAndSparseIndicesStayBounded(t *testing.T) {
 	r := NewReconciler(Config{ConversationID: testConv, Window: 16, Fingerprints: 64})
 	for i := range 1000 {
-		r.Apply(frame(0, rpc.RunRunning, i, plannerStep(rpc.StatusGenerating, "", "x")))
+		r.Apply(frame(0, wire.RunRunning, i, plannerStep(wire.StatusGenerating, "", "x")))
 	}
 	assert.LessOrEqual(t, r.Footprint().Slots, 2*16)
-	r.Apply(frame(1, rpc.RunRunning, 1<<40, plannerStep(rpc.StatusDone, "", "far")))
-	r.Apply(frame(2, rpc.RunRunning, 1<<41, plannerStep(rpc.StatusDone, "", "farther")))
+	r.Apply(frame(1, wire.RunRunning, 1<<40, plannerStep(wire.StatusDone, "", "far")))
+	r.Apply(frame(2, wire.RunRunning, 1<<41, plannerStep(wire.StatusDone, "", "farther")))
 	for i := range 100 {
-		r.Apply(frame(3, rpc.RunRunning, 1<<41+1+i, plannerStep(rpc.StatusDone, "", "y")))
+		r.Apply(frame(3, wire.RunRunning, 1<<41+1+i, plannerStep(wire.StatusDone, "", "y")))
 	}
 	fp := r.Footprint()
 	assert.LessOrEqual(t, fp.Slots, 2*16)
@@ -123,9 +123,9 @@ func TestClosedPromptsAreLetGo(t *testing.T) {
 	idx := 0
 	for k := range 500 {
 		line := fmt.Sprintf("rm %d", k)
-		evs := r.Apply(frame(2*k, rpc.RunRunning, idx, userStep(fmt.Sprintf("turn %d", k), ""), commandStep(rpc.StatusWaiting, line)))
+		evs := r.Apply(frame(2*k, wire.RunRunning, idx, userStep(fmt.Sprintf("turn %d", k), ""), commandStep(wire.StatusWaiting, line)))
 		require.Len(t, ofType(evs, messages.EventElicitationRequest), 1)
-		evs = r.Apply(frame(2*k+1, rpc.RunRunning, idx+1, withOutput(commandStep(rpc.StatusDone, line), "", 0)))
+		evs = r.Apply(frame(2*k+1, wire.RunRunning, idx+1, withOutput(commandStep(wire.StatusDone, line), "", 0)))
 		require.Len(t, ofType(evs, messages.EventElicitationResolved), 1)
 		idx += 2
 	}

@@ -12,31 +12,24 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
-// fixtureDir is ../shared/fixtures/agy-steps beside the checkout.
-const fixtureDir = "../../shared/fixtures/agy-steps"
+// fixtureDir holds steps recorded from real agy (testdata/agy-steps/README.md).
+const fixtureDir = "../testdata/agy-steps"
 
-func loadFixture(t *testing.T, name string) rpc.Step {
+func loadFixture(t *testing.T, name string) wire.Step {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
 	require.NoError(t, err)
-	var s rpc.Step
+	var s wire.Step
 	require.NoError(t, json.Unmarshal(b, &s), name)
 	return s
-}
-
-func fixturesPresent(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(fixtureDir); os.IsNotExist(err) {
-		t.Skipf("%s is absent", fixtureDir)
-	}
 }
 
 // TestConformance maps every recorded agy step, alone, as a replayed
 // snapshot and as a streamed frame, and checks the events each one implies.
 func TestConformance(t *testing.T) {
-	fixturesPresent(t)
 	expect := map[string]func(t *testing.T, evs []messages.Event){
 		"user_input.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"user_message", "status:running"}, types(evs))
@@ -78,7 +71,7 @@ func TestConformance(t *testing.T) {
 			require.Equal(t, []string{"function_call", "elicitation_request", "status:waiting"}, types(evs))
 			assert.Equal(t, "cbawg2v8", evs[0].CallID)
 			assert.Equal(t, "run_command", evs[0].Name)
-			assert.JSONEq(t, `{"command":"pwd","cwd":"/Users/bryanli/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
+			assert.JSONEq(t, `{"command":"pwd","cwd":"/home/user/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
 			req := evs[1]
 			assert.Equal(t, messages.KindPermission, req.Kind)
 			assert.Equal(t, "pwd", req.Command.Line)
@@ -87,7 +80,7 @@ func TestConformance(t *testing.T) {
 		},
 		"run_command_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
-			assert.Equal(t, "/Users/bryanli/.gemini/antigravity-cli/scratch\n", evs[1].Output)
+			assert.Equal(t, "/home/user/.gemini/antigravity-cli/scratch\n", evs[1].Output)
 			require.NotNil(t, evs[1].ExitCode)
 			assert.Equal(t, 0, *evs[1].ExitCode)
 			assert.Equal(t, evs[0].CallID, evs[1].CallID)
@@ -100,7 +93,7 @@ func TestConformance(t *testing.T) {
 		"stream_run_command_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 			assert.Equal(t, testTraj2+":6", evs[0].CallID, "streamed copy: call id derived from trajectory and index")
-			assert.JSONEq(t, `{"command":"git status && git log -n 5 --oneline","cwd":"/Users/bryanli/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
+			assert.JSONEq(t, `{"command":"git status && git log -n 5 --oneline","cwd":"/home/user/.gemini/antigravity-cli/scratch"}`, evs[0].Arguments)
 			assert.True(t, strings.HasPrefix(evs[1].Output, "On branch main"))
 		},
 		"ask_question_waiting.json": func(t *testing.T, evs []messages.Event) {
@@ -134,7 +127,7 @@ func TestConformance(t *testing.T) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 			assert.Equal(t, "view_file", evs[0].Name)
 			assert.True(t, json.Valid([]byte(evs[0].Arguments)))
-			assert.Equal(t, "/Users/bryanli/.gemini/antigravity-cli/scratch/package.json: 111 lines, 3609 bytes", evs[1].Output)
+			assert.Equal(t, "/home/user/.gemini/antigravity-cli/scratch/package.json: 111 lines, 3609 bytes", evs[1].Output)
 		},
 		"stream_generic_done.json": func(t *testing.T, evs []messages.Event) {
 			require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
@@ -154,15 +147,15 @@ func TestConformance(t *testing.T) {
 			require.True(t, ok, "no expectation for fixture %s: add one", name)
 
 			r := newTestReconciler()
-			evs := r.Apply(FromSnapshot([]rpc.Step{s}, "", at(0)))
+			evs := r.Apply(FromSnapshot([]wire.Step{s}, "", at(0)))
 			check(t, evs)
-			assert.Empty(t, r.Apply(FromSnapshot([]rpc.Step{s}, "", at(1))), "a replay yields nothing")
+			assert.Empty(t, r.Apply(FromSnapshot([]wire.Step{s}, "", at(1))), "a replay yields nothing")
 
 			// As a stream frame at the step's own index: the same events.
 			idx := s.Index()
 			rf := newTestReconciler()
 			f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, Status: ""}}
-			f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []rpc.Int{rpc.Int(idx)}, Steps: []rpc.Step{s}}
+			f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []wire.Int{wire.Int(idx)}, Steps: []wire.Step{s}}
 			fevs := rf.Apply(FromFrame(f, at(0)))
 			require.Len(t, fevs, len(evs))
 			for i := range evs {
@@ -180,7 +173,6 @@ func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 // TestConformanceRetryOfRecordedPrompt plays the recorded permission prompt
 // through its synthesized timeout and a retry at a higher index.
 func TestConformanceRetryOfRecordedPrompt(t *testing.T) {
-	fixturesPresent(t)
 	waiting := loadFixture(t, "run_command_waiting.json")
 	failed := loadFixture(t, "run_command_error.json")
 	done := loadFixture(t, "run_command_done.json")
@@ -207,8 +199,8 @@ func TestConformanceRetryOfRecordedPrompt(t *testing.T) {
 	assert.Equal(t, 8, *evs[0].DeliveredStepIndex)
 }
 
-func frameAt(k, index int, s rpc.Step) Observation {
-	f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, Status: rpc.RunRunning}}
-	f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []rpc.Int{rpc.Int(index)}, Steps: []rpc.Step{s}}
+func frameAt(k, index int, s wire.Step) Observation {
+	f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, Status: wire.RunRunning}}
+	f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []wire.Int{wire.Int(index)}, Steps: []wire.Step{s}}
 	return FromFrame(f, at(k))
 }

@@ -1,5 +1,5 @@
 // Package mapper turns agy's trajectory steps into the conversation events of
-// the public contract (messages.Event, DESIGN.md section 5).
+// the public contract (messages.Event; docs/ARCHITECTURE.md, "The event contract").
 //
 // It is pure: no I/O, no goroutines, no clock reads (every observation carries
 // its time). A session owns one Reconciler per conversation (its root, and one

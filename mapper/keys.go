@@ -1,6 +1,10 @@
 package mapper
 
-import "github.com/agyharness/agyharness/messages"
+import (
+	"fmt"
+
+	"github.com/agyharness/agyharness/messages"
+)
 
 // CloseKeys are the keys that close agy's own dialog for a prompt answered
 // over RPC, as tmux key names: agy's terminal keeps its dialog open after an
@@ -9,16 +13,21 @@ import "github.com/agyharness/agyharness/messages"
 // and Enter; a question's takes its option digits and Enter (only the first
 // question's, as agy's dialog shows one at a time); Escape dismisses a
 // question declined, or answered with a write-in only.
-func CloseKeys(p *Prompt, r messages.Resolve) []string {
+//
+// An option's id is pressed as its keys only when it is plain digits (at
+// most 3): an id from agy like "Enter", "C-c" or "q" would be a tmux key
+// name or a character agy's terminal acts on otherwise. Another id is an
+// error, and no key is pressed.
+func CloseKeys(p *Prompt, r messages.Resolve) ([]string, error) {
 	if p == nil {
-		return nil
+		return nil, nil
 	}
 	switch p.Kind {
 	case messages.KindPermission:
 		if r.Action == messages.ActionAccept {
-			return []string{"1", "Enter"}
+			return []string{"1", "Enter"}, nil
 		}
-		return []string{"4", "Enter"}
+		return []string{"4", "Enter"}, nil
 	case messages.KindQuestion:
 		var first messages.Answer
 		if r.Action == messages.ActionAccept && len(r.Answers) > 0 {
@@ -33,9 +42,35 @@ func CloseKeys(p *Prompt, r messages.Resolve) []string {
 			}
 		}
 		if len(first.SelectedOptionIDs) == 0 {
-			return []string{"Escape"}
+			return []string{"Escape"}, nil
 		}
-		return append(append([]string(nil), first.SelectedOptionIDs...), "Enter")
+		for _, id := range first.SelectedOptionIDs {
+			if !digits(id) {
+				return nil, fmt.Errorf("option id %q is not plain digits: it is not pressed in agy's terminal", trimID(id))
+			}
+		}
+		return append(append([]string(nil), first.SelectedOptionIDs...), "Enter"), nil
 	}
-	return nil
+	return nil, nil
+}
+
+// digits reports whether id is 1 to 3 ASCII digits.
+func digits(id string) bool {
+	if id == "" || len(id) > 3 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// trimID shortens an id quoted in an error.
+func trimID(id string) string {
+	if len(id) > 40 {
+		return id[:40] + "..."
+	}
+	return id
 }

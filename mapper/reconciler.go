@@ -5,16 +5,18 @@ import (
 	"hash/maphash"
 	"sort"
 	"strconv"
+	"strings"
+	"unicode"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Config configures a Reconciler.
 type Config struct {
-	ConversationID       string                   // the conversation whose steps it maps; its events carry it
-	ParentConversationID string                   // set for a subagent's reconciler: its events carry it
-	Models               map[string]rpc.ModelInfo // catalog keyed by model enum (display names); may be nil
+	ConversationID       string                    // the conversation whose steps it maps; its events carry it
+	ParentConversationID string                    // set for a subagent's reconciler: its events carry it
+	Models               map[string]wire.ModelInfo // catalog keyed by model enum (display names); may be nil
 	// Window is how many of the latest step indices are kept whole
 	// (DefaultWindow when 0): older finished steps are dropped from memory,
 	// a fingerprint kept (see "Memory" in the package doc).
@@ -44,7 +46,7 @@ type Reconciler struct {
 	// and stream reader race), and its IDLE cannot close the turn.
 	stale bool
 
-	expected  []string // texts of turns this session sent, not yet seen
+	expected  []expectedTurn // turns this session sent, not yet seen
 	lastModel string
 
 	state  string // the last status state emitted ("" before any)
@@ -57,7 +59,7 @@ type Reconciler struct {
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
-	unknown      map[rpc.StepType]bool
+	unknown      map[wire.StepType]bool
 	commands     map[string]string // commandId -> command line, of the latest commands that ran
 	commandOrder []string          // the keys of commands, oldest first
 	children     []Child
@@ -79,7 +81,7 @@ type slot struct {
 	// snapshot step that rpc reused from the poller's previous read carries
 	// this very slice again, and is known unchanged without hashing.
 	raw      []byte
-	typ      rpc.StepType
+	typ      wire.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
 
 	// user turns
@@ -132,7 +134,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		window:    cfg.Window,
 		maxPast:   cfg.Fingerprints,
 		promptIDs: make(map[string]*promptState),
-		unknown:   make(map[rpc.StepType]bool),
+		unknown:   make(map[wire.StepType]bool),
 		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
 		statusIDs: make(map[statusKey]int),
@@ -147,12 +149,42 @@ func NewReconciler(cfg Config) *Reconciler {
 }
 
 // SetModels replaces the model catalog used for display names.
-func (r *Reconciler) SetModels(models map[string]rpc.ModelInfo) { r.cfg.Models = models }
+func (r *Reconciler) SetModels(models map[string]wire.ModelInfo) { r.cfg.Models = models }
 
 // ExpectTurn records that this session sent a turn with text: the next
 // USER_INPUT with that text (matched in order of sending) is reported with
 // origin harness rather than terminal.
-func (r *Reconciler) ExpectTurn(text string) { r.expected = append(r.expected, text) }
+func (r *Reconciler) ExpectTurn(text string) {
+	r.expected = append(r.expected, expectedTurn{text: text})
+}
+
+// ExpectTypedTurn records that this session typed a turn with text into
+// agy's terminal: the next USER_INPUT whose text is the same as typed
+// (TypedForm of both) is reported with origin harness, once.
+func (r *Reconciler) ExpectTypedTurn(text string) {
+	r.expected = append(r.expected, expectedTurn{text: TypedForm(text), typed: true})
+}
+
+// expectedTurn is a turn this session sent (its text), or typed (its
+// TypedForm).
+type expectedTurn struct {
+	text  string
+	typed bool
+}
+
+// TypedForm is text as agy takes it when it is typed into agy's terminal
+// as a paste: CR LF and CR as LF, no control characters but LF and tab (a
+// paste carries no others), and no blanks around it (agy trims its draft).
+func TypedForm(text string) string {
+	text = strings.ReplaceAll(text, "\r\n", "\n")
+	text = strings.ReplaceAll(text, "\r", "\n")
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
+			return r
+		}
+		return -1
+	}, text))
+}
 
 // LastModel is the last per-turn model seen on a USER_INPUT ("" if none).
 func (r *Reconciler) LastModel() string { return r.lastModel }
@@ -228,7 +260,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 }
 
 // step maps one copy of the step at index.
-func (r *Reconciler) step(index int, s *rpc.Step) {
+func (r *Reconciler) step(index int, s *wire.Step) {
 	if index < 0 {
 		return
 	}
@@ -239,7 +271,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 	if st == nil && r.dropped(index, s) {
 		return
 	}
-	if st != nil && rpc.SameSlice(st.raw, s.Raw) {
+	if st != nil && sameSlice(st.raw, s.Raw) {
 		return
 	}
 	h := hashStep(s)
@@ -273,11 +305,11 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 	r.expireBehind(index, s)
 
 	switch s.Type {
-	case rpc.StepUserInput:
+	case wire.StepUserInput:
 		r.userInput(index, s, st)
-	case rpc.StepPlannerResponse:
+	case wire.StepPlannerResponse:
 		r.planner(index, s, st, first)
-	case rpc.StepCheckpoint, rpc.StepConversationHistory, rpc.StepSystemMessage:
+	case wire.StepCheckpoint, wire.StepConversationHistory, wire.StepSystemMessage:
 		// Not conversation items.
 	default:
 		if isTool(s) {
@@ -297,7 +329,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 
 // hashStep hashes the raw bytes of a step (or its encoding, for steps built
 // in Go without Raw).
-func hashStep(s *rpc.Step) uint64 {
+func hashStep(s *wire.Step) uint64 {
 	raw := s.Raw
 	if len(raw) == 0 {
 		b, err := json.Marshal(s)
@@ -313,11 +345,11 @@ func hashStep(s *rpc.Step) uint64 {
 func (r *Reconciler) runStatus() {
 	obs := &r.obs
 	switch obs.RunStatus {
-	case rpc.RunRunning, rpc.RunBusy:
+	case wire.RunRunning, wire.RunBusy:
 		if r.state == "" || r.state == messages.StateIdle {
 			r.setState(messages.StateRunning, r.known)
 		}
-	case rpc.RunIdle:
+	case wire.RunIdle:
 		// Only steps read after agy said IDLE close the turn: a frame's IDLE
 		// can come before the last steps are flushed, and a snapshot without
 		// a status may have been read before the IDLE (the caller reads one
@@ -356,7 +388,7 @@ func (r *Reconciler) goIdle() {
 // idleBound reports whether this observation will close the turn, so a
 // prompt closing inside it does not flap the status to running first.
 func (r *Reconciler) idleBound() bool {
-	return r.obs.Kind == Snapshot && r.obs.RunStatus == rpc.RunIdle
+	return r.obs.Kind == Snapshot && r.obs.RunStatus == wire.RunIdle
 }
 
 func (r *Reconciler) setState(state string, anchor int) {
@@ -395,7 +427,7 @@ func (r *Reconciler) itemID(index int, suffix string) string {
 }
 
 // userInput maps a USER_INPUT step: user_message, model_changed, running.
-func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
+func (r *Reconciler) userInput(index int, s *wire.Step, st *slot) {
 	if st.userDone {
 		return
 	}
@@ -427,7 +459,7 @@ func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
 	}
 }
 
-func userText(s *rpc.Step) string {
+func userText(s *wire.Step) string {
 	ui := s.UserInput
 	if ui == nil {
 		return ""
@@ -445,7 +477,7 @@ func userText(s *rpc.Step) string {
 	return text
 }
 
-func turnModel(s *rpc.Step) string {
+func turnModel(s *wire.Step) string {
 	if ui := s.UserInput; ui != nil && ui.UserConfig != nil {
 		if m := ui.UserConfig.PlannerConfig.Model(); m != "" {
 			return m
@@ -458,8 +490,12 @@ func turnModel(s *rpc.Step) string {
 }
 
 func (r *Reconciler) takeExpected(text string) bool {
+	typed := ""
 	for i, t := range r.expected {
-		if t == text {
+		if t.typed && typed == "" {
+			typed = TypedForm(text)
+		}
+		if t.text == text || (t.typed && t.text == typed) {
 			r.expected = append(r.expected[:i:i], r.expected[i+1:]...)
 			return true
 		}

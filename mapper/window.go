@@ -4,7 +4,7 @@ import (
 	"hash/maphash"
 	"slices"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Defaults of Config's bounds.
@@ -42,7 +42,7 @@ const maxCommands = 256
 var typeSeed = maphash.MakeSeed()
 
 // fingerprint is what is kept of a dropped step: its type's hash, never 0.
-func fingerprint(t rpc.StepType) uint32 {
+func fingerprint(t wire.StepType) uint32 {
 	return uint32(maphash.String(typeSeed, string(t))) | 1
 }
 
@@ -66,7 +66,7 @@ func (r *Reconciler) Footprint() Footprint {
 
 // dropped handles a copy of a step with no slot: true when the step was
 // dropped from the window (or sealed) and the copy implies nothing.
-func (r *Reconciler) dropped(index int, s *rpc.Step) bool {
+func (r *Reconciler) dropped(index int, s *wire.Step) bool {
 	if index < r.pastBase {
 		return true // sealed: taken as delivered
 	}
@@ -78,7 +78,7 @@ func (r *Reconciler) dropped(index int, s *rpc.Step) bool {
 		r.past[j] = 0 // another step now (history rewritten): a new one
 		return false
 	}
-	if s.Type == rpc.StepInvokeSubagent {
+	if s.Type == wire.StepInvokeSubagent {
 		r.noteChildren(index, s) // agy may fill its children in after DONE
 	}
 	return true

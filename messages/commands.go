@@ -1,8 +1,8 @@
 package messages
 
-// Public contract: the commands a driver sends (DESIGN.md section 5).
+// Public contract: the commands a driver sends (docs/EVENTS.md, "Commands").
 
-// CommandType names a driver command (DESIGN.md section 5).
+// CommandType names a driver command (docs/EVENTS.md, "Commands").
 type CommandType string
 
 // The command types.

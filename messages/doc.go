@@ -4,7 +4,8 @@
 // # The public contract
 //
 // What the CLI prints and the host serves, and what an embedder of package
-// actors reads and sends: JSON-encoded, stable (DESIGN.md section 5). In
+// actors reads and sends: JSON-encoded, stable (docs/ARCHITECTURE.md, "The
+// event contract"; every type and field: docs/EVENTS.md). In
 // events.go and commands.go:
 //
 //   - Event, the unit of a session's output, and EventType with its
@@ -20,20 +21,22 @@
 //
 // The messages the actors of package actors send one another, and the
 // requests its embedding API sends a session (in protocol_*.go, one file
-// per protocol). They are internal to the tree: package actors sends and
+// per actor the session talks with). They are internal to the tree: package actors sends and
 // receives every one of them, nothing outside it should, and they change
 // with it. They are kept here, not in package actors, because they are
 // plain values that could cross a node: none holds a client, a channel or a
 // function (a message that must carry a live object is the actors
 // package's own, unexported).
 //
-//   - ports: Gen, PortFound, DiscoveryStalled, PortLost.
-//   - steps: StreamState, SnapshotRead, TurnActive, ReadNow, FramesFlowing,
-//     ConversationRotated, SubagentDone.
-//   - turns: SendTurn, TurnResult, Interrupt, ConversationFrom,
-//     ModelsLoaded.
-//   - interactions: ResolveElicitation, ResolveAccepted, DeliverAnswer,
-//     AnswerDelivered, AnswerFailed.
+//   - session (the embedding API's requests): SendTurn, Interrupt,
+//     TurnResult, ResolveElicitation, ResolveAccepted.
+//   - discovery: Gen, PortFound, DiscoveryStalled, PortLost.
+//   - stream: StreamState.
+//   - poller: SnapshotRead, TurnActive, ReadNow.
+//   - rotation: FramesFlowing, ConversationRotated.
+//   - subagent: SubagentDone.
+//   - turnsender: RunTurn, StopRun, ConversationFrom, ModelsLoaded.
+//   - interaction: DeliverAnswer, AnswerDelivered, AnswerFailed.
 //
 // Messages are plain structs sent as pointers; each type's doc says who
 // sends it, who receives it, and the reply.

@@ -1,10 +1,11 @@
 package messages
 
-// Public contract: the events a session publishes (DESIGN.md section 5).
+// Public contract: the events a session publishes (docs/ARCHITECTURE.md, "The
+// event contract").
 
 import "time"
 
-// EventType names an event of the public contract (DESIGN.md section 5).
+// EventType names an event of the public contract (docs/EVENTS.md).
 type EventType string
 
 // The event types.
@@ -97,7 +98,7 @@ const (
 // event. ID is deterministic: the same step yields the same id in every run
 // and after every restart, so consumers can dedup. Seq is per session and
 // monotonic; the session assigns it (and SessionID) as it publishes.
-// The other fields belong to particular types (see DESIGN.md section 5) and
+// The other fields belong to particular types (see docs/EVENTS.md) and
 // are omitted when empty; fields whose zero value is meaningful are pointers.
 type Event struct {
 	Type                 EventType `json:"type"`

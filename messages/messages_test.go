@@ -35,6 +35,7 @@ var (
 		reflect.TypeFor[messages.SubagentDone](),
 		reflect.TypeFor[messages.SendTurn](), reflect.TypeFor[messages.TurnResult](),
 		reflect.TypeFor[messages.Interrupt](), reflect.TypeFor[messages.ConversationFrom](),
+		reflect.TypeFor[messages.RunTurn](), reflect.TypeFor[messages.StopRun](),
 		reflect.TypeFor[messages.ModelsLoaded](),
 		reflect.TypeFor[messages.ResolveElicitation](), reflect.TypeFor[messages.ResolveAccepted](),
 		reflect.TypeFor[messages.DeliverAnswer](), reflect.TypeFor[messages.AnswerDelivered](),

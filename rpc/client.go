@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 x/net/http2's Transport is the HTTP/2 client this project chose (docs/DECISIONS.md): it runs h2 on a conn we dial and wrap, which net/http's HTTP2 config does not offer.
+
 package rpc
 
 import (
@@ -18,6 +20,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/agyharness/agyharness/rpc/internal/flowconn"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Config says where a Client connects and how long it waits. The zero value
@@ -214,7 +217,7 @@ func (c *Client) call(ctx context.Context, timeout time.Duration, method string,
 			if len(bytes.TrimSpace(data)) == 0 {
 				data = []byte("{}")
 			}
-			return unmarshal(data, resp)
+			return wire.Unmarshal(data, resp)
 		}
 	}
 	return c.callRead(ctx, timeout, method, req, read)

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -28,8 +27,9 @@ const envelopeHeaderLen = 5
 // Config.MaxMessageSize says otherwise.
 const DefaultMaxMessageSize = 16 << 20
 
-// WriteEnvelope writes one Connect envelope: [flags][uint32 BE len][payload].
-func WriteEnvelope(w io.Writer, flags byte, payload []byte) error {
+// writeEnvelope writes one Connect envelope: [flags][uint32 BE len][payload]
+// (the client's stream request; the server half is rpc/internal/connectserver).
+func writeEnvelope(w io.Writer, flags byte, payload []byte) error {
 	if uint64(len(payload)) > math.MaxUint32 {
 		return fmt.Errorf("%w: payload of %d bytes does not fit an envelope", ErrMessageTooLarge, len(payload))
 	}
@@ -44,20 +44,6 @@ func WriteEnvelope(w io.Writer, flags byte, payload []byte) error {
 	}
 	_, err := w.Write(payload)
 	return err
-}
-
-// WriteEndStream writes the final envelope of a stream: {} when code is
-// empty, else {"error":{"code","message"}}. The fake language server uses it.
-func WriteEndStream(w io.Writer, code Code, msg string) error {
-	var end EndStream
-	if code != "" {
-		end.Error = &ErrorBody{Code: string(code), Message: msg}
-	}
-	payload, err := json.Marshal(end)
-	if err != nil {
-		return err
-	}
-	return WriteEnvelope(w, FlagEndStream, payload)
 }
 
 // EnvelopeReader decodes Connect envelopes from a byte stream one at a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agyharness/agyharness/cmd/agyharness/acp"
 	"github.com/agyharness/agyharness/cmd/agyharness/bench"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
@@ -61,6 +62,7 @@ func commands() []*command {
 		attachCommand(),
 		launchCommand(),
 		serveCommand(),
+		clusterCommand(),
 		replayCommand(),
 		acpCommand(),
 		benchCommand(),
@@ -120,10 +122,12 @@ func exitCode(e *env, err error) int {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "agyharness: %v\n(see agyharness help)\n", err)
+		fmt.Fprintf(e.stderr, "agyharness: %s\n(see agyharness help)\n", termtext.Clean(err.Error()))
 		return exitUsage
 	default:
-		fmt.Fprintf(e.stderr, "agyharness: %v\n", err)
+		// The error can quote agy (an answer it refused with, launch's
+		// "its last output"): shown visibly, as agy's events are.
+		fmt.Fprintf(e.stderr, "agyharness: %s\n", termtext.Clean(err.Error()))
 		return exitFailure
 	}
 }
@@ -286,7 +290,7 @@ func (c *csrfFlags) resolve(e *env, cmd string) (string, error) {
 	case c.token != "":
 		return c.token, nil
 	case c.file != "":
-		t, err := tokenfile.Read(c.file)
+		t, err := tokenfile.Read(c.file, func(line string) { fmt.Fprintf(e.stderr, "agyharness %s: warning: %s\n", cmd, line) })
 		if err != nil {
 			return "", usagef("%s: --csrf-token-file: %v", cmd, err)
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/agyharness/agyharness/messages"
 )
 
-// parseCommand decodes and checks one JSON command line (DESIGN.md section
-// 5). Unknown fields are refused, so a typo is reported instead of ignored.
+// parseCommand decodes and checks one JSON command line (docs/EVENTS.md,
+// "Commands"). Unknown fields are refused, so a typo is reported instead of ignored.
 // What it cannot know (whether an elicitation is open, whether an option id
 // exists) the session checks when the command runs.
 func parseCommand(line []byte) (messages.Command, error) {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
 	"github.com/agyharness/agyharness/messages"
 )
 
@@ -341,7 +342,7 @@ func (d *driver) sendNextTurn() {
 	c := d.cfg.turns[d.nextTurn]
 	d.nextTurn++
 	if d.cfg.echoTurns && d.render != nil {
-		d.render.line("%s> %s%s", d.render.p.bold, c.Text, d.render.p.reset)
+		d.render.line("%s> %s%s", d.render.p.bold, termtext.Clean(c.Text), d.render.p.reset)
 	}
 	d.sendTurn(c)
 }

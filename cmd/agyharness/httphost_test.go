@@ -200,7 +200,11 @@ func startHost(t *testing.T, cfg serverConfig) *runningHost {
 	require.NoError(t, err)
 	s := newServer(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &runningHost{base: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
+	scheme := "http://"
+	if cfg.tls != nil {
+		scheme = "https://"
+	}
+	h := &runningHost{base: scheme + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
 	go func() {
 		h.served <- s.serve(ctx, ln, nil, func(hctx context.Context) error {
 			h.hostCtxErr <- hctx.Err()
@@ -264,7 +268,8 @@ func oneSession(sess *feedSession) *feedHost {
 // rawConn opens a TCP connection to the host.
 func (h *runningHost) rawConn(t *testing.T) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
+	_, addr, _ := strings.Cut(h.base, "://")
+	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -340,17 +345,21 @@ func TestHostLongRequestsOutliveTheReadTimeout(t *testing.T) {
 }
 
 func TestHostCapsConcurrentConnections(t *testing.T) {
-	h := startHost(t, serverConfig{host: oneSession(&feedSession{}), maxConns: 2})
+	h := startHost(t, serverConfig{host: oneSession(&feedSession{}), maxConns: 2, authGrace: time.Hour})
+	request := "GET /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + hostTestToken + "\r\n\r\n"
+	// Two token holders' connections take the two slots.
 	first, second := h.rawConn(t), h.rawConn(t)
 	for _, c := range []net.Conn{first, second} {
-		_, err := fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, err := fmt.Fprint(c, request)
 		require.NoError(t, err)
 		res, err := http.ReadResponse(bufio.NewReader(c), nil)
 		require.NoError(t, err)
 		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
 	}
+	// A third waits: no connection without the token to evict.
 	third := h.rawConn(t)
-	_, err := fmt.Fprint(third, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, err := fmt.Fprint(third, request)
 	require.NoError(t, err)
 	require.NoError(t, third.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 	_, err = bufio.NewReader(third).ReadByte()

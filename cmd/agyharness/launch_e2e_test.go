@@ -259,6 +259,34 @@ func TestLaunchTypesEveryTurnWithTurnsTUI(t *testing.T) {
 	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
 }
 
+// A turn the harness types into agy's pane comes back with origin harness,
+// also when agy takes it otherwise than it was sent (a paste's line breaks
+// and control characters, the blanks agy trims), each once: a person then
+// typing the same text in the pane is origin terminal.
+func TestLaunchTypedTurnsComeBackFromTheHarness(t *testing.T) {
+	l := startLaunch(t, []string{"--turns", "tui"}, []string{"--scenario", launchScenario(t)})
+	l.er.until(wait, "no conversation yet", isStatus(messages.StateNoConversation))
+	for _, text := range []string{"  thanks\r\n", "thanks \x07\t\n", "thanks"} {
+		l.send(messages.Command{Type: messages.CommandTurn, Text: text})
+		user := l.er.until(wait, fmt.Sprintf("the turn %q", text), isType(messages.EventUserMessage))
+		assert.Equal(t, "thanks", user.Text, "as agy took it")
+		assert.Equal(t, messages.OriginHarness, user.Origin, "the turn %q, typed by the harness", text)
+		l.er.until(wait, "idle", isStatus(messages.StateIdle))
+	}
+	l.pane.keys("thanks", "Enter")
+	typed := l.er.until(wait, "the person's turn", isType(messages.EventUserMessage))
+	assert.Equal(t, "thanks", typed.Text)
+	assert.Equal(t, messages.OriginTerminal, typed.Origin, "typed by a person: each typed turn is matched once")
+	l.er.until(wait, "idle", isStatus(messages.StateIdle))
+	for _, ev := range l.er.events {
+		if ev.Type == messages.EventError {
+			t.Errorf("unexpected error event: %s", ev.Message)
+		}
+	}
+	l.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
+}
+
 // TestLaunchWithoutCloseKeysLeavesTheDialog shows why the harness presses
 // agy's keys: with none (--close-prompt-key ""), a prompt answered over
 // JSON stays drawn in agy's terminal until a person closes it.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
 	"github.com/agyharness/agyharness/messages"
 )
 
@@ -26,11 +28,18 @@ const maxOutputLines = 20
 // reasoning dimmed, tool calls as "$ command" with their output, prompts
 // with numbered options, and a status line on every status edge. It is
 // used by one goroutine (the driver's loop).
+//
+// Every text of an event passes termtext.Clean (streamed text a
+// termtext.Stream) before it is written, and before the renderer's own
+// styles are put around it: agy's control characters and escape sequences
+// are shown, never acted on by the terminal.
 type renderer struct {
 	w io.Writer
 	p palette
 
 	openItem string          // the item whose text is mid-line ("" when at a line start)
+	live     termtext.Stream // cleans the open item's streamed text
+	style    string          // the open item's style
 	streamed map[string]bool // items whose text was streamed: their message is not printed again
 	model    string
 	in, out  int64                // the conversation's token totals
@@ -60,6 +69,9 @@ func newRenderer(w io.Writer, color bool) *renderer {
 // endLine finishes a streamed line, if one is open.
 func (r *renderer) endLine() {
 	if r.openItem != "" {
+		if rest := r.live.Flush(); rest != "" {
+			fmt.Fprint(r.w, r.style+rest)
+		}
 		fmt.Fprint(r.w, r.p.reset+"\n")
 		r.openItem = ""
 	}
@@ -75,14 +87,23 @@ func (r *renderer) prefix(ev *messages.Event) string {
 	if ev.ParentConversationID == "" {
 		return ""
 	}
-	return r.p.dim + "[subagent " + short(ev.ConversationID) + "] " + r.p.reset
+	return r.p.dim + "[subagent " + termtext.Clean(short(ev.ConversationID)) + "] " + r.p.reset
 }
 
+// short is the start of an id, at most 8 bytes, cut between characters.
 func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
+	return cut(id, 8)
+}
+
+// cut is s shortened to at most n bytes, between characters.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return id
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // stream appends delta text of an item, starting a new line when another
@@ -92,11 +113,11 @@ func (r *renderer) stream(ev *messages.Event, style, label, text string) {
 	if r.openItem != key {
 		r.endLine()
 		fmt.Fprint(r.w, r.prefix(ev)+style+label)
-		r.openItem = key
+		r.openItem, r.style = key, style
 	} else {
 		fmt.Fprint(r.w, style)
 	}
-	fmt.Fprint(r.w, text+r.p.reset)
+	fmt.Fprint(r.w, r.live.Write(text)+r.p.reset)
 	r.streamed[key] = true
 }
 
@@ -126,10 +147,10 @@ func (r *renderer) event(ev *messages.Event) {
 			}
 			return
 		}
-		r.line("%s%s", r.prefix(ev), ev.Text)
+		r.line("%s%s", r.prefix(ev), termtext.Clean(ev.Text))
 	case messages.EventUserMessage:
 		if ev.Origin == messages.OriginTerminal {
-			r.line("%s%s> %s%s %s(typed in agy)%s", r.prefix(ev), p.bold, ev.Text, p.reset, p.dim, p.reset)
+			r.line("%s%s> %s%s %s(typed in agy)%s", r.prefix(ev), p.bold, termtext.Clean(ev.Text), p.reset, p.dim, p.reset)
 		}
 	case messages.EventFunctionCall:
 		r.functionCall(ev)
@@ -161,11 +182,11 @@ func (r *renderer) event(ev *messages.Event) {
 		}
 		r.line("%smodel: %s → %s%s", p.dim, from, r.modelName(ev.To), p.reset)
 	case messages.EventConversationRotated:
-		r.line("%sconversation %s → %s (agy started a new conversation)%s", p.yellow, short(ev.From), short(ev.To), p.reset)
+		r.line("%sconversation %s → %s (agy started a new conversation)%s", p.yellow, termtext.Clean(short(ev.From)), termtext.Clean(short(ev.To)), p.reset)
 	case messages.EventUnknownStep:
-		r.line("%s(agy step type %s is not mapped by this version)%s", p.dim, ev.StepType, p.reset)
+		r.line("%s(agy step type %s is not mapped by this version)%s", p.dim, termtext.Clean(ev.StepType), p.reset)
 	case messages.EventError:
-		r.line("%s%serror: %s%s", r.prefix(ev), p.red, ev.Message, p.reset)
+		r.line("%s%serror: %s%s", r.prefix(ev), p.red, termtext.Clean(ev.Message), p.reset)
 	case messages.EventStatus:
 		if ev.ParentConversationID != "" {
 			return
@@ -182,7 +203,7 @@ func (r *renderer) status(state string) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "── %s", state)
+	fmt.Fprintf(&b, "── %s", termtext.Clean(state))
 	if r.model != "" {
 		fmt.Fprintf(&b, " · %s", r.modelName(r.model))
 	}
@@ -200,14 +221,16 @@ func (r *renderer) status(state string) {
 	r.line("%s%s ──%s", p.dim, b.String(), p.reset)
 }
 
+// modelName is a model's display name (or its enum), shown visibly.
 func (r *renderer) modelName(enum string) string {
 	if n, ok := r.names[enum]; ok {
-		return n
+		return termtext.Clean(n)
 	}
-	return enum
+	return termtext.Clean(enum)
 }
 
-// resolved draws the end of a prompt: what was asked, and how it ended.
+// resolved draws the end of a prompt: what was asked (as prompt shows it),
+// and how it ended.
 func (r *renderer) resolved(ev *messages.Event) {
 	p := r.p
 	what, perm := r.asked[ev.ElicitationID], r.perms[ev.ElicitationID]
@@ -219,7 +242,7 @@ func (r *renderer) resolved(ev *messages.Event) {
 	}
 	verb := verbs[ev.Action]
 	if verb == "" {
-		verb = ev.Action
+		verb = termtext.Clean(ev.Action)
 	}
 	switch ev.By {
 	case messages.ByTerminal:
@@ -248,9 +271,13 @@ func deref(p *int64) int64 {
 const maxArgs = 100
 
 // callLine is "$ command" for run_command, else "→ title" (the mapper's),
-// else "→ name args". A question's arguments are left out: the prompt shows
-// them.
+// else "→ name args", shown visibly. A question's arguments are left out:
+// the prompt shows them.
 func callLine(ev *messages.Event) string {
+	return termtext.Clean(callText(ev))
+}
+
+func callText(ev *messages.Event) string {
 	var args map[string]any
 	_ = json.Unmarshal([]byte(ev.Arguments), &args)
 	if cmd, ok := args["command"].(string); ok && cmd != "" {
@@ -267,7 +294,7 @@ func callLine(ev *messages.Event) string {
 	}
 	a := ev.Arguments
 	if len(a) > maxArgs {
-		a = a[:maxArgs] + "…"
+		a = cut(a, maxArgs) + "…"
 	}
 	return "→ " + ev.Name + " " + a
 }
@@ -284,7 +311,7 @@ func (r *renderer) output(ev *messages.Event) {
 			lines = lines[:maxOutputLines]
 		}
 		for _, l := range lines {
-			fmt.Fprintf(r.w, "%s  %s%s\n", p.dim, l, p.reset)
+			fmt.Fprintf(r.w, "%s  %s%s\n", p.dim, cleanLine(l), p.reset)
 		}
 		if more > 0 {
 			fmt.Fprintf(r.w, "%s  … %d more lines%s\n", p.dim, more, p.reset)
@@ -305,12 +332,12 @@ func (r *renderer) prompt(ev *messages.Event) {
 		what := "agy asks for permission"
 		switch {
 		case ev.Command != nil:
-			what = "agy wants to run: $ " + ev.Command.Line
+			what = "agy wants to run: $ " + termtext.Clean(ev.Command.Line)
 			if ev.Command.Cwd != "" {
-				what += "   (in " + ev.Command.Cwd + ")"
+				what += "   (in " + termtext.Clean(ev.Command.Cwd) + ")"
 			}
 		case ev.Resource != nil:
-			what = fmt.Sprintf("agy wants to %s %s", ev.Resource.Action, ev.Resource.Target)
+			what = fmt.Sprintf("agy wants to %s %s", termtext.Clean(ev.Resource.Action), termtext.Clean(ev.Resource.Target))
 		}
 		r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, what, p.reset)
 		if len(ev.Diffs) > 0 {
@@ -324,18 +351,25 @@ func (r *renderer) prompt(ev *messages.Event) {
 		r.asked[ev.ElicitationID] = strings.TrimPrefix(strings.TrimPrefix(what, "agy wants to run: "), "agy wants to ")
 	default:
 		if len(ev.Questions) > 0 {
-			r.asked[ev.ElicitationID] = ev.Questions[0].Question
+			r.asked[ev.ElicitationID] = termtext.Clean(ev.Questions[0].Question)
 		}
 		for _, q := range ev.Questions {
-			r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, q.Question, p.reset)
+			r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, termtext.Clean(q.Question), p.reset)
 			for i, o := range q.Options {
-				r.line("  %d) %s", i+1, o.Text)
+				r.line("  %d) %s", i+1, termtext.Clean(o.Text))
 			}
 		}
 	}
 }
 
-// ask draws the input hint for the question being answered.
+// ask draws the input hint for the question being answered (which can
+// repeat agy's question).
 func (r *renderer) ask(hint string) {
-	r.line("%s  %s%s", r.p.yellow, hint, r.p.reset)
+	r.line("%s  %s%s", r.p.yellow, termtext.Clean(hint), r.p.reset)
+}
+
+// cleanLine is one line of agy's text (a line of output or of a diff),
+// shown visibly; a CR that ended it (a CRLF line end) is dropped.
+func cleanLine(l string) string {
+	return termtext.Clean(strings.TrimSuffix(l, "\r"))
 }

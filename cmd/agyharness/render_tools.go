@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
 	"github.com/agyharness/agyharness/messages"
 )
 
@@ -55,14 +56,14 @@ func (r *renderer) diffs(c *callView, diffs []messages.FileDiff) {
 	path := c.path
 	for _, d := range diffs {
 		if d.Path != path {
-			fmt.Fprintf(r.w, "  %s%s%s\n", p.bold, d.Path, p.reset)
+			fmt.Fprintf(r.w, "  %s%s%s\n", p.bold, termtext.Clean(d.Path), p.reset)
 			path = d.Path
 		}
 		lines := diffLines(d)
 		if d.Line > 0 || d.OldText == nil {
 			old, nw := 0, 0
 			for _, l := range lines {
-				switch l[0] {
+				switch firstByte(l) {
 				case '-':
 					old++
 				case '+':
@@ -85,15 +86,24 @@ func (r *renderer) diffs(c *callView, diffs []messages.FileDiff) {
 				break
 			}
 			style := p.dim
-			switch l[0] {
+			switch firstByte(l) {
 			case '-':
 				style = p.red
 			case '+':
 				style = p.green
 			}
-			fmt.Fprintf(r.w, "  %s%s%s\n", style, l, p.reset)
+			fmt.Fprintf(r.w, "  %s%s%s\n", style, cleanLine(l), p.reset)
 		}
 	}
+}
+
+// firstByte is l's first byte, 0 for an empty line (agy's diff may hold
+// one).
+func firstByte(l string) byte {
+	if l == "" {
+		return 0
+	}
+	return l[0]
 }
 
 // diffLines are a change's lines, each prefixed " ", "-" or "+": agy's own
@@ -185,7 +195,7 @@ func (r *renderer) outputDelta(ev *messages.Event) {
 
 func (r *renderer) outputLine(c *callView, line string) {
 	if c.shown < maxOutputLines {
-		r.line("%s  %s%s", r.p.dim, line, r.p.reset)
+		r.line("%s  %s%s", r.p.dim, cleanLine(line), r.p.reset)
 	}
 	c.shown++
 }
@@ -202,12 +212,12 @@ func (r *renderer) toolOutput(ev *messages.Event) {
 	case len(ev.Hits) > 0 || (ev.HitCount != nil && ev.Kind == messages.ToolSearch):
 		r.hits(ev)
 	case ev.Kind == messages.ToolFetch && ev.URL != "":
-		fmt.Fprintf(r.w, "%s  %s (%s)%s\n", p.dim, ev.URL, size(len(ev.Output)), p.reset)
+		fmt.Fprintf(r.w, "%s  %s (%s)%s\n", p.dim, termtext.Clean(ev.URL), size(len(ev.Output)), p.reset)
 	case len(ev.Diffs) > 0:
 		if !c.diffShown {
 			r.diffs(c, ev.Diffs)
 		}
-		fmt.Fprintf(r.w, "%s  %s%s\n", p.dim, ev.Output, p.reset)
+		fmt.Fprintf(r.w, "%s  %s%s\n", p.dim, termtext.Clean(ev.Output), p.reset)
 	case c.live != "" && !c.rewritten && strings.HasPrefix(ev.Output, c.live):
 		// The live view showed the output's whole lines so far: the rest.
 		rest := c.pending + ev.Output[len(c.live):]
@@ -235,12 +245,12 @@ func (r *renderer) hits(ev *messages.Event) {
 		if i == maxHitLines {
 			break
 		}
-		where := h.Path
+		where := termtext.Clean(h.Path)
 		if h.Line > 0 {
 			where += fmt.Sprintf(":%d", h.Line)
 		}
 		if h.Text != "" {
-			fmt.Fprintf(r.w, "  %s%s:%s %s\n", p.cyan, where, p.reset, h.Text)
+			fmt.Fprintf(r.w, "  %s%s:%s %s\n", p.cyan, where, p.reset, termtext.Clean(h.Text))
 		} else {
 			fmt.Fprintf(r.w, "  %s%s%s\n", p.cyan, where, p.reset)
 		}

@@ -1,7 +1,7 @@
 // Package agytest is a fake of agy's language server, the way net/http/httptest
 // fakes an HTTP server: every test, demo and benchmark of the project runs
-// against it, so it copies agy's behaviour, quirks included (DESIGN.md
-// section 7).
+// against it, so it copies agy's behaviour, quirks included
+// (docs/ARCHITECTURE.md, "What the harness relies on from agy"; docs/REAL-AGY.md).
 //
 // A Server listens on HTTPS (self-signed, HTTP/2) on a random loopback port
 // and on plain HTTP next to it, and serves the Connect protocol of
@@ -27,7 +27,7 @@
 //   - GetCascadeTrajectorySteps answers from stepOffset, at most
 //     Options.MaxStepsPerRead steps (600 by default): a long trajectory is
 //     only ever seen in windows.
-//   - Steps are proto3 JSON shaped like ../shared/fixtures/agy-steps: defaults
+//   - Steps are proto3 JSON shaped like testdata/agy-steps: defaults
 //     omitted, 64-bit integers as strings, stepIndex inside
 //     metadata.sourceTrajectoryStepInfo. Streamed copies drop
 //     metadata.toolCall and plannerResponse.toolCalls, and some streamed DONE

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // A conversation's history (Options.HistorySteps) is finished turns made
@@ -25,21 +25,21 @@ func (c *conversation) historyStep(i int) *fakeStep {
 	turn := strconv.Itoa(i / 2)
 	model := c.srv.recommendedModel()
 	at := timestamp(historyEpoch.Add(time.Duration(i) * time.Second))
-	f := &fakeStep{step: rpc.Step{
-		Status: rpc.StatusDone,
-		Metadata: rpc.StepMetadata{
+	f := &fakeStep{step: wire.Step{
+		Status: wire.StatusDone,
+		Metadata: wire.StepMetadata{
 			CreatedAt: at, CompletedAt: at,
-			SourceTrajectoryStepInfo: rpc.StepInfo{TrajectoryID: c.trajectoryID, StepIndex: rpc.Int(i), CascadeID: c.id},
+			SourceTrajectoryStepInfo: wire.StepInfo{TrajectoryID: c.trajectoryID, StepIndex: wire.Int(i), CascadeID: c.id},
 		},
 	}}
 	s := &f.step
 	if i%2 == 0 {
 		text := "history turn " + turn
-		s.Type = rpc.StepUserInput
-		s.Metadata.Source = rpc.SourceUserExplicit
-		s.UserInput = &rpc.UserInput{
-			Items: []rpc.TextItem{{Text: text}}, UserResponse: text,
-			UserConfig: &rpc.UserConfig{PlannerConfig: &rpc.PlannerConfig{PlanModel: model, RequestedModel: &rpc.ModelRef{Model: model}}},
+		s.Type = wire.StepUserInput
+		s.Metadata.Source = wire.SourceUserExplicit
+		s.UserInput = &wire.UserInput{
+			Items: []wire.TextItem{{Text: text}}, UserResponse: text,
+			UserConfig: &wire.UserConfig{PlannerConfig: &wire.PlannerConfig{PlanModel: model, RequestedModel: &wire.ModelRef{Model: model}}},
 		}
 		return f
 	}
@@ -47,11 +47,11 @@ func (c *conversation) historyStep(i int) *fakeStep {
 	if pad := c.srv.opts.HistoryStepBytes - len(text); pad > 0 {
 		text += " " + strings.Repeat("x", pad)
 	}
-	s.Type = rpc.StepPlannerResponse
-	s.Metadata.Source = rpc.SourceModel
+	s.Type = wire.StepPlannerResponse
+	s.Metadata.Source = wire.SourceModel
 	s.Metadata.GeneratorModel = model
-	s.Metadata.ModelUsage = &rpc.ModelUsage{Model: model, InputTokens: 1000, OutputTokens: rpc.Int64(len(text) / 4), ResponseOutputTokens: rpc.Int64(len(text) / 4)}
-	s.PlannerResponse = &rpc.PlannerResponse{Response: text, ModifiedResponse: text}
+	s.Metadata.ModelUsage = &wire.ModelUsage{Model: model, InputTokens: 1000, OutputTokens: wire.Int64(len(text) / 4), ResponseOutputTokens: wire.Int64(len(text) / 4)}
+	s.PlannerResponse = &wire.PlannerResponse{Response: text, ModifiedResponse: text}
 	return f
 }
 
@@ -75,11 +75,11 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 // a history: as next builds it, but written as it is made, so that a frame
 // of a million steps is never held whole. tail holds the streamed copies
 // of the stored steps (from index n-len(tail)).
-func writeSnapshotFrame(w io.Writer, c *conversation, status rpc.RunStatus, n int, tail [][]byte) error {
+func writeSnapshotFrame(w io.Writer, c *conversation, status wire.RunStatus, n int, tail [][]byte) error {
 	head, _ := json.Marshal(struct {
-		ConversationID string        `json:"conversationId,omitempty"`
-		TrajectoryID   string        `json:"trajectoryId,omitempty"`
-		Status         rpc.RunStatus `json:"status,omitempty"`
+		ConversationID string         `json:"conversationId,omitempty"`
+		TrajectoryID   string         `json:"trajectoryId,omitempty"`
+		Status         wire.RunStatus `json:"status,omitempty"`
 	}{c.id, c.trajectoryID, status})
 	bw := bufio.NewWriterSize(w, 64<<10)
 	bw.WriteString(`{"update":`)

@@ -6,8 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // A conversation with a history has its finished turns at indices 0 to
@@ -23,14 +23,14 @@ func TestHistoryStepsAreServedLikeStoredOnes(t *testing.T) {
 	steps, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, 0, nil)
 	require.NoError(t, err)
 	require.Len(t, steps, agytest.DefaultMaxStepsPerRead)
-	assert.Equal(t, rpc.StepUserInput, steps[0].Type)
+	assert.Equal(t, wire.StepUserInput, steps[0].Type)
 	assert.Equal(t, "history turn 0", steps[0].UserInput.UserResponse)
-	assert.Equal(t, rpc.StepPlannerResponse, steps[1].Type)
+	assert.Equal(t, wire.StepPlannerResponse, steps[1].Type)
 	assert.Equal(t, "history reply 0", steps[1].PlannerResponse.Response)
 	tail, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, 600, nil)
 	require.NoError(t, err)
 	require.Len(t, tail, n-600)
-	assert.Equal(t, rpc.Int(n-1), tail[len(tail)-1].Metadata.SourceTrajectoryStepInfo.StepIndex)
+	assert.Equal(t, wire.Int(n-1), tail[len(tail)-1].Metadata.SourceTrajectoryStepInfo.StepIndex)
 	assert.Len(t, srv.GroundTruth(conv), n)
 
 	st, err := c.StreamAgentStateUpdates(ctx, conv, "")
@@ -41,7 +41,7 @@ func TestHistoryStepsAreServedLikeStoredOnes(t *testing.T) {
 	su := first.Update.MainTrajectoryUpdate.StepsUpdate
 	require.Len(t, su.Steps, n)
 	require.Len(t, su.Indices, n)
-	assert.Equal(t, rpc.Int(n), su.TotalLength)
+	assert.Equal(t, wire.Int(n), su.TotalLength)
 	assert.Equal(t, "history reply 499", su.Steps[999].PlannerResponse.ModifiedResponse)
 
 	require.NoError(t, c.SendUserCascadeMessage(ctx, conv, "next", model))
@@ -51,5 +51,5 @@ func TestHistoryStepsAreServedLikeStoredOnes(t *testing.T) {
 	assert.Equal(t, "next", all[n].UserInput.UserResponse)
 	sum, err := c.GetAllCascadeTrajectories(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, rpc.Int(len(all)), sum.TrajectorySummaries[conv].StepCount)
+	assert.Equal(t, wire.Int(len(all)), sum.TrajectorySummaries[conv].StepCount)
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Options configure a fake language server. The zero value is a usable
@@ -80,7 +81,7 @@ type Options struct {
 	Scenario *Scenario
 	// Models is GetAvailableModels' catalog; nil means DefaultModels().
 	// The recommended one (else the first) runs terminal turns by default.
-	Models []rpc.ModelInfo
+	Models []wire.ModelInfo
 	// Logger receives the server's debug log; nil discards it.
 	Logger *slog.Logger
 	// AgyLog, when set, receives agy's own log lines ("Language server
@@ -119,8 +120,8 @@ type Options struct {
 const DefaultMaxStepsPerRead = 600
 
 // DefaultModels is the model catalog when Options.Models is nil.
-func DefaultModels() []rpc.ModelInfo {
-	return []rpc.ModelInfo{
+func DefaultModels() []wire.ModelInfo {
+	return []wire.ModelInfo{
 		{Model: "MODEL_PLACEHOLDER_M20", DisplayName: "Gemini 3.1 Pro (Medium)", Recommended: true, SupportsThinking: true, ThinkingBudget: 8192},
 		{Model: "MODEL_PLACEHOLDER_M132", DisplayName: "Gemini 3.1 Pro (High)", SupportsThinking: true, ThinkingBudget: 32768},
 		{Model: "MODEL_PLACEHOLDER_M187", DisplayName: "Gemini 3.1 Pro (Low)", SupportsThinking: true, ThinkingBudget: 1024},
@@ -614,7 +615,7 @@ func (s *Server) spawnChildren(parent *conversation, ids []string, a SubagentAct
 		task = "Help with the parent task."
 	}
 	for _, ch := range children {
-		if err := ch.enqueue(&turnRequest{text: task, model: model, source: rpc.SourceSystem, script: script}); err != nil {
+		if err := ch.enqueue(&turnRequest{text: task, model: model, source: wire.SourceSystem, script: script}); err != nil {
 			return nil, err
 		}
 	}
@@ -629,12 +630,12 @@ func (s *Server) TypeTurn(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return errors.New("agytest: empty turn")
 	}
-	return s.activeConv().enqueue(&turnRequest{text: text, source: rpc.SourceUserExplicit})
+	return s.activeConv().enqueue(&turnRequest{text: text, source: wire.SourceUserExplicit})
 }
 
 // AnswerFromTerminal answers the open WAITING prompt of a conversation as
 // agy's terminal would (the ids in answer are ignored).
-func (s *Server) AnswerFromTerminal(conversationID string, answer rpc.InteractionResponse) error {
+func (s *Server) AnswerFromTerminal(conversationID string, answer wire.InteractionResponse) error {
 	c := s.lookup(conversationID)
 	if c == nil {
 		return fmt.Errorf("agytest: no conversation %s", conversationID)
@@ -646,22 +647,22 @@ func (s *Server) AnswerFromTerminal(conversationID string, answer rpc.Interactio
 }
 
 // OpenPrompt returns the conversation's current WAITING step, if any.
-func (s *Server) OpenPrompt(conversationID string) (rpc.Step, bool) {
+func (s *Server) OpenPrompt(conversationID string) (wire.Step, bool) {
 	c := s.lookup(conversationID)
 	if c == nil {
-		return rpc.Step{}, false
+		return wire.Step{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.prompt == nil {
-		return rpc.Step{}, false
+		return wire.Step{}, false
 	}
 	return c.steps[c.prompt.idx].decoded(), true
 }
 
 // Steps returns the conversation's current trajectory, decoded as a client
 // decodes GetCascadeTrajectorySteps.
-func (s *Server) Steps(conversationID string) []rpc.Step {
+func (s *Server) Steps(conversationID string) []wire.Step {
 	if c := s.lookup(conversationID); c != nil {
 		return c.snapshot()
 	}
@@ -670,7 +671,7 @@ func (s *Server) Steps(conversationID string) []rpc.Step {
 
 // GroundTruth returns every step the conversation committed (reached a
 // terminal status), in commit order, as it was at that moment.
-func (s *Server) GroundTruth(conversationID string) []rpc.Step {
+func (s *Server) GroundTruth(conversationID string) []wire.Step {
 	if c := s.lookup(conversationID); c != nil {
 		return c.groundTruth()
 	}
@@ -678,7 +679,7 @@ func (s *Server) GroundTruth(conversationID string) []rpc.Step {
 }
 
 // RunStatus is the conversation's cascade run status ("" when not hosted).
-func (s *Server) RunStatus(conversationID string) rpc.RunStatus {
+func (s *Server) RunStatus(conversationID string) wire.RunStatus {
 	if c := s.lookup(conversationID); c != nil {
 		return c.runStatus()
 	}

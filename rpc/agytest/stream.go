@@ -10,15 +10,17 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // frameJSON is one StreamAgentStateUpdates data frame. Steps are the
 // already-marshalled streamed copies.
 type frameJSON struct {
 	Update struct {
-		ConversationID       string        `json:"conversationId,omitempty"`
-		TrajectoryID         string        `json:"trajectoryId,omitempty"`
-		Status               rpc.RunStatus `json:"status,omitempty"`
+		ConversationID       string         `json:"conversationId,omitempty"`
+		TrajectoryID         string         `json:"trajectoryId,omitempty"`
+		Status               wire.RunStatus `json:"status,omitempty"`
 		MainTrajectoryUpdate struct {
 			StepsUpdate struct {
 				Indices     []int             `json:"indices,omitempty"`
@@ -172,7 +174,7 @@ type streamState struct {
 // from its indices as it is written.
 type bigSnapshot struct {
 	conv   *conversation
-	status rpc.RunStatus
+	status wire.RunStatus
 	n      int
 	tail   [][]byte // streamed copies of the stored steps after the history
 }
@@ -259,11 +261,11 @@ func (st *streamState) next(force bool) []byte {
 	}
 	for _, i := range idxs {
 		// agy may send nothing while a prompt is parked.
-		if p := c.prompt; p != nil && p.idx == i && p.unstreamed && !full && c.steps[i].step.Status == rpc.StatusWaiting {
+		if p := c.prompt; p != nil && p.idx == i && p.unstreamed && !full && c.steps[i].step.Status == wire.StatusWaiting {
 			continue
 		}
 		// agy reports IDLE before it flushes the turn's last step.
-		if mode, ok := c.lag[i]; ok && !full && !forced[i] && c.status == rpc.RunIdle && !st.lagSeen[i] {
+		if mode, ok := c.lag[i]; ok && !full && !forced[i] && c.status == wire.RunIdle && !st.lagSeen[i] {
 			st.lagSeen[i] = true
 			if mode == lagLater {
 				st.lagDue[i] = true
@@ -325,7 +327,7 @@ func (st *streamState) write(payload []byte) bool {
 	// The write time is taken before the write: the frame's latency
 	// includes the server's own write and flush.
 	at := time.Now()
-	if err := rpc.WriteEnvelope(st.w, 0, payload); err != nil {
+	if err := connectserver.WriteEnvelope(st.w, 0, payload); err != nil {
 		return false
 	}
 	if err := st.rc.Flush(); err != nil {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -264,6 +267,37 @@ func (a *Agent) LoadSession(ctx context.Context, p sdk.LoadSessionRequest) (sdk.
 	return sdk.LoadSessionResponse{ConfigOptions: opts, Models: models}, nil
 }
 
+// checkCwd refuses a session's cwd that is not an absolute path (ACP
+// requires one) to an existing directory: agy would run elsewhere.
+func checkCwd(cwd string) error {
+	shown := cwd
+	if r := []rune(shown); len(r) > 200 {
+		shown = string(r[:200]) + "…"
+	}
+	why := ""
+	switch {
+	case cwd == "":
+		why = "cwd is required (an absolute path)"
+	case !filepath.IsAbs(cwd):
+		why = fmt.Sprintf("cwd %q is not an absolute path (ACP requires one)", shown)
+	default:
+		fi, err := os.Stat(cwd)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			why = fmt.Sprintf("cwd %q does not exist", shown)
+		case err != nil:
+			why = fmt.Sprintf("cwd %q cannot be used: %v", shown, errors.Unwrap(err))
+		case !fi.IsDir():
+			why = fmt.Sprintf("cwd %q is not a directory", shown)
+		default:
+			return nil
+		}
+	}
+	e := sdk.NewInvalidParams(map[string]any{"cwd": shown, "error": why})
+	e.Message = "Invalid params: " + why
+	return e
+}
+
 // open starts a harness session on agy (attached or launched), waits until
 // its history is read (replaying it when replay is set) and registers it.
 // sessionID is the session to load ("" for a new one).
@@ -274,6 +308,9 @@ func (a *Agent) open(ctx context.Context, cwd, sessionID string, replay bool) (*
 		return nil, sdk.NewInternalError(map[string]any{"error": "the agent is shutting down"})
 	}
 	a.mu.Unlock()
+	if err := checkCwd(cwd); err != nil {
+		return nil, err
+	}
 
 	conversationID := sessionID
 	if c, ok := a.store.conversation(sessionID); ok {

@@ -8,14 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -805,7 +806,7 @@ func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no permission request")
 	}
-	require.NoError(t, r.srv.AnswerFromTerminal(r.srv.ConversationID(), rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}))
+	require.NoError(t, r.srv.AnswerFromTerminal(r.srv.ConversationID(), wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}))
 	select {
 	case <-withdrawn:
 	case <-time.After(10 * time.Second):
@@ -819,4 +820,37 @@ func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
 	}
 	message, _ := texts(r.client.snapshot())
 	assert.Contains(t, message, "Tested.")
+}
+
+// A cwd that is not an absolute path to an existing directory is refused
+// by session/new and session/load with Invalid params naming the problem,
+// and no agy is launched (it would run in the adapter's own directory).
+func TestOpenRefusesACwdThatIsNoAbsoluteDirectory(t *testing.T) {
+	var l launches
+	r := startRigOn(t, fake(scenario(agytest.Say("ok", 1))), func(srv *agytest.Server, o *Options) {
+		o.AttachPort, o.Launcher = 0, fakeLauncher(srv, nil, &l)
+	})
+	r.init(t, sdk.ClientCapabilities{})
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for _, tc := range []struct{ cwd, want string }{
+		{"", "Invalid params"}, // the SDK refuses it before the agent sees it
+		{"relative/dir", `cwd "relative/dir" is not an absolute path (ACP requires one)`},
+		{".", `cwd "." is not an absolute path`},
+		{filepath.Join(t.TempDir(), "missing"), "does not exist"},
+		{file, "is not a directory"},
+	} {
+		_, err := r.conn.NewSession(ctx(t), sdk.NewSessionRequest{Cwd: tc.cwd, McpServers: []sdk.McpServer{}})
+		var re *sdk.RequestError
+		require.ErrorAs(t, err, &re, "session/new with cwd %q", tc.cwd)
+		assert.Equal(t, -32602, re.Code, "Invalid params")
+		assert.Contains(t, re.Message, tc.want, "session/new with cwd %q", tc.cwd)
+		_, err = r.conn.LoadSession(ctx(t), sdk.LoadSessionRequest{SessionId: "conv-1", Cwd: tc.cwd, McpServers: []sdk.McpServer{}})
+		require.ErrorAs(t, err, &re, "session/load with cwd %q", tc.cwd)
+		assert.Equal(t, -32602, re.Code, "Invalid params")
+		assert.Contains(t, re.Message, tc.want, "session/load with cwd %q", tc.cwd)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	assert.Empty(t, l.cwds, "no agy was launched")
 }

@@ -121,3 +121,25 @@ func TestMainRefusesABadCSRFTokenFile(t *testing.T) {
 	assert.Contains(t, stderr.String(), "--csrf-token-file")
 	assert.Contains(t, stderr.String(), "process list")
 }
+
+func TestMainRefusesATmuxSessionPrefixTmuxWouldExpand(t *testing.T) {
+	for _, prefix := range []string{"p#(touch x)", "p#{pane_pid}", "a:b", "a b", ""} {
+		var stderr bytes.Buffer
+		code := Main(context.Background(), []string{"--tmux-session-prefix", prefix}, bytes.NewReader(nil), io.Discard, &stderr)
+		assert.Equal(t, exitUsage, code, "%q", prefix)
+		assert.Contains(t, stderr.String(), "--tmux-session-prefix", "%q", prefix)
+		assert.Contains(t, stderr.String(), "use letters, digits, - and _", "%q", prefix)
+	}
+}
+
+func TestMainWarnsAboutAnOpenCSRFTokenFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "csrf")
+	require.NoError(t, os.WriteFile(p, []byte("S3CRET\n"), 0o600))
+	require.NoError(t, os.Chmod(p, 0o604))
+	stderr := &lockedBuffer{} // the SDK may still log as Main returns
+	// No client: stdin ends at once, and so does the adapter.
+	code := Main(context.Background(), []string{"--csrf-token-file", p, "--session-dir", "-"}, bytes.NewReader(nil), io.Discard, stderr)
+	assert.Equal(t, exitOK, code, stderr.String())
+	assert.Contains(t, stderr.String(), "agyharness acp: warning: token file \""+p+"\" is open to its group or others (mode 0604): run chmod 600")
+	assert.NotContains(t, stderr.String(), "S3CRET")
+}

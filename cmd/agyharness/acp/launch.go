@@ -52,8 +52,9 @@ type Tmux struct {
 	Socket string
 }
 
-// Launch runs `tmux new-session -d -s NAME -c CWD -- AGY [--conversation
-// ID] ARGS...` and returns the pane's PID and the pane as agy's terminal.
+// Launch runs AGY [--conversation ID] ARGS... in a new tmux session NAME
+// whose directory is cwd (tmuxpane.Start: no argument reaches a shell or a
+// tmux format), and returns the pane's PID and the pane as agy's terminal.
 func (t Tmux) Launch(ctx context.Context, cwd, conversation string) (*Launched, error) {
 	agy := t.Agy
 	if len(agy) == 0 || agy[0] == "" {

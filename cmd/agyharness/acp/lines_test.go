@@ -145,3 +145,97 @@ func TestLeadingID(t *testing.T) {
 		assert.Equal(t, tc.response, response, tc.head)
 	}
 }
+
+// serveLines writes lines to a served agent's stdin and returns the first
+// want lines it writes back, in order.
+func serveLines(t *testing.T, lines []string, want int) []rawResponse {
+	t.Helper()
+	host := actors.NewHost(fastHost())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, host.Shutdown(ctx))
+	})
+	agent, err := NewAgent(Options{Host: host, AttachPort: 1})
+	require.NoError(t, err)
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	served := make(chan error, 1)
+	go func() {
+		served <- agent.Serve(context.Background(), toAgentR, toClientW)
+		_ = toAgentR.Close()
+		_ = toClientW.Close()
+	}()
+	responses := make(chan rawResponse, 16)
+	go func() {
+		defer close(responses)
+		sc := bufio.NewScanner(toClientR)
+		for sc.Scan() {
+			var r rawResponse
+			if assert.NoError(t, json.Unmarshal(sc.Bytes(), &r), "the agent writes JSON: %q", sc.Text()) {
+				responses <- r
+			}
+		}
+	}()
+	go func() {
+		for _, line := range lines {
+			if _, err := io.WriteString(toAgentW, line); err != nil {
+				return
+			}
+		}
+	}()
+	var got []rawResponse
+	deadline := time.After(20 * time.Second)
+	for len(got) < want {
+		select {
+		case r, ok := <-responses:
+			require.True(t, ok, "the agent closed its output; got %v", got)
+			got = append(got, r)
+		case <-deadline:
+			t.Fatalf("missing responses; got %+v", got)
+		}
+	}
+	require.NoError(t, toAgentW.Close())
+	select {
+	case err := <-served:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return at EOF")
+	}
+	for r := range responses {
+		t.Errorf("an answer too many: %+v", r)
+	}
+	return got
+}
+
+// A line that is not JSON gets -32700 Parse error with id null, a batch
+// and JSON that is no object -32600 with id null, an object the SDK cannot
+// decode -32600 with its id, a malformed response nothing; the agent goes
+// on reading (the last request is answered).
+func TestServeAnswersMalformedLines(t *testing.T) {
+	got := serveLines(t, []string{
+		"not json\n",
+		`{"jsonrpc":"2.0","id":1,"method":"initialize"` + "\n",
+		"\n",
+		`[{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":1}}]` + "\n",
+		"42\n",
+		`{"jsonrpc":"2.0","id":3,"method":7}` + "\n",
+		`{"jsonrpc":"2.0","id":4,"error":"not an object"}` + "\n",
+		`{"jsonrpc":"2.0","id":10,"method":"initialize","params":{"protocolVersion":1}}` + "\n",
+	}, 6)
+	type answer struct {
+		id   string
+		code int
+	}
+	var answers []answer
+	for _, r := range got {
+		a := answer{id: string(r.ID)}
+		if r.Error != nil {
+			a.code = r.Error.Code
+		}
+		answers = append(answers, a)
+	}
+	assert.Equal(t, []answer{{"null", -32700}, {"null", -32700}, {"null", -32600}, {"null", -32600}, {"3", -32600}, {"10", 0}}, answers)
+	assert.Equal(t, "Parse error", got[0].Error.Message)
+	assert.NotEmpty(t, got[5].Result, "the request after them is answered")
+}

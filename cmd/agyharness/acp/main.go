@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
@@ -88,12 +90,16 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "agyharness acp: --agy is empty")
 		return exitUsage
 	}
+	if err := tmuxpane.CheckName(*prefix); err != nil {
+		fmt.Fprintf(stderr, "agyharness acp: --tmux-session-prefix: %v\n", err)
+		return exitUsage
+	}
 	switch {
 	case *csrf != "" && *csrfFile != "":
 		fmt.Fprintln(stderr, "agyharness acp: give --csrf-token or --csrf-token-file, not both")
 		return exitUsage
 	case *csrfFile != "":
-		t, err := tokenfile.Read(*csrfFile)
+		t, err := tokenfile.Read(*csrfFile, func(line string) { fmt.Fprintf(stderr, "agyharness acp: warning: %s\n", line) })
 		if err != nil {
 			fmt.Fprintf(stderr, "agyharness acp: --csrf-token-file: %v\n", err)
 			return exitUsage
@@ -111,6 +117,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			fmt.Fprintf(stderr, "agyharness acp: %v; sessions opened on a fresh agy are kept in memory only\n", err)
 		}
 		*sessionDir = dir
+	}
+	if w := sessionDirWarning(*sessionDir); w != "" {
+		fmt.Fprintf(stderr, "agyharness acp: warning: %s\n", w)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -133,7 +142,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		ContextWindow:  *contextWindow,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "agyharness acp: %v\n", err)
+		fmt.Fprintf(stderr, "agyharness acp: %s\n", termtext.Clean(err.Error()))
 		_ = host.Shutdown(context.Background())
 		return exitUsage
 	}
@@ -144,7 +153,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		logger.Warn("host shutdown", "err", err)
 	}
 	if serveErr != nil && !errors.Is(serveErr, context.Canceled) {
-		fmt.Fprintf(stderr, "agyharness acp: %v\n", serveErr)
+		fmt.Fprintf(stderr, "agyharness acp: %s\n", termtext.Clean(serveErr.Error())) // may quote agy or the client
 		return exitFailure
 	}
 	return exitOK

@@ -4,11 +4,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // sessionStore remembers the agy conversation of each ACP session whose id
@@ -48,12 +50,65 @@ func (s *sessionStore) put(session, conversation string) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return err
 	}
-	// Written whole, then renamed: a reader never sees half an id.
-	tmp := filepath.Join(s.dir, "."+session+".tmp")
-	if err := os.WriteFile(tmp, []byte(conversation+"\n"), 0o600); err != nil {
+	// Written whole to a file of a random name that this call creates
+	// (O_EXCL, 0600: never one planted there, nor through a symbolic link),
+	// then renamed over the session's name: a reader never sees half an
+	// id, and a link of that name is replaced, not followed.
+	f, err := os.CreateTemp(s.dir, "."+session+".*.tmp")
+	if err != nil {
 		return err
 	}
-	return os.Rename(tmp, filepath.Join(s.dir, session))
+	tmp := f.Name()
+	_, err = f.WriteString(conversation + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(s.dir, session))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+	}
+	return err
+}
+
+// maxSessionFile bounds what is read of a session's file: it holds one
+// conversation id.
+const maxSessionFile = 4 << 10
+
+// readSessionFile reads a session's file, never through a symbolic link,
+// and at most maxSessionFile bytes of it.
+func readSessionFile(path string) (string, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxSessionFile+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxSessionFile {
+		return "", fmt.Errorf("%s is over %d bytes", path, maxSessionFile)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// sessionDirWarning says what is unsafe about dir as --session-dir, if it
+// exists: writable by group or others, who could then plant or replace the
+// files that name the conversations session/load binds. "" when nothing is.
+func sessionDirWarning(dir string) string {
+	fi, err := os.Stat(dir)
+	if err != nil || !fi.IsDir() {
+		return ""
+	}
+	if m := fi.Mode().Perm(); m&0o022 != 0 {
+		return fmt.Sprintf("session directory %s is writable by group or others (mode %04o): they can replace the conversation a session/load binds; chmod go-w it", dir, m)
+	}
+	return ""
 }
 
 // conversation returns the conversation session follows, if it is known.
@@ -66,12 +121,8 @@ func (s *sessionStore) conversation(session string) (string, bool) {
 	if s.dir == "" || !sessionIDShape.MatchString(session) {
 		return "", false
 	}
-	b, err := os.ReadFile(filepath.Join(s.dir, session))
-	if err != nil {
-		return "", false
-	}
-	c := strings.TrimSpace(string(b))
-	if c == "" {
+	c, err := readSessionFile(filepath.Join(s.dir, session))
+	if err != nil || c == "" {
 		return "", false
 	}
 	s.convs[session] = c

@@ -21,7 +21,9 @@ import (
 // A new thread launches a fresh agy (fakeagy --tui, no conversation, two
 // conversations of earlier runs) in tmux: its first prompt is typed into
 // agy's pane, and the session follows the conversation agy minted for it,
-// never an earlier one; the next prompt goes over RPC.
+// never an earlier one; the next prompt goes over RPC. The thread's cwd
+// has spaces, "#", a tmux format, a command substitution and a ";" in its
+// name: agy runs there, and nothing in the name runs.
 func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (.ci/run installs it)")
@@ -36,6 +38,10 @@ func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
   {"actions": [{"say": "Again.", "chunks": 1}]}
 ]}`), 0o600))
 	log := filepath.Join(dir, "fakeagy.log")
+	pwned := filepath.Join(dir, "PWNED")
+	t.Setenv("ACP_PWNED", pwned) // the tmux server this test starts inherits it
+	cwd := filepath.Join(dir, "my project #1 #(touch $ACP_PWNED) #{pane_pid}; $(touch $ACP_PWNED)")
+	require.NoError(t, os.Mkdir(cwd, 0o700))
 	socket := fmt.Sprintf("agyharness-acp-e2e-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
 	tm := Tmux{Agy: []string{fake, "--tui", "--earlier-runs", "2", "--seed", "3", "--chunk-delay", "2ms", "--scenario", sc, "--log", log},
@@ -47,7 +53,9 @@ func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 
-	sess := r.newSession(t)
+	r.init(t, sdk.ClientCapabilities{})
+	sess, err := r.conn.NewSession(ctx(t), sdk.NewSessionRequest{Cwd: cwd, McpServers: []sdk.McpServer{}})
+	require.NoError(t, err, "log:\n%s", logs.String())
 	a := r.agent
 	a.mu.Lock()
 	s := a.sessions[string(sess.SessionId)]
@@ -58,6 +66,10 @@ func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
 		out, _ := exec.Command("tmux", "-L", socket, "capture-pane", "-p", "-t", target).CombinedOutput()
 		return string(out)
 	}
+
+	agyCwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", s.launched.PID))
+	require.NoError(t, err)
+	assert.Equal(t, cwd, agyCwd, "agy runs in the thread's cwd")
 
 	res, err := r.prompt(t, sess.SessionId, "hello")
 	require.NoError(t, err, "pane:\n%s\nupdates:%s\nlog:\n%s", pane(), dump(r.client.snapshot()), logs.String())
@@ -86,6 +98,14 @@ func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
 	assert.Contains(t, message, "Again.")
 	require.Eventually(t, func() bool { return strings.Contains(pane(), "> once more\nAgain.") }, 10*time.Second, 20*time.Millisecond,
 		"the prompt sent over RPC shows in agy's conversation:\n%s", pane())
+
+	// tmux runs a #(...) of a format in the background: one run after it
+	// is done once this one is.
+	sentinel := filepath.Join(dir, "sentinel")
+	out, err = exec.Command("tmux", "-L", socket, "run-shell", "touch '"+sentinel+"'").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.FileExists(t, sentinel)
+	assert.NoFileExists(t, pwned, "nothing in the directory's name ran")
 
 	cctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestTextVersionOfDeltas(t *testing.T) {
@@ -195,7 +196,7 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 // TestRawRunStatus finds a frame's run status in its bytes as the decoder
 // would read it, on frames the fake writes.
 func TestRawRunStatus(t *testing.T) {
-	for _, st := range []rpc.RunStatus{rpc.RunRunning, rpc.RunIdle, ""} {
+	for _, st := range []wire.RunStatus{wire.RunRunning, wire.RunIdle, ""} {
 		payload, err := json.Marshal(map[string]any{"update": map[string]any{"conversationId": "c", "status": st,
 			"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{"steps": []any{map[string]any{"status": "CORTEX_STEP_STATUS_DONE"}}}}}})
 		require.NoError(t, err)
@@ -207,11 +208,11 @@ func TestRawRunStatus(t *testing.T) {
 }
 
 func TestFloorPicksTheRecommendedModel(t *testing.T) {
-	assert.Equal(t, "MODEL_B", firstRecommended(map[string]rpc.ModelInfo{
+	assert.Equal(t, "MODEL_B", firstRecommended(map[string]wire.ModelInfo{
 		"a": {Model: "MODEL_A"}, "b": {Model: "MODEL_B", Recommended: true}, "c": {Model: "MODEL_C", Recommended: true},
 	}))
-	assert.Equal(t, "MODEL_A", firstRecommended(map[string]rpc.ModelInfo{"b": {Model: "MODEL_B"}, "a": {Model: "MODEL_A"}}), "none recommended: the first by name")
-	assert.Equal(t, "bare", firstRecommended(map[string]rpc.ModelInfo{"bare": {Recommended: true}}), "no enum: the name")
+	assert.Equal(t, "MODEL_A", firstRecommended(map[string]wire.ModelInfo{"b": {Model: "MODEL_B"}, "a": {Model: "MODEL_A"}}), "none recommended: the first by name")
+	assert.Equal(t, "bare", firstRecommended(map[string]wire.ModelInfo{"bare": {Recommended: true}}), "no enum: the name")
 	assert.Empty(t, firstRecommended(nil))
 }
 

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 x/net/http2's Transport is the HTTP/2 client this project chose (docs/DECISIONS.md): it runs h2 on a conn we dial and wrap, which net/http's HTTP2 config does not offer.
+
 package flowconn
 
 import (

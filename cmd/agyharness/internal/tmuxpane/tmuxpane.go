@@ -13,7 +13,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -56,10 +59,24 @@ type Session struct {
 // ErrNoTmux: tmux is not installed.
 var ErrNoTmux = errors.New("tmux not found")
 
-// Start runs argv in a new detached tmux session (200x50; argv runs
-// directly, without a shell, unless Options.KeepDeadPane) and returns it
+// Start runs argv in a new detached tmux session (200x50) and returns it
 // once tmux reports the pane's PID: agy itself, or the shell that runs it
 // (a PID scan covers descendants).
+//
+// Nothing given to Start reaches a shell's parser or a tmux format:
+//   - argv[0] is looked up in the harness's PATH and made absolute, and
+//     argv is handed to tmux as separate arguments behind a fixed script
+//     (`sh -c 'exec "$@"' sh ARGV...`, or paneWrapper with
+//     Options.KeepDeadPane): the shell sees them only as "$@". tmux runs
+//     a lone command argument through `sh -c`, so argv never goes alone;
+//   - the pane's directory is the working directory of the tmux client
+//     that creates the session (exec.Cmd.Dir), never `new-session -c`,
+//     whose value tmux expands as a format (#(cmd) runs cmd);
+//   - every argument that ends in ";" is escaped (tmux's command line
+//     splits commands there).
+//
+// Options.Dir must be an absolute path to a directory; Options.Name takes
+// letters, digits, - and _ only.
 func Start(ctx context.Context, opts Options, argv []string) (*Session, error) {
 	if opts.Tmux == "" {
 		opts.Tmux = "tmux"
@@ -73,26 +90,39 @@ func Start(ctx context.Context, opts Options, argv []string) (*Session, error) {
 	if opts.Name == "" {
 		return nil, errors.New("tmux: a session name is required")
 	}
+	if err := CheckName(opts.Name); err != nil {
+		return nil, fmt.Errorf("tmux: %w", err)
+	}
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("tmux: no command to run")
+	}
+	if opts.Dir != "" {
+		if err := CheckDir(opts.Dir); err != nil {
+			return nil, fmt.Errorf("tmux: %w", err)
+		}
 	}
 	if _, err := exec.LookPath(opts.Tmux); err != nil {
 		return nil, fmt.Errorf("%w (%v)", ErrNoTmux, err)
 	}
+	bin, err := exec.LookPath(argv[0])
+	if err == nil {
+		bin, err = filepath.Abs(bin)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tmux: the command to run: %w", err)
+	}
+	argv = append([]string{bin}, argv[1:]...)
 	s := &Session{opts: opts}
-	args := []string{"new-session", "-d", "-s", opts.Name, "-x", "200", "-y", "50"}
-	if opts.Dir != "" {
-		args = append(args, "-c", opts.Dir)
-	}
-	args = append(args, "--")
+	newSession := []string{"new-session", "-d", "-s", opts.Name, "-x", "200", "-y", "50", "--"}
+	commands := [][]string{append(append(newSession, "sh", "-c", `exec "$@"`, "sh"), argv...)}
 	if opts.KeepDeadPane {
-		// Set in the same tmux command: before argv can exit.
-		args = append(append(args, "sh", "-c", paneWrapper, "sh"), argv...)
-		args = append(args, ";", "set-option", "-w", "-t", s.target(), "remain-on-exit", "on")
-	} else {
-		args = append(args, argv...)
+		// Set in the same tmux invocation: before argv can exit.
+		commands = [][]string{
+			append(append(newSession, "sh", "-c", paneWrapper, "sh"), argv...),
+			{"set-option", "-w", "-t", s.target(), "remain-on-exit", "on"},
+		}
 	}
-	if _, err := s.run(ctx, nil, args...); err != nil {
+	if _, err := s.runIn(ctx, opts.Dir, nil, commands...); err != nil {
 		return nil, err
 	}
 	out, err := s.run(ctx, nil, "list-panes", "-t", "="+opts.Name, "-F", "#{pane_pid}")
@@ -109,6 +139,37 @@ func Start(ctx context.Context, opts Options, argv []string) (*Session, error) {
 	return s, nil
 }
 
+// validName is what a tmux session name may hold here: tmux expands
+// new-session -s as a format, and gives ":" and "." meanings in targets.
+var validName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// CheckName says why name cannot be a tmux session's name here.
+func CheckName(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("session name %q: use letters, digits, - and _", name)
+	}
+	return nil
+}
+
+// CheckDir says why dir cannot be a pane's working directory: it is not
+// an absolute path, does not exist, or is not a directory.
+func CheckDir(dir string) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("directory %q is not an absolute path", dir)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("directory %q does not exist", dir)
+		}
+		return fmt.Errorf("directory %q: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%q is not a directory", dir)
+	}
+	return nil
+}
+
 // PID is the pane's process: agy, or the process that runs it.
 func (s *Session) PID() int { return s.pid }
 
@@ -119,12 +180,13 @@ func (s *Session) Name() string { return s.opts.Name }
 func (s *Session) target() string { return "=" + s.opts.Name + ":" }
 
 // Press presses keys, tmux key names ("1", "Enter", "Escape", "C-a"), in
-// one send-keys, so that a digit and its Enter are never split.
+// one send-keys, so that a digit and its Enter are never split. A key that
+// starts with "-" is a key, not a send-keys flag.
 func (s *Session) Press(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	_, err := s.run(ctx, nil, append([]string{"send-keys", "-t", s.target()}, keys...)...)
+	_, err := s.run(ctx, nil, append([]string{"send-keys", "-t", s.target(), "--"}, keys...)...)
 	return err
 }
 
@@ -285,27 +347,50 @@ const paneWrapper = `"$@"; s=$?; printf '\n[agy exited with status %d]\n' "$s"; 
 var exitLine = regexp.MustCompile(`^\[agy exited with status (\d+)\]$`)
 
 func (s *Session) run(ctx context.Context, stdin *strings.Reader, args ...string) (string, error) {
+	return s.runIn(ctx, "", stdin, args)
+}
+
+// runIn runs tmux commands, one invocation, in dir ("": the harness's
+// directory). Each argument reaches its tmux command as given (tmuxArg).
+func (s *Session) runIn(ctx context.Context, dir string, stdin *strings.Reader, commands ...[]string) (string, error) {
+	var argv []string
 	if s.opts.Socket != "" {
-		args = append([]string{"-L", s.opts.Socket}, args...)
+		argv = append(argv, "-L", s.opts.Socket)
 	}
-	cmd := exec.CommandContext(ctx, s.opts.Tmux, args...)
+	for i, c := range commands {
+		if i > 0 {
+			argv = append(argv, ";")
+		}
+		for _, a := range c {
+			argv = append(argv, tmuxArg(a))
+		}
+	}
+	cmd := exec.CommandContext(ctx, s.opts.Tmux, argv...)
+	if dir != "" {
+		// tmux takes the client's directory for a session it creates; PWD
+		// keeps the path as given when it goes through a symbolic link.
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "PWD="+dir)
+	}
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("tmux %s: %w: %s", args[indexOfCommand(args)], err, strings.TrimSpace(errOut.String()))
+		return "", fmt.Errorf("tmux %s: %w: %s", commands[0][0], err, strings.TrimSpace(errOut.String()))
 	}
 	return out.String(), nil
 }
 
-// indexOfCommand skips the -L SOCKET in front of a tmux command.
-func indexOfCommand(args []string) int {
-	if len(args) > 2 && args[0] == "-L" {
-		return 2
+// tmuxArg is a as tmux's command line takes it literally: there, an
+// argument ending in ";" ends the command, and a trailing "\;" stands for
+// ";".
+func tmuxArg(a string) string {
+	if strings.HasSuffix(a, ";") {
+		return a[:len(a)-1] + `\;`
 	}
-	return 0
+	return a
 }
 
 // pasteable keeps what a paste can carry: printable text, line breaks

@@ -3,7 +3,9 @@ package tmuxpane
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +28,9 @@ const wait = 10 * time.Second
 func TestMain(m *testing.M) {
 	if path := os.Getenv("TMUXPANE_RECORD"); path != "" {
 		os.Exit(recorder(path, os.Getenv("TMUXPANE_HIDE_DRAFT") != ""))
+	}
+	if path := os.Getenv("TMUXPANE_ARGS"); path != "" {
+		os.Exit(argsWriter(path))
 	}
 	os.Exit(m.Run())
 }
@@ -88,6 +93,30 @@ func recorder(path string, hideDraft bool) int {
 			return 0
 		}
 	}
+}
+
+// argsWriter writes its directory and arguments as JSON to the file path
+// names (through a temporary file: the file's existence says it is
+// complete), then waits for its terminal to close.
+func argsWriter(path string) int {
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	b, _ := json.Marshal(started{Dir: cwd, PWD: os.Getenv("PWD"), Args: os.Args[1:]})
+	if err := os.WriteFile(path+".tmp", b, 0o600); err != nil || os.Rename(path+".tmp", path) != nil {
+		fmt.Println("writing", path, err)
+		return 1
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// started is what argsWriter writes.
+type started struct {
+	Dir, PWD string
+	Args     []string
 }
 
 type pane struct {
@@ -220,4 +249,119 @@ func TestDraftNeedle(t *testing.T) {
 	} {
 		assert.Equal(t, want, draftNeedle(in), "%q", in)
 	}
+}
+
+// hostile are arguments that a shell or tmux would act on if they reached
+// either's parser: command substitution, formats, command separators, a
+// leading "-", quotes, spaces.
+var hostile = []string{"#(touch $TMUXPANE_PWNED)", "#{pane_pid}", "a;", ";", `b\;`, `c\`, "-x", "--", "sp ace",
+	"$(touch $TMUXPANE_PWNED)", "`touch $TMUXPANE_PWNED`", `'"`, "{", "}", "~"}
+
+// startArgs runs argv with Start on a private tmux server, with
+// TMUXPANE_PWNED naming a file that a command injected through tmux or a
+// shell would create, and returns what the program in the pane reported
+// (TMUXPANE_ARGS) and that file.
+func startArgs(t *testing.T, opts Options, argv []string) (started, string) {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed (.ci/run installs it)")
+	}
+	tmp := t.TempDir()
+	pwned, report := filepath.Join(tmp, "PWNED"), filepath.Join(tmp, "args.json")
+	// The tmux server this test starts inherits them; so does the pane.
+	t.Setenv("TMUXPANE_PWNED", pwned)
+	t.Setenv("TMUXPANE_ARGS", report)
+	opts.Socket = fmt.Sprintf("tmuxpane-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	opts.Name = "agy"
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", opts.Socket, "kill-server").Run() })
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	_, err := Start(ctx, opts, argv)
+	require.NoError(t, err)
+	var got started
+	if !assert.Eventually(t, func() bool {
+		b, err := os.ReadFile(report)
+		return err == nil && json.Unmarshal(b, &got) == nil
+	}, wait, 10*time.Millisecond) {
+		out, _ := exec.Command("tmux", "-L", opts.Socket, "capture-pane", "-p", "-t", "=agy:").CombinedOutput()
+		t.Fatalf("the program in the pane never reported; the pane:\n%s", out)
+	}
+	// tmux runs a #(...) in a format as a job in the background: one run
+	// after it is done once this one is.
+	sentinel := filepath.Join(tmp, "sentinel")
+	out, err := exec.Command("tmux", "-L", opts.Socket, "run-shell", "touch "+sentinel).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.FileExists(t, sentinel)
+	return got, pwned
+}
+
+// A directory whose name holds tmux formats, a command substitution and a
+// ";", and arguments tmux or a shell would act on, reach the program in
+// the pane as they are, and run nothing, with and without KeepDeadPane.
+func TestStartTakesTheDirectoryAndArgumentsLiterally(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeepDeadPane=%v", keep), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "p #(touch $TMUXPANE_PWNED) #{pane_pid} x;")
+			require.NoError(t, os.Mkdir(dir, 0o700))
+			got, pwned := startArgs(t, Options{Dir: dir, KeepDeadPane: keep}, append([]string{os.Args[0]}, hostile...))
+			assert.Equal(t, dir, got.Dir, "the pane's directory")
+			assert.Equal(t, dir, got.PWD)
+			assert.Equal(t, hostile, got.Args)
+			assert.NoFileExists(t, pwned, "nothing ran the injected command")
+		})
+	}
+}
+
+// A command given alone (agy with no arguments) is not run through a
+// shell, as tmux runs a lone command argument; its name may start with
+// "-" and hold ";", spaces and formats. It is looked up in PATH.
+func TestStartRunsALoneCommandWithoutAShell(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeepDeadPane=%v", keep), func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "bin #{pane_pid}")
+			require.NoError(t, os.Mkdir(bin, 0o700))
+			name := "-agy;touch $TMUXPANE_PWNED;#(touch $TMUXPANE_PWNED) x"
+			require.NoError(t, os.Symlink(os.Args[0], filepath.Join(bin, name)))
+			t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+			got, pwned := startArgs(t, Options{KeepDeadPane: keep}, []string{name})
+			assert.Empty(t, got.Args)
+			assert.NoFileExists(t, pwned, "nothing ran the injected command")
+		})
+	}
+}
+
+func TestStartRefusesABadDirectoryOrName(t *testing.T) {
+	ctx := context.Background()
+	// Its own tmux server, should a session start after all.
+	socket := fmt.Sprintf("tmuxpane-test-%d-%d", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() { _ = exec.Command("tmux", "-L", socket, "kill-server").Run() })
+	file := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for dir, want := range map[string]string{
+		"relative/dir":                    `directory "relative/dir" is not an absolute path`,
+		filepath.Join(file, "..", "nope"): "does not exist",
+		file:                              "is not a directory",
+	} {
+		_, err := Start(ctx, Options{Name: "x", Dir: dir, Socket: socket}, []string{"sleep", "1"})
+		assert.ErrorContains(t, err, want, "%q", dir)
+	}
+	for _, name := range []string{"a#{pane_pid}", "a:b", "a.b", "a b", "#(touch x)"} {
+		_, err := Start(ctx, Options{Name: name, Socket: socket}, []string{"sleep", "1"})
+		assert.ErrorContains(t, err, "use letters, digits, - and _", "%q", name)
+	}
+}
+
+// Keys that start with "-" or end with ";" are keys, not send-keys flags
+// or the end of the tmux command; a typed turn is text, whatever it holds.
+func TestPressAndTypeTakeKeysAndTextLiterally(t *testing.T) {
+	p := startRecorder(t, false, Options{})
+	pwned := filepath.Join(t.TempDir(), "PWNED")
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	require.NoError(t, p.Press(ctx, "-l", "x;"))
+	require.Eventually(t, func() bool { return p.read(t) == "-lx;" }, wait, 10*time.Millisecond, "recorded %q", p.read(t))
+	text := "-t x; kill-server; run-shell 'touch " + pwned + "' #(touch " + pwned + ") \\;"
+	require.NoError(t, p.Type(ctx, text))
+	p.waitScreen(t, "the turn sent", func(s string) bool { return strings.Contains(s, "sent: "+text) })
+	assert.NoFileExists(t, pwned)
 }

@@ -1,22 +1,7 @@
 package messages
 
-// The tree's protocol (internal to package actors): answering agy's
-// prompts.
-
-// ResolveElicitation asks a session (from the embedding API) to answer an
-// open elicitation. The session checks the command against the prompt, then
-// hands it to the prompt's Interaction actor as *DeliverAnswer.
-// Reply: *ResolveAccepted (the answer is on its way, or the command is bad).
-type ResolveElicitation struct {
-	Resolve Resolve
-}
-
-// ResolveAccepted replies to ResolveElicitation: Err says why a command was
-// refused (unknown elicitation, bad answer); nil means delivery started. The
-// outcome arrives as an event (elicitation_resolved, or error).
-type ResolveAccepted struct {
-	Err error
-}
+// The tree's protocol (internal to package actors): between a session and an Interaction
+// actor (one open prompt).
 
 // DeliverAnswer is sent by the session to an Interaction actor: deliver this
 // answer to the freshest WAITING step of the prompt. No reply; the actor

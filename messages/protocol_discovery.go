@@ -1,7 +1,7 @@
 package messages
 
-// The tree's protocol (internal to package actors): finding agy's port and
-// losing it.
+// The tree's protocol (internal to package actors): between a session and its Discovery
+// (finding agy's port), and losing the port.
 
 // Gen is a session's binding generation. It grows each time the session
 // (re)binds a port or a conversation; children carry the generation they were

@@ -1,0 +1,252 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/wire"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// conversations are the session's reconcilers: the bound (root)
+// conversation's and one per subagent child. They outlive an incarnation
+// of the session, so nothing emitted is emitted again after a restart;
+// mirrors (the Subagent actors) are one incarnation's.
+type conversations struct {
+	root         *mapper.Reconciler
+	rootConv     string
+	models       map[string]wire.ModelInfo
+	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler
+	childrenDone map[string]bool               // subagents mirrored to the end
+	orphans      map[string]bool               // children of a root left by a rotation
+
+	mirrors map[string]*actor.PID // child conversation -> its Subagent
+}
+
+func newConversations() conversations {
+	return conversations{
+		children:     make(map[string]*mapper.Reconciler),
+		childrenDone: make(map[string]bool),
+		orphans:      make(map[string]bool),
+	}
+}
+
+// newIncarnation forgets the previous incarnation's Subagent actors.
+func (c *conversations) newIncarnation() { c.mirrors = make(map[string]*actor.PID) }
+
+// all are the root's reconciler and every subagent child's.
+func (c *conversations) all() []*mapper.Reconciler {
+	out := []*mapper.Reconciler{c.root}
+	for _, r := range c.children {
+		out = append(out, r)
+	}
+	return out
+}
+
+// findPrompt finds an open prompt in any conversation.
+func (c *conversations) findPrompt(id string) (*mapper.Prompt, bool) {
+	if p, ok := c.root.Prompt(id); ok {
+		return p, true
+	}
+	for _, r := range c.children {
+		if p, ok := r.Prompt(id); ok {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
+// reconcilerOf finds the reconciler holding an open prompt (the root's when none does).
+func (c *conversations) reconcilerOf(elicitationID string) *mapper.Reconciler {
+	if _, ok := c.root.Prompt(elicitationID); !ok {
+		for _, r := range c.children {
+			if _, ok := r.Prompt(elicitationID); ok {
+				return r
+			}
+		}
+	}
+	return c.root
+}
+
+// bindConversation makes conv the session's root conversation, with a fresh
+// reconciler unless it is already the bound one.
+func (s *session) bindConversation(conv string) {
+	if s.convs.root != nil && s.convs.rootConv == conv {
+		return
+	}
+	s.convs.rootConv = conv
+	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, Window: s.cfg.StepWindow})
+	for _, tt := range s.desk.typed {
+		s.convs.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
+	}
+	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
+}
+
+func (s *session) setModels(models map[string]wire.ModelInfo) {
+	s.convs.models = models
+	s.record("models", s.conv(), models, s.now())
+	s.convs.root.SetModels(models)
+	for _, r := range s.convs.children {
+		r.SetModels(models)
+	}
+}
+
+// ---- applying what the readers observe ----
+
+// maxScratchEvents bounds the scratch slice a session keeps: a frame yields
+// a few events, a first read of a long history thousands (584 bytes each),
+// which are not worth keeping room for.
+const maxScratchEvents = 32
+
+func (s *session) onSnapshot(ctx actor.Context, m *messages.SnapshotRead) {
+	if s.shared.spec.Recorder != nil {
+		s.record("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.Offset, m.RunStatus), m.Received)
+	}
+	s.apply(ctx, m.ConversationID, mapper.FromWindow(m.Steps, m.Offset, m.RunStatus, m.Received))
+}
+
+func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
+	up := &m.frame.Update
+	if s.shared.spec.Recorder != nil {
+		conv := up.ConversationID
+		if conv == "" {
+			conv = s.conv()
+		}
+		s.record("frame", conv, captureFrame(m.frame), m.received)
+	}
+	if up.ConversationID != "" && up.ConversationID != s.conv() {
+		if _, child := s.convs.children[up.ConversationID]; !child {
+			// The frame names another conversation: agy may have rotated.
+			s.lookForConversation(ctx)
+		}
+		return
+	}
+	s.tellFrame(ctx, m.received)
+	s.apply(ctx, s.conv(), mapper.FromFrame(m.frame, m.received))
+	if up.Status == wire.RunIdle {
+		// agy can report IDLE before its last steps are flushed: read once more.
+		s.readNow(ctx)
+	}
+}
+
+// onFrameSkipped has the poller read what a frame over the limit carried
+// (agy's first frame of a long conversation: every step), window by
+// window. Nothing is lost: no error event; a warning, once a stream.
+func (s *session) onFrameSkipped(ctx actor.Context, m *frameSkipped) {
+	if m.first {
+		s.cfg.Logger.Warn("a stream frame over the limit was skipped; reading the steps instead",
+			"session", s.shared.spec.SessionID, "limit", s.cfg.MaxMessageSize, "err", m.err)
+	}
+	s.readNow(ctx)
+}
+
+// onReadOverLimit tells the driver that agy's answer of the steps is over
+// the limit: retryable, as the reads go on (past the steps skipped, or
+// with backoff). The poller sends a failure once per run of them, and each
+// skip once.
+func (s *session) onReadOverLimit(ctx actor.Context, m *readOverLimit) {
+	var msg string
+	if sk := m.skipped; sk != nil {
+		msg = fmt.Sprintf("agy's answer of the steps of %s is over the limit of %d bytes: steps %d to %d were not read, reading from %d on (%v)",
+			m.conv, s.cfg.MaxMessageSize, sk.from, sk.to-1, sk.to, m.err)
+	} else {
+		msg = fmt.Sprintf("agy's answer of the steps of %s is over the limit of %d bytes and cannot be read past: reading again with backoff (%v)",
+			m.conv, s.cfg.MaxMessageSize, m.err)
+	}
+	s.cfg.Logger.Warn(msg, "session", s.shared.spec.SessionID)
+	s.publishError(ctx, msg, true)
+}
+
+// apply runs an observation through the conversation's reconciler and
+// publishes what it implies.
+func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) {
+	rec := s.convs.root
+	child := false
+	if conv != s.conv() {
+		r, ok := s.convs.children[conv]
+		if !ok {
+			return
+		}
+		rec, child = r, true
+	}
+	// One slice for every apply (taken, in case publishing re-entered).
+	evs := rec.AppendApply(s.scratch[:0], obs)
+	s.scratch = nil
+	for i := range evs {
+		ev := evs[i] // published by pointer: a copy of its own
+		s.publish(&ev)
+		s.react(ctx, rec, &ev)
+	}
+	if cap(evs) <= maxScratchEvents {
+		clear(evs) // keep no event's strings alive
+		s.scratch = evs[:0]
+	}
+	if !child {
+		if rec.AwaitingDetail() {
+			// A question seen on the stream lacks its flags: read a polled copy now.
+			s.readNow(ctx)
+		}
+		s.syncSubagents(ctx)
+	}
+}
+
+// react starts and stops Interaction actors as prompts open and close, and
+// tells the poller when a turn of the bound conversation starts and ends.
+func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.Event) {
+	switch ev.Type {
+	case messages.EventStatus:
+		if rec == s.convs.root {
+			s.tellTurnActive(ctx)
+		}
+	case messages.EventUserMessage:
+		if rec == s.convs.root && ev.Origin == messages.OriginHarness {
+			s.desk.sawTyped(ev.Text)
+		}
+	case messages.EventElicitationRequest:
+		if p, ok := rec.Prompt(ev.ElicitationID); ok {
+			s.ensureInteraction(ctx, p)
+		}
+	case messages.EventElicitationResolved:
+		if ev.By == messages.ByHarness {
+			s.answered(ctx, ev.ElicitationID) // agy shows our answer before its delivery is confirmed
+		}
+		s.stopInteraction(ctx, ev.ElicitationID)
+	}
+}
+
+// syncSubagents mirrors every child conversation the root has spawned.
+func (s *session) syncSubagents(ctx actor.Context) {
+	if s.link.client == nil {
+		return
+	}
+	for _, c := range s.convs.root.Children() {
+		if _, ok := s.convs.children[c.ConversationID]; !ok {
+			s.convs.children[c.ConversationID] = mapper.NewReconciler(mapper.Config{
+				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.convs.models, Window: s.cfg.StepWindow,
+			})
+		}
+		if _, ok := s.convs.mirrors[c.ConversationID]; ok || s.convs.childrenDone[c.ConversationID] {
+			continue
+		}
+		sc := s.childOf(c.ConversationID)
+		s.convs.mirrors[sc.conv] = s.spawn(ctx, "subagent", func() actor.Actor { return newSubagent(sc) })
+	}
+}
+
+func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
+	parentDone := s.convs.orphans[conv]
+	for _, c := range s.convs.root.Children() {
+		if c.ConversationID == conv && c.ParentTerminal {
+			parentDone = true
+		}
+	}
+	if !parentDone {
+		return
+	}
+	if pid, ok := s.convs.mirrors[conv]; ok {
+		s.stopChild(ctx, pid)
+		delete(s.convs.mirrors, conv)
+		s.convs.childrenDone[conv] = true
+	}
+}

@@ -1,0 +1,248 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// turnDesk is the session's part that takes turns and interrupts: those
+// held while no port is bound, and the turns typed into agy's terminal not
+// yet seen in its conversation. One incarnation's.
+type turnDesk struct {
+	// held are turns and interrupts that arrived while no port was bound;
+	// they go out once one is (or are dropped past their deadline).
+	held []heldRequest
+	// typed are the turns typed into agy's terminal not yet seen as user
+	// turns in its conversation; each is checked TypedTurnTimeout after.
+	typed     []typedTurn
+	typedNext int
+}
+
+// heldRequest is a request waiting for the session to be bound: a
+// *messages.SendTurn or *messages.Interrupt from the API, or a
+// *messages.RunTurn the turn sender could not deliver (already expected
+// and recorded: it is sent again as it is).
+type heldRequest struct {
+	msg      any
+	sender   *actor.PID
+	deadline time.Time
+}
+
+// typedTurn is a turn typed into agy's terminal, expected back as a user
+// turn of its conversation.
+type typedTurn struct {
+	id   int
+	text string
+}
+
+// hold keeps a request until the session is bound again.
+func (d *turnDesk) hold(msg any, sender *actor.PID, deadline time.Time) {
+	d.held = append(d.held, heldRequest{msg: msg, sender: sender, deadline: deadline})
+}
+
+// refuseHeld answers every held request: the session ends.
+func (d *turnDesk) refuseHeld(ctx actor.Context) {
+	for _, h := range d.held {
+		ctx.Send(h.sender, &messages.TurnResult{Err: ErrSessionEnded})
+	}
+	d.held = nil
+}
+
+// addTyped notes a turn about to be typed into agy's terminal.
+func (d *turnDesk) addTyped(text string) typedTurn {
+	d.typedNext++
+	tt := typedTurn{id: d.typedNext, text: text}
+	d.typed = append(d.typed, tt)
+	return tt
+}
+
+// sawTyped notes that agy took a typed turn with text (as agy took it:
+// mapper.TypedForm of what was typed).
+func (d *turnDesk) sawTyped(text string) {
+	text = mapper.TypedForm(text)
+	if i := slices.IndexFunc(d.typed, func(tt typedTurn) bool { return mapper.TypedForm(tt.text) == text }); i >= 0 {
+		d.typed = slices.Delete(d.typed, i, i+1)
+	}
+}
+
+// takeTyped removes the typed turn id, and says whether it was still there
+// (not seen, and its typing not failed).
+func (d *turnDesk) takeTyped(id int) (typedTurn, bool) {
+	i := slices.IndexFunc(d.typed, func(tt typedTurn) bool { return tt.id == id })
+	if i < 0 {
+		return typedTurn{}, false
+	}
+	tt := d.typed[i]
+	d.typed = slices.Delete(d.typed, i, i+1)
+	return tt, true
+}
+
+// release sends the held requests that are still wanted, in order.
+func (s *session) release(ctx actor.Context) {
+	held := s.desk.held
+	s.desk.held = nil
+	now := time.Now() // a requester's deadline is on the machine's clock (its context's)
+	for _, h := range held {
+		if now.After(h.deadline) {
+			continue // the requester has given up: never send it late
+		}
+		switch m := h.msg.(type) {
+		case *messages.RunTurn:
+			if s.link.turns != nil {
+				ctx.RequestWithCustomSender(s.link.turns, m, h.sender)
+				continue
+			}
+			s.routeTurn(ctx, &messages.SendTurn{Text: m.Text, Model: m.Model, Deadline: m.Deadline}, h.sender)
+		case *messages.SendTurn:
+			s.routeTurn(ctx, m, h.sender)
+		case *messages.Interrupt:
+			if s.link.turns == nil {
+				ctx.Send(h.sender, &messages.TurnResult{}) // agy has no conversation: nothing runs
+				continue
+			}
+			s.interrupt(ctx, m, h.sender)
+		}
+	}
+}
+
+// routeTurn types a turn into agy's terminal (every turn in TurnsTUI mode,
+// and a fresh agy's first: it has no conversation to send it to), sends it
+// over RPC, holds it while agy's port is being found, or refuses it when
+// agy has no conversation and the session no terminal.
+func (s *session) routeTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
+	switch {
+	case s.link.terminal != nil && (s.shared.spec.Turns == TurnsTUI || s.conv() == ""):
+		s.typeTurn(ctx, m, sender)
+	case s.link.turns != nil:
+		s.sendTurn(ctx, m, sender)
+	case s.link.client != nil && s.conv() == "":
+		ctx.Send(sender, &messages.TurnResult{Err: ErrNoConversation})
+	default:
+		s.desk.hold(m, sender, m.Deadline)
+	}
+}
+
+// sendTurn hands a turn to the turn sender, with the model of agy's last turn.
+func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
+	run := &messages.RunTurn{Text: m.Text, Model: m.Model, LastModel: s.convs.root.LastModel(), Deadline: m.Deadline}
+	s.convs.root.ExpectTurn(m.Text)
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
+	ctx.RequestWithCustomSender(s.link.turns, run, sender)
+}
+
+// typeTurn has the terminal writer type a turn into agy's terminal, and
+// checks Config.TypedTurnTimeout later that agy took it: a user turn with
+// its text in the conversation. It is never typed twice.
+func (s *session) typeTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
+	tt := s.desk.addTyped(m.Text)
+	if s.convs.root != nil {
+		s.convs.root.ExpectTypedTurn(m.Text) // origin harness (a conversation bound later expects it too)
+	}
+	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
+	ctx.Send(s.link.terminal, &typeTurn{id: tt.id, text: m.Text, reply: sender})
+	s.t.after(s.cfg.TypedTurnTimeout, s.self, &typedTurnCheck{id: tt.id})
+	if s.conv() == "" {
+		// agy mints its first conversation for this turn: look for it now.
+		s.lookForConversation(ctx)
+	}
+}
+
+func (s *session) onTurnTyped(ctx actor.Context, m *turnTyped) {
+	switch {
+	case m.err != nil:
+		s.desk.takeTyped(m.id) // the requester was told
+	case s.conv() == "":
+		// agy mints its first conversation for this turn now: look again.
+		s.lookForConversation(ctx)
+	}
+}
+
+// checkTyped reports a typed turn agy did not take in time.
+func (s *session) checkTyped(ctx actor.Context, id int) {
+	tt, ok := s.desk.takeTyped(id)
+	if !ok {
+		return // seen, or its typing failed (the requester was told)
+	}
+	s.publishError(ctx, fmt.Sprintf("the turn typed into agy's terminal did not show in agy's conversation within %s (it was not typed again): %q",
+		s.cfg.TypedTurnTimeout, trimForError(tt.text)), false)
+}
+
+// trimForError shortens a text quoted in an error event.
+func trimForError(s string) string {
+	const max = 80
+	if r := []rune(s); len(r) > max {
+		return string(r[:max]) + "…"
+	}
+	return s
+}
+
+// ---- interrupts ----
+
+func (s *session) onInterrupt(ctx actor.Context, m *messages.Interrupt) {
+	switch {
+	case s.link.client != nil && s.conv() == "":
+		ctx.Respond(&messages.TurnResult{}) // agy has no conversation: nothing runs
+	case s.link.turns == nil:
+		s.desk.hold(m, ctx.Sender(), m.Deadline)
+	default:
+		s.interrupt(ctx, m, ctx.Sender())
+	}
+}
+
+// interrupt hands an interrupt to the turn sender with the conversations
+// where agy may wait on prompts (the bound one and its subagents), each from
+// its first step that can still change: the turn sender declines them
+// first. The open prompts are the harness's to close now: agy shows them
+// declined by us.
+func (s *session) interrupt(ctx actor.Context, m *messages.Interrupt, sender *actor.PID) {
+	stop := &messages.StopRun{Deadline: m.Deadline,
+		Conversations: []messages.ConversationFrom{{ConversationID: s.conv(), From: s.convs.root.FirstLive()}}}
+	for conv, r := range s.convs.children {
+		if !s.convs.childrenDone[conv] {
+			stop.Conversations = append(stop.Conversations, messages.ConversationFrom{ConversationID: conv, From: r.FirstLive()})
+		}
+	}
+	for _, r := range s.convs.all() {
+		for _, p := range r.OpenPrompts() {
+			r.AnswerInFlight(p.ElicitationID, messages.ActionCancel)
+		}
+	}
+	ctx.RequestWithCustomSender(s.link.turns, stop, sender)
+}
+
+// onInterruptDone closes agy's dialogs of the prompts the interrupt
+// declined, and clears the marks of prompts it did not close.
+func (s *session) onInterruptDone(ctx actor.Context, m *interruptDone) {
+	if m.gen != s.link.gen {
+		return
+	}
+	for _, d := range m.declined {
+		if d.conv == s.conv() {
+			s.closeDialog(ctx, &d.prompt, messages.Resolve{Action: messages.ActionCancel})
+		}
+	}
+	for _, r := range s.convs.all() {
+		for _, p := range r.OpenPrompts() {
+			if !slices.ContainsFunc(m.declined, func(d declinedPrompt) bool { return d.prompt.Key == p.Key }) {
+				r.AnswerInFlight(p.ElicitationID, "")
+			}
+		}
+	}
+}
+
+// onInterruptNotDone runs again an interrupt that met agy's port gone: at
+// once when the session is bound to a new port already, else on the next
+// binding (the port loss is on its way).
+func (s *session) onInterruptNotDone(ctx actor.Context, m *interruptNotDone) {
+	again := &messages.Interrupt{Deadline: m.deadline}
+	if m.gen != s.link.gen && s.link.turns != nil {
+		s.interrupt(ctx, again, m.reply)
+		return
+	}
+	s.desk.hold(again, m.reply, m.deadline)
+}

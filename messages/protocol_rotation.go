@@ -1,0 +1,27 @@
+package messages
+
+// The tree's protocol (internal to package actors): between a session and its
+// RotationWatcher (following agy to a new conversation).
+
+import (
+	"time"
+)
+
+// FramesFlowing is sent by the session to its RotationWatcher while frames
+// of the bound conversation arrive: on the first, then at most every
+// quarter of Config.RotationInterval, so Last (when the latest told of was
+// received) is never further behind than that. No reply.
+type FramesFlowing struct {
+	Gen  Gen
+	Last time.Time
+}
+
+// ConversationRotated is sent by RotationWatcher to its session when agy
+// started a new root conversation (/clear): a root conversation strictly more
+// recently active than the bound one, or one that appeared after the watcher
+// started. Subagent children never rotate. No reply.
+type ConversationRotated struct {
+	Gen  Gen
+	From string
+	To   string
+}

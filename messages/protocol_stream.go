@@ -1,0 +1,12 @@
+package messages
+
+// The tree's protocol (internal to package actors): between a session, its StreamReader and
+// its Poller on the stream's state.
+
+// StreamState is sent by StreamReader to its session when its stream opens
+// (Up) and by the session to its Poller when the stream goes up or down, so
+// the poller picks its interval. No reply.
+type StreamState struct {
+	Gen Gen
+	Up  bool
+}
