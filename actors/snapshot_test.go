@@ -91,7 +91,7 @@ func TestSnapshotIsIdleOnlyIfNothingMovedAroundIt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := scriptedAgy(t, conv, tc.summaries, steps, nil)
-			snap, err := readSnapshot(context.Background(), client, conv, true, &trajectoryWindow{})
+			snap, err := readSnapshot(context.Background(), client, conv, true, &trajectoryWindow{}, nil)
 			require.NoError(t, err)
 			require.Len(t, snap.steps, 2)
 			require.Equal(t, tc.want, snap.status)
@@ -136,9 +136,9 @@ func TestAReadNotDeliveredIsReadAgain(t *testing.T) {
 	idle := `{"status":"CASCADE_RUN_STATUS_IDLE","stepCount":2}`
 	client := scriptedAgy(t, conv, []string{idle, "503", idle}, steps, nil)
 	var w trajectoryWindow
-	_, err := readSnapshot(context.Background(), client, conv, true, &w)
+	_, err := readSnapshot(context.Background(), client, conv, true, &w, nil)
 	require.Error(t, err)
-	snap, err := readSnapshot(context.Background(), client, conv, true, &w)
+	snap, err := readSnapshot(context.Background(), client, conv, true, &w, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 0, snap.offset, "read again from where the lost read started")
 	assert.Len(t, snap.steps, 2)

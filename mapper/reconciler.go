@@ -17,6 +17,14 @@ type Config struct {
 	ConversationID       string                    // the conversation whose steps it maps; its events carry it
 	ParentConversationID string                    // set for a subagent's reconciler: its events carry it
 	Models               map[string]wire.ModelInfo // catalog keyed by model enum (display names); may be nil
+	// Window is how many of the latest step indices are kept whole
+	// (DefaultWindow when 0): older finished steps are dropped from memory,
+	// a fingerprint kept (see "Memory" in the package doc).
+	Window int
+	// Fingerprints bounds the dropped steps that keep a fingerprint
+	// (DefaultFingerprints when 0): a copy of an older one is taken as
+	// delivered.
+	Fingerprints int
 }
 
 // Reconciler maps the observations of one conversation to events, each
@@ -26,8 +34,13 @@ type Config struct {
 type Reconciler struct {
 	cfg Config
 
-	slots map[int]*slot // per step index: what has been emitted for it
+	slots map[int]*slot // per step index of the window: what has been emitted for it
 	known int           // highest step index seen + 1
+	// The steps dropped from the window (window.go): a fingerprint per
+	// index from pastBase on; indices below pastBase are sealed.
+	past            []uint32
+	pastBase        int
+	window, maxPast int
 	// stale: the observation being applied is a snapshot that ends before
 	// the steps already seen. It was read before them (the session's poller
 	// and stream reader race), and its IDLE cannot close the turn.
@@ -46,11 +59,12 @@ type Reconciler struct {
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
-	unknown   map[wire.StepType]bool
-	commands  map[string]string // commandId -> command line, of the commands that ran
-	children  []Child
-	childAt   map[string]int
-	statusIDs map[string]int
+	unknown      map[wire.StepType]bool
+	commands     map[string]string // commandId -> command line, of the latest commands that ran
+	commandOrder []string          // the keys of commands, oldest first
+	children     []Child
+	childAt      map[string]int
+	statusIDs    map[statusKey]int
 
 	totalIn, totalOut int64
 
@@ -104,19 +118,34 @@ type promptState struct {
 	inFlight string // the action of an answer the harness is delivering
 }
 
+// statusKey is a status id's anchor and state: a repeat is numbered.
+type statusKey struct {
+	anchor int
+	state  string
+}
+
 var hashSeed = maphash.MakeSeed()
 
 // NewReconciler returns a Reconciler for one conversation.
 func NewReconciler(cfg Config) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		cfg:       cfg,
 		slots:     make(map[int]*slot),
+		window:    cfg.Window,
+		maxPast:   cfg.Fingerprints,
 		promptIDs: make(map[string]*promptState),
 		unknown:   make(map[wire.StepType]bool),
 		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
-		statusIDs: make(map[string]int),
+		statusIDs: make(map[statusKey]int),
 	}
+	if r.window <= 0 {
+		r.window = DefaultWindow
+	}
+	if r.maxPast <= 0 {
+		r.maxPast = DefaultFingerprints
+	}
+	return r
 }
 
 // SetModels replaces the model catalog used for display names.
@@ -216,14 +245,17 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 		for i := range obs.Steps {
 			if i < len(obs.Indices) {
 				r.step(obs.Indices[i], &obs.Steps[i])
+				r.compact()
 			}
 		}
 	default:
 		for i := range obs.Steps {
 			r.step(at(i), &obs.Steps[i])
+			r.compact()
 		}
 	}
 	r.runStatus()
+	r.letGoOfClosedPrompts()
 	return r.out
 }
 
@@ -236,6 +268,9 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		r.known = index + 1
 	}
 	st := r.slots[index]
+	if st == nil && r.dropped(index, s) {
+		return
+	}
 	if st != nil && sameSlice(st.raw, s.Raw) {
 		return
 	}
@@ -281,7 +316,7 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 			r.tool(index, s, st, first)
 			return
 		}
-		if rowOf(s.Type).role == roleUnknown && !r.unknown[s.Type] {
+		if rowOf(s.Type).role == roleUnknown && !r.unknown[s.Type] && len(r.unknown) < maxUnknownTypes {
 			r.unknown[s.Type] = true
 			e := r.event(messages.EventUnknownStep, r.cfg.ConversationID+"/unknown/"+string(s.Type))
 			e.StepType = string(s.Type)
@@ -362,11 +397,12 @@ func (r *Reconciler) setState(state string, anchor int) {
 	}
 	r.state = state
 	id := r.cfg.ConversationID + "/status/" + strconv.Itoa(anchor) + "/" + state
-	if n := r.statusIDs[id]; n > 0 {
-		r.statusIDs[id] = n + 1
+	k := statusKey{anchor, state}
+	if n := r.statusIDs[k]; n > 0 {
+		r.statusIDs[k] = n + 1
 		id += "." + strconv.Itoa(n+1)
 	} else {
-		r.statusIDs[id] = 1
+		r.statusIDs[k] = 1
 	}
 	e := r.event(messages.EventStatus, id)
 	e.State = state

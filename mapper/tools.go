@@ -55,7 +55,7 @@ func (r *Reconciler) tool(index int, s *wire.Step, st *slot, first bool) {
 	if terminal {
 		if s.Type == wire.StepRunCommand {
 			if id := commandID(v); id != "" {
-				r.commands[id] = runCommandLine(s.RunCommand) // for the command_status steps that check on it
+				r.noteCommand(id, runCommandLine(s.RunCommand)) // for the command_status steps that check on it
 			}
 		}
 		st.outputDone = true

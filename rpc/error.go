@@ -58,6 +58,11 @@ var (
 	// ErrMessageTooLarge: a stream envelope is larger than
 	// Config.MaxMessageSize.
 	ErrMessageTooLarge = errors.New("rpc: message too large")
+
+	// ErrFrameSkipped: a stream's data envelope was larger than
+	// Config.MaxMessageSize and was read through without being kept; the
+	// stream goes on (Stream.Next). It also matches ErrMessageTooLarge.
+	ErrFrameSkipped error = &subError{msg: "rpc: stream frame over the limit skipped", parent: ErrMessageTooLarge}
 )
 
 // subError is a sentinel that also matches a broader sentinel.

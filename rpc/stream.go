@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -172,7 +173,11 @@ func (s *Stream) SubscriberID() string { return s.subscriberID }
 // end-stream error, and a *Error for transport and framing failures
 // (ErrProtocol, ErrMessageTooLarge, ErrPortGone, or CodeCanceled after
 // Close or ctx cancellation). Once it has returned an error it returns the
-// same error again.
+// same error again, but for ErrFrameSkipped: a data frame over
+// Config.MaxMessageSize (agy's first frame of a long conversation, a
+// snapshot of every step) is read through without being kept, Next
+// returns an error wrapping ErrFrameSkipped (and ErrMessageTooLarge), and
+// the stream goes on with the frame after it.
 func (s *Stream) Next() (*StreamFrame, error) {
 	if s.done != nil {
 		return nil, s.done // before a spare buffer is taken and dropped
@@ -217,6 +222,14 @@ func (s *Stream) nextPayload(buf []byte) ([]byte, error) {
 	flags, payload, err := s.reader.NextInto(buf)
 	if err == io.EOF {
 		err = fmt.Errorf("%w: stream ended without an end-stream message: %w", ErrProtocol, io.ErrUnexpectedEOF)
+	}
+	if err != nil && errors.Is(err, ErrMessageTooLarge) && flags&FlagEndStream == 0 && s.ctx.Err() == nil {
+		// A data frame over the limit: skipped, the stream goes on.
+		e := &Error{Method: s.method, Code: CodeResourceExhausted, Err: fmt.Errorf("%w: %w", ErrFrameSkipped, err)}
+		if s.client.cfg.OnError != nil {
+			s.client.cfg.OnError(s.method, e)
+		}
+		return nil, e
 	}
 	if err != nil {
 		return nil, s.finish(transportError(s.ctx, s.method, err))

@@ -141,6 +141,7 @@ func TestStreamFraming(t *testing.T) {
 		chunks  [][]byte
 		frames  int
 		badJSON bool // NextRaw hands the frame over; the stream then ends without an end-stream
+		goesOn  int  // frames read after the error (then the end): a skipped frame is not the end
 		wantErr func(t *testing.T, err error)
 	}{
 		{name: "split across reads", chunks: split(append(append([]byte{}, frame...), end...)), frames: 1},
@@ -149,8 +150,14 @@ func TestStreamFraming(t *testing.T) {
 		{name: "zero-length data", chunks: [][]byte{envelope(0, ""), end}, frames: 1},
 		{name: "max size", chunks: [][]byte{envelope(0, maxed), end}, frames: 1},
 		{name: "zero-length end-stream", chunks: [][]byte{frame, envelope(rpc.FlagEndStream, "")}, frames: 1},
-		{name: "one over max size", chunks: [][]byte{envelope(0, maxed+" "), end}, wantErr: func(t *testing.T, err error) {
+		{name: "one over max size", chunks: [][]byte{envelope(0, maxed+" "), frame, end}, goesOn: 1, wantErr: func(t *testing.T, err error) {
 			assert.ErrorIs(t, err, rpc.ErrMessageTooLarge)
+			assert.ErrorIs(t, err, rpc.ErrFrameSkipped)
+			assert.False(t, rpc.IsTransient(err))
+		}},
+		{name: "end-stream over max size", chunks: [][]byte{envelope(rpc.FlagEndStream, maxed+" ")}, wantErr: func(t *testing.T, err error) {
+			assert.ErrorIs(t, err, rpc.ErrMessageTooLarge)
+			assert.NotErrorIs(t, err, rpc.ErrFrameSkipped)
 		}},
 		{name: "end-stream error", chunks: [][]byte{frame, envelope(rpc.FlagEndStream, `{"error":{"code":"unavailable","message":"restarting","details":[{"type":"a"}]},"metadata":{"k":["v"]}}`)}, frames: 1,
 			wantErr: func(t *testing.T, err error) {
@@ -222,6 +229,14 @@ func TestStreamFraming(t *testing.T) {
 				require.Error(t, err)
 				assert.NotEqual(t, io.EOF, err)
 				tt.wantErr(t, err)
+				if tt.goesOn > 0 {
+					// A data frame over the limit is skipped: the stream goes on.
+					for i := 0; i < tt.goesOn; i++ {
+						require.NoError(t, next(s), "frame %d after the one skipped", i)
+					}
+					assert.Equal(t, io.EOF, next(s))
+					return
+				}
 				assert.Equal(t, err, next(s), "errors are sticky")
 			})
 		}

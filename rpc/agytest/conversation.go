@@ -2,7 +2,6 @@ package agytest
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -144,8 +143,8 @@ func (c *conversation) snapshot() []wire.Step {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]wire.Step, len(c.steps))
-	for i, f := range c.steps {
-		out[i] = f.decoded()
+	for i := range c.steps {
+		out[i] = c.stepLocked(i).decoded()
 	}
 	return out
 }
@@ -158,13 +157,13 @@ func (c *conversation) wireSteps(offset, limit int) [][]byte {
 	if offset >= len(c.steps) {
 		return nil
 	}
-	steps := c.steps[offset:]
-	if limit > 0 && len(steps) > limit {
-		steps = steps[:limit]
+	n := len(c.steps) - offset
+	if limit > 0 && n > limit {
+		n = limit
 	}
-	out := make([][]byte, len(steps))
-	for i, f := range steps {
-		out[i] = f.wire(false)
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = c.stepLocked(offset + i).wire(false)
 	}
 	return out
 }
@@ -172,7 +171,11 @@ func (c *conversation) wireSteps(offset, limit int) [][]byte {
 func (c *conversation) groundTruth() []wire.Step {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.truth)
+	var out []wire.Step
+	for i := 0; i < len(c.steps) && c.steps[i] == nil; i++ {
+		out = append(out, c.historyStep(i).decoded())
+	}
+	return append(out, c.truth...)
 }
 
 func (c *conversation) summary() rpc.TrajectorySummary {

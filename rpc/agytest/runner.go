@@ -142,7 +142,7 @@ func (c *conversation) work(ctx context.Context, cancel context.CancelFunc, t *t
 func (c *conversation) cancelLiveLocked() {
 	c.prompt = nil
 	for i, f := range c.steps {
-		if !f.step.Status.Terminal() {
+		if f != nil && !f.step.Status.Terminal() {
 			f.step.Status = wire.StatusCanceled
 			c.touchLocked(i)
 		}

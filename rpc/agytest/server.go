@@ -100,6 +100,15 @@ type Options struct {
 	// CancelNoop lists cancel methods that answer 200 but do not stop
 	// generation, as in agy builds where only some of them work.
 	CancelNoop []string
+	// HistorySteps starts the conversation of Options.Conversation with
+	// that many finished steps (a user turn and its reply each two), made
+	// from their index when sent and never stored: a conversation of a
+	// million steps costs the fake 8 bytes a step. A stream's first frame
+	// carries them all, as agy's does (far over 16 MiB for a million).
+	HistorySteps int
+	// HistoryStepBytes pads each reply of the history to about that many
+	// bytes, for answers over a reader's limit.
+	HistoryStepBytes int
 	// RecordTimes records when every live planner text version changed
 	// and was first streamed (TextTimes), for latency benchmarks. It costs
 	// a map entry per version.
@@ -170,6 +179,12 @@ func (o Options) normalized() (Options, error) {
 		o.MaxStepsPerRead = DefaultMaxStepsPerRead
 	case o.MaxStepsPerRead < 0:
 		o.MaxStepsPerRead = 0
+	}
+	if o.HistorySteps < 0 || o.HistoryStepBytes < 0 {
+		return o, fmt.Errorf("agytest: HistorySteps %d or HistoryStepBytes %d is negative", o.HistorySteps, o.HistoryStepBytes)
+	}
+	if o.HistorySteps > 0 && !o.Conversation {
+		return o, errors.New("agytest: HistorySteps needs Conversation")
 	}
 	if o.EarlierRuns < 0 {
 		return o, fmt.Errorf("agytest: EarlierRuns %d is negative", o.EarlierRuns)
@@ -243,7 +258,9 @@ func NewServer(opts Options) (*Server, error) {
 	s.mu.Lock()
 	s.addEarlierRunsLocked(o.EarlierRuns)
 	if o.Conversation {
-		s.active = s.newRootLocked().id
+		c := s.newRootLocked()
+		c.startWithHistory(o.HistorySteps)
+		s.active = c.id
 	}
 	active := s.active
 	s.mu.Unlock()
