@@ -29,7 +29,7 @@ func ParseReadMode(s string) (ReadMode, error) {
 	case ReadBoth, ReadStream, ReadPoll:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown read mode %q: want both, stream or poll", s)
+	return "", fmt.Errorf("actors: unknown read mode %q: want both, stream or poll", s)
 }
 
 // Config configures a Host. The zero value is usable: NewHost fills every

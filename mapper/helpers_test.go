@@ -253,14 +253,6 @@ func types(evs []messages.Event) []string {
 	return out
 }
 
-func ids(evs []messages.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
-	}
-	return out
-}
-
 func findEvent(t *testing.T, evs []messages.Event, typ messages.EventType) messages.Event {
 	t.Helper()
 	for _, e := range evs {

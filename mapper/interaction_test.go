@@ -143,6 +143,7 @@ func TestCloseKeysRefusesAnOptionIDThatIsNotDigits(t *testing.T) {
 		keys, err := CloseKeys(qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
 			{SelectedOptionIDs: []string{"1", id}},
 		}})
+		assert.ErrorContains(t, err, "mapper: option id ", "%q", id)
 		assert.ErrorContains(t, err, "is not plain digits", "%q", id)
 		assert.Nil(t, keys, "%q", id)
 	}

@@ -54,14 +54,14 @@ func TestScenarioValidation(t *testing.T) {
 	}
 	for name, doc := range bad {
 		_, err := agytest.ParseScenario([]byte(doc))
-		assert.Error(t, err, name)
+		assert.ErrorContains(t, err, "agytest: scenario: ", name)
 	}
 	_, err := agytest.LoadScenario(filepath.Join(t.TempDir(), "missing.json"))
 	assert.Error(t, err)
 	path := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"turns":[{"actions":[{}]}]}`), 0o600))
 	_, err = agytest.LoadScenario(path)
-	assert.ErrorContains(t, err, "turn 1: action 1")
+	assert.EqualError(t, err, "agytest: scenario "+path+": turn 1: action 1: exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, fail must be set (found 0)")
 	_, err = agytest.NewServer(agytest.Options{Conversation: true, Scenario: &agytest.Scenario{}})
 	assert.Error(t, err, "a server refuses a bad scenario")
 	_, err = agytest.NewServer(agytest.Options{Conversation: true, Host: "10.1.2.3"})

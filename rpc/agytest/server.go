@@ -139,7 +139,7 @@ func (o Options) normalized() (Options, error) {
 	if o.Scenario == nil {
 		o.Scenario = DefaultScenario()
 	}
-	if err := o.Scenario.Validate(); err != nil {
+	if err := o.Scenario.validate(); err != nil {
 		return o, fmt.Errorf("agytest: scenario: %w", err)
 	}
 	if o.Models == nil {

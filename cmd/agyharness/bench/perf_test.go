@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -151,8 +152,12 @@ func TestFloorReadsTheSameFrames(t *testing.T) {
 // TestSettleWaitsForLateFrames: settle returns only once the readers have
 // gone quiet, so frames a fake writes after a turn's IDLE are taken; and it
 // returns at its limit, or as soon as its context ends, when they never go
-// quiet.
+// quiet. In a synctest bubble: the times settle takes are exact.
 func TestSettleWaitsForLateFrames(t *testing.T) {
+	synctest.Test(t, testSettleWaitsForLateFrames)
+}
+
+func testSettleWaitsForLateFrames(t *testing.T) {
 	readers := []*floorReader{{}, {}}
 	late := make(chan struct{})
 	go func() {
@@ -162,7 +167,9 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
+	start := time.Now()
 	settle(context.Background(), readers, 500*time.Millisecond, time.Minute)
+	assert.Equal(t, 550*time.Millisecond, time.Since(start), "quiet from the tick after the last frame (ticks of 50 ms)")
 	select {
 	case <-late:
 	default:
@@ -185,10 +192,14 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 			}
 		}
 	}()
-	settle(context.Background(), readers, time.Second, 100*time.Millisecond) // never quiet: returns at the limit
+	start = time.Now()
+	settle(context.Background(), readers, time.Second, 100*time.Millisecond)
+	assert.Equal(t, 100*time.Millisecond, time.Since(start), "never quiet: returns at the limit")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	settle(ctx, readers, time.Second, time.Minute) // never quiet, ctx ended: returns at once
+	start = time.Now()
+	settle(ctx, readers, time.Second, time.Minute)
+	assert.Zero(t, time.Since(start), "never quiet, ctx ended: returns at once")
 	close(stop)
 	<-done
 }
