@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/agyversion"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // What fakeagy --tui shows while it starts, and agy's --version. Recorded
@@ -116,13 +116,13 @@ func (s *startup) refuses() bool {
 
 // observe opens the survey once the conversation has surveyAfter turns and
 // is idle.
-func (s *startup) observe(status rpc.RunStatus, steps []rpc.Step) {
-	if s == nil || s.asked || s.opts.surveyAfter <= 0 || status == rpc.RunRunning {
+func (s *startup) observe(status wire.RunStatus, steps []wire.Step) {
+	if s == nil || s.asked || s.opts.surveyAfter <= 0 || status == wire.RunRunning {
 		return
 	}
 	turns := 0
 	for _, st := range steps {
-		if st.Type == rpc.StepUserInput {
+		if st.Type == wire.StepUserInput {
 			turns++
 		}
 	}
@@ -143,7 +143,7 @@ func (s *startup) room(height int) int {
 // draw is the screen as agy shows it: a startup screen in place of the
 // normal one, else the normal screen with the eligibility notices in the
 // conversation, the footer under the draft, and the survey over it.
-func (s *startup) draw(screen string, status rpc.RunStatus) string {
+func (s *startup) draw(screen string, status wire.RunStatus) string {
 	if s == nil {
 		return screen
 	}
@@ -197,7 +197,7 @@ func (s *startup) draw(screen string, status rpc.RunStatus) string {
 		}, "\n")
 	}
 	footer := idleFooter
-	if status == rpc.RunRunning {
+	if status == wire.RunRunning {
 		footer = runningFooter
 	}
 	return screen + "\n" + footer
