@@ -10,9 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agyharness/agyharness/agyversion"
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -184,6 +186,11 @@ type Stats struct {
 	Rebinds  int            // port re-discoveries after the first binding
 	// RPCErrors counts failed RPCs on the bound port by rpc.ErrorClass.
 	RPCErrors map[string]int
+	// AgyVersion is Spec.AgyVersion: agy's version, "" unknown.
+	AgyVersion string
+	// AgyVersionNewer: AgyVersion is newer than the newest version whose
+	// behaviour the harness models (agyversion.Modeled).
+	AgyVersionNewer bool
 }
 
 // Stats returns the session's counters.
@@ -191,7 +198,15 @@ func (s *Session) Stats() Stats {
 	v := s.shared.view.Load()
 	r := make(map[string]int, len(v.restarts))
 	maps.Copy(r, v.restarts)
-	return Stats{Events: s.shared.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.shared.rpcErrors.counts()}
+	return Stats{Events: s.shared.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.shared.rpcErrors.counts(),
+		AgyVersion: s.shared.spec.AgyVersion, AgyVersionNewer: agyversion.Newer(s.shared.spec.AgyVersion)}
+}
+
+// ModelDisplayName is model's display name in agy's model catalog
+// (GetAvailableModels, read once the session is bound to a conversation),
+// or "" while the catalog is not read or does not name it.
+func (s *Session) ModelDisplayName(model string) string {
+	return s.shared.view.Load().models[model].DisplayName
 }
 
 // requestTimeout bounds a request whose context has no deadline.
@@ -267,6 +282,9 @@ type sessionView struct {
 	openIDs        []string // the ids of the open prompts' requests, in the order they opened
 	lastErr        error    // the last error of discovery, or of the lost port
 	err            error    // why the session ended (set when it stops)
+
+	// models is agy's model catalog by model enum (nil: not read yet).
+	models map[string]wire.ModelInfo
 }
 
 func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {

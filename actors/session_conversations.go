@@ -85,6 +85,7 @@ func (s *session) bindConversation(conv string) {
 
 func (s *session) setModels(models map[string]wire.ModelInfo) {
 	s.convs.models = models
+	s.shared.publishView(func(v *sessionView) { v.models = models })
 	s.record("models", s.conv(), models, s.now())
 	s.convs.root.SetModels(models)
 	for _, r := range s.convs.children {

@@ -120,6 +120,9 @@ func newDriver(cfg driverConfig, sess sessionAPI, out io.Writer, in io.Reader, s
 		if cfg.typesTurns {
 			d.render.noConversationHint = "the first turn you send is typed into agy"
 		}
+		if c, ok := sess.(interface{ ModelDisplayName(string) string }); ok {
+			d.render.catalogName = c.ModelDisplayName
+		}
 	}
 	return d
 }

@@ -50,6 +50,9 @@ type renderer struct {
 	idleHint string               // shown on the idle status line
 	// noConversationHint says how agy gets its first conversation.
 	noConversationHint string
+	// catalogName, when set, looks a model enum up in agy's model catalog
+	// (the session's): a display name, or "".
+	catalogName func(model string) string
 }
 
 func newRenderer(w io.Writer, color bool) *renderer {
@@ -225,6 +228,11 @@ func (r *renderer) status(state string) {
 func (r *renderer) modelName(enum string) string {
 	if n, ok := r.names[enum]; ok {
 		return termtext.Clean(n)
+	}
+	if r.catalogName != nil {
+		if n := r.catalogName(enum); n != "" {
+			return termtext.Clean(n)
+		}
 	}
 	return termtext.Clean(enum)
 }

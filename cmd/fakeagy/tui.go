@@ -86,6 +86,8 @@ type terminal struct {
 	// of its steps were history then: their prompts get no dialog.
 	shown   map[promptKey]bool
 	history map[string]int
+
+	start *startup // startup screens and the survey (startup.go); nil: none
 }
 
 // promptKey names one WAITING step.
@@ -243,6 +245,9 @@ func (t *terminal) handle(k key) {
 		t.pasting = false
 		return
 	}
+	if t.start.key(k, t.pasting) {
+		return
+	}
 	if t.pasting {
 		t.paste(k.r)
 		return
@@ -255,7 +260,7 @@ func (t *terminal) handle(k key) {
 	case '\r', '\n':
 		text := strings.TrimSpace(string(t.draft))
 		t.draft, t.cursor = t.draft[:0], 0
-		if text == "" {
+		if text == "" || t.start.refuses() {
 			return
 		}
 		if err := t.srv.TypeTurn(text); err != nil {
@@ -490,15 +495,17 @@ func (t *terminal) update() {
 	if t.dialog == nil {
 		t.dialog = t.nextDialog(conv, steps)
 	}
-	screen := render(screenView{
+	status := t.srv.RunStatus(conv)
+	t.start.observe(status, steps)
+	screen := t.start.draw(render(screenView{
 		conv:   conv,
 		steps:  steps,
-		status: t.srv.RunStatus(conv),
+		status: status,
 		dialog: t.dialog,
 		draft:  string(t.draft),
 		notice: t.notice,
-		height: t.height,
-	})
+		height: t.start.room(t.height),
+	}), status)
 	if screen == t.drawn {
 		return
 	}
