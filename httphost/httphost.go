@@ -1,4 +1,4 @@
-package main
+package httphost
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 	"github.com/agyharness/agyharness/messages"
 )
 
-// maxBody bounds every request body.
-const maxBody = 1 << 20
+// MaxBody bounds every request body.
+const MaxBody = 1 << 20
 
 // hostAPI is what the HTTP host needs of an *actors.Host: the one
 // registry of sessions.
@@ -40,7 +40,12 @@ type hostAPI interface {
 
 // servedSession is what the HTTP host needs of an *actors.Session.
 type servedSession interface {
-	sessionAPI
+	ID() string
+	ConversationID() string
+	Events() <-chan *messages.Event
+	Do(ctx context.Context, c messages.Command) error
+	Detach(ctx context.Context) error
+	Err() error
 	Port() int
 	Done() <-chan struct{}
 	Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error)
@@ -145,6 +150,9 @@ type server struct {
 	// cluster is this host's node of a cluster (nil: not in one); set
 	// before the server serves.
 	cluster clusterAPI
+
+	once sync.Once
+	mux  http.Handler // handler(), built on the first request of ServeHTTP
 }
 
 func (c serverConfig) withDefaults() serverConfig {
@@ -293,7 +301,7 @@ func attachedSessions(host hostAPI) []servedSession {
 // decodeBody reads a size-limited JSON body into v, refusing unknown
 // fields. It writes the error response itself and reports whether to go on.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body := http.MaxBytesReader(w, r.Body, maxBody)
+	body := http.MaxBytesReader(w, r.Body, MaxBody)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -311,7 +319,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		writeError(w, http.StatusRequestTimeout, "request body not received in time")
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", MaxBody))
 	case errors.Is(err, io.EOF):
 		writeError(w, http.StatusBadRequest, "request body is empty: send a JSON object")
 	default:
@@ -357,8 +365,8 @@ type createRequest struct {
 	Node string `json:"node,omitempty"`
 }
 
-// sessionView is a session as the API shows it.
-type sessionView struct {
+// SessionView is a session as the API shows it.
+type SessionView struct {
 	ID             string         `json:"id"`
 	ConversationID string         `json:"conversation_id"`
 	Port           int            `json:"port"`
@@ -372,13 +380,13 @@ type sessionView struct {
 	State string `json:"state,omitempty"`
 }
 
-func view(sess servedSession) sessionView {
+func view(sess servedSession) SessionView {
 	st := sess.Stats()
 	open := sess.OpenElicitations()
 	if open == nil {
 		open = []string{} // [] in JSON, not null
 	}
-	return sessionView{
+	return SessionView{
 		ID: sess.ID(), ConversationID: sess.ConversationID(), Port: sess.Port(),
 		Created: sess.Attached().UTC(), Events: st.Events, Rebinds: st.Rebinds, Restarts: st.Restarts,
 		OpenPrompts: open,
@@ -464,7 +472,7 @@ func (s *server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	all := attachedSessions(s.cfg.host)
-	views := make([]sessionView, len(all))
+	views := make([]SessionView, len(all))
 	for i, sess := range all {
 		views[i] = view(sess)
 	}
@@ -498,7 +506,7 @@ func (s *server) turn(w http.ResponseWriter, r *http.Request, sess servedSession
 		return
 	}
 	c := messages.Command{Type: messages.CommandTurn, Text: req.Text, Model: req.Model}
-	if err := checkCommand(c); err != nil {
+	if err := CheckCommand(c); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
@@ -522,7 +530,7 @@ func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSess
 		return
 	}
 	res := messages.Resolve{ElicitationID: eid, Action: req.Action, Answers: req.Answers}
-	if err := checkResolve(res); err != nil {
+	if err := CheckResolve(res); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}

@@ -1,4 +1,4 @@
-package main
+package httphost
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -691,7 +692,7 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 
 	res, body = h.request(t, "GET", "/v1/sessions/s1", "", nil)
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
-	var v sessionView
+	var v SessionView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	assert.Equal(t, []string{"c1/prompt/2"}, v.OpenPrompts, "the session's open prompts")
 	assert.Equal(t, sess.attached.UTC(), v.Created, "created when the session attached")
@@ -704,4 +705,8 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 		res, body := h.request(t, "POST", eidPath("s1", eid), `{"action":"accept"}`, nil)
 		assert.Equal(t, want, res.StatusCode, "%s: %s", eid, body)
 	}
+}
+
+func eidPath(sessionID, eid string) string {
+	return "/v1/sessions/" + sessionID + "/elicitations/" + url.PathEscape(eid) + "/resolve"
 }
