@@ -75,6 +75,12 @@ func (s *Session) OpenElicitations() []string {
 	return slices.Clone(s.shared.view.Load().openIDs)
 }
 
+// Models is agy's model catalog (what a turn may name as its model),
+// ordered by model enum; nil until the session has read it.
+func (s *Session) Models() []rpc.ModelInfo {
+	return slices.Clone(s.shared.view.Load().models)
+}
+
 // Events is the session's event stream from its start. The channel closes
 // when the session ends. A consumer that falls behind gets deltas
 // coalesced, never items dropped.
@@ -255,9 +261,10 @@ type sessionView struct {
 	port           int            // 0 while re-discovering
 	restarts       map[string]int // child restarts by actor kind
 	rebinds        int
-	openIDs        []string // the ids of the open prompts' requests, in the order they opened
-	lastErr        error    // the last error of discovery, or of the lost port
-	err            error    // why the session ended (set when it stops)
+	openIDs        []string        // the ids of the open prompts' requests, in the order they opened
+	lastErr        error           // the last error of discovery, or of the lost port
+	models         []rpc.ModelInfo // agy's model catalog, by model enum; nil until read
+	err            error           // why the session ended (set when it stops)
 }
 
 func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {

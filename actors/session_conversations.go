@@ -1,6 +1,9 @@
 package actors
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
@@ -83,6 +86,12 @@ func (s *session) bindConversation(conv string) {
 
 func (s *session) setModels(models map[string]rpc.ModelInfo) {
 	s.convs.models = models
+	list := make([]rpc.ModelInfo, 0, len(models))
+	for _, m := range models {
+		list = append(list, m)
+	}
+	slices.SortFunc(list, func(a, b rpc.ModelInfo) int { return strings.Compare(a.Model, b.Model) })
+	s.shared.publishView(func(v *sessionView) { v.models = list })
 	s.record("models", s.conv(), models, s.now())
 	s.convs.root.SetModels(models)
 	for _, r := range s.convs.children {

@@ -153,6 +153,10 @@ type server struct {
 
 	once sync.Once
 	mux  http.Handler // handler(), built on the first request of ServeHTTP
+
+	board       *board      // every session's row, kept by the watchers
+	transcripts transcripts // every attached session's, kept by the watchers
+	tickets     tickets     // single-use tickets of the event streams
 }
 
 func (c serverConfig) withDefaults() serverConfig {
@@ -183,6 +187,7 @@ func newServer(cfg serverConfig) *server {
 		tokenHash: sha256.Sum256([]byte(cfg.token)),
 		base:      base, cancel: cancel,
 		metrics: newMetrics(cfg.host),
+		board:   newBoard(),
 	}
 }
 
@@ -200,7 +205,11 @@ func (s *server) handler() http.Handler {
 	mux.Handle("GET /v1/sessions", s.auth(http.HandlerFunc(s.listSessions)))
 	mux.Handle("GET /v1/sessions/{id}", s.auth(s.withSession(s.getSession)))
 	mux.Handle("DELETE /v1/sessions/{id}", s.auth(s.withSession(s.deleteSession)))
-	mux.Handle("GET /v1/sessions/{id}/events", s.auth(s.withSession(s.events)))
+	mux.Handle("GET /v1/sessions/{id}/events", s.authOrTicket(s.withSession(s.events)))
+	mux.Handle("GET /v1/sessions/{id}/transcript", s.auth(s.withSession(s.getTranscript)))
+	mux.Handle("GET /v1/sessions/{id}/models", s.auth(s.withSession(s.getModels)))
+	mux.Handle("GET /v1/board", s.authOrTicket(http.HandlerFunc(s.boardStream)))
+	mux.Handle("POST /v1/tickets", s.auth(http.HandlerFunc(s.mintTicket)))
 	mux.Handle("POST /v1/sessions/{id}/turns", s.auth(s.withSession(s.turn)))
 	mux.Handle("POST /v1/sessions/{id}/elicitations/{eid}/resolve", s.auth(s.withSession(s.resolve)))
 	mux.Handle("POST /v1/sessions/{id}/interrupt", s.auth(s.withSession(s.interrupt)))
@@ -454,10 +463,19 @@ func validSessionID(id string) bool {
 // the start for the metrics until the session ends.
 func (s *server) watch(sess servedSession) {
 	s.metrics.attached()
+	t := s.transcripts.start(sess.ID())
+	v := view(sess)
+	s.board.add(BoardRow{ID: v.ID, ConversationID: v.ConversationID, Port: v.Port, Created: v.Created,
+		OpenPrompts: len(v.OpenPrompts), LastActivity: v.Created, Events: v.Events})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.metrics.follow(sess)
+		defer s.transcripts.end(sess.ID(), t)
+		defer s.board.remove(sess.ID())
+		s.metrics.follow(sess, func(ev *messages.Event) {
+			t.add(ev)
+			s.board.event(sess.ID(), ev)
+		})
 		if err := sess.Err(); err != nil {
 			s.log.Warn("session ended", "session", sess.ID(), "err", err)
 		} else {

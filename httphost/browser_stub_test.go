@@ -1,0 +1,4 @@
+package httphost
+
+// closeBrowser ends the tests' browser, if one was started.
+func closeBrowser() {}
