@@ -132,6 +132,8 @@ type serverConfig struct {
 	hostShutdown time.Duration
 	// tls, when set, serves HTTPS.
 	tls *tls.Config
+	// noConsole leaves the web console out.
+	noConsole bool
 }
 
 // server is the multi-session HTTP host (docs/HTTP.md). The
@@ -157,6 +159,7 @@ type server struct {
 	board       *board      // every session's row, kept by the watchers
 	transcripts transcripts // every attached session's, kept by the watchers
 	tickets     tickets     // single-use tickets of the event streams
+	signins     tickets     // one-time sign-in codes of the console
 }
 
 func (c serverConfig) withDefaults() serverConfig {
@@ -188,6 +191,7 @@ func newServer(cfg serverConfig) *server {
 		base:      base, cancel: cancel,
 		metrics: newMetrics(cfg.host),
 		board:   newBoard(),
+		signins: tickets{ttl: signInTTL},
 	}
 }
 
@@ -213,6 +217,12 @@ func (s *server) handler() http.Handler {
 	mux.Handle("POST /v1/sessions/{id}/turns", s.auth(s.withSession(s.turn)))
 	mux.Handle("POST /v1/sessions/{id}/elicitations/{eid}/resolve", s.auth(s.withSession(s.resolve)))
 	mux.Handle("POST /v1/sessions/{id}/interrupt", s.auth(s.withSession(s.interrupt)))
+	if !s.cfg.noConsole {
+		index, assets := consoleHandler()
+		mux.Handle("GET /{$}", index)
+		mux.Handle("GET /console/", assets)
+		mux.HandleFunc("POST /v1/signin", s.signIn)
+	}
 	if s.cluster != nil {
 		mux.Handle("GET /v1/nodes", s.auth(http.HandlerFunc(s.nodes)))
 	}

@@ -179,6 +179,7 @@ func (h *feedHost) shutdown() {
 
 // runningHost is server.serve running in-process on a loopback port.
 type runningHost struct {
+	server     *server
 	base       string
 	cancel     context.CancelFunc
 	served     chan error
@@ -205,7 +206,7 @@ func startHost(t *testing.T, cfg serverConfig) *runningHost {
 	if cfg.tls != nil {
 		scheme = "https://"
 	}
-	h := &runningHost{base: scheme + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
+	h := &runningHost{server: s, base: scheme + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
 	go func() {
 		h.served <- s.serve(ctx, ln, nil, func(hctx context.Context) error {
 			h.hostCtxErr <- hctx.Err()

@@ -35,10 +35,12 @@ type Config struct {
 	AuthGrace time.Duration
 	// TLS, when set, makes Serve serve HTTPS.
 	TLS *tls.Config
+	// NoConsole leaves the web console (GET /, docs/CONSOLE.md) out.
+	NoConsole bool
 }
 
 // Server is the multi-session HTTP host (docs/HTTP.md): the API, its SSE
-// streams and /metrics. It is an http.Handler, so a program embeds it in
+// streams, /metrics and the web console. It is an http.Handler, so a program embeds it in
 // its own server; Serve runs it on a listener of its own, with the
 // host's connection slots and timeouts.
 type Server struct {
@@ -56,7 +58,7 @@ func New(cfg Config) *Server {
 	s := newServer(serverConfig{
 		host: actorsHost{cfg.Host}, token: cfg.Token, log: cfg.Log,
 		heartbeat: cfg.Heartbeat, attachTimeout: cfg.AttachTimeout,
-		maxConns: cfg.MaxConns, authGrace: cfg.AuthGrace, tls: cfg.TLS,
+		maxConns: cfg.MaxConns, authGrace: cfg.AuthGrace, tls: cfg.TLS, noConsole: cfg.NoConsole,
 	})
 	return &Server{s: s}
 }
@@ -162,4 +164,20 @@ func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.S
 	}
 	s.wait()
 	return serveErr
+}
+
+// Attach attaches a session as POST /v1/sessions does, for a program that
+// starts its sessions itself: the API, the board and the transcript then
+// show it like one created over HTTP.
+func (srv *Server) Attach(ctx context.Context, spec actors.Spec) (*actors.Session, error) {
+	sess, err := srv.s.cfg.host.Attach(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	srv.s.watch(sess)
+	as, ok := sess.(actorsSession)
+	if !ok {
+		return nil, fmt.Errorf("httphost: Attach needs a Config.Host")
+	}
+	return as.Session, nil
 }

@@ -25,6 +25,7 @@ var (
 )
 
 type tickets struct {
+	ttl time.Duration // 0: ticketTTL
 	mu  sync.Mutex
 	m   map[[32]byte]time.Time // digest -> expiry
 	now func() time.Time
@@ -65,7 +66,11 @@ func (t *tickets) mint() (string, error) {
 		}
 		delete(t.m, oldest)
 	}
-	t.m[sha256.Sum256([]byte(tk))] = now.Add(ticketTTL)
+	ttl := t.ttl
+	if ttl <= 0 {
+		ttl = ticketTTL
+	}
+	t.m[sha256.Sum256([]byte(tk))] = now.Add(ttl)
 	return tk, nil
 }
 

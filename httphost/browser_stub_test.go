@@ -1,4 +1,0 @@
-package httphost
-
-// closeBrowser ends the tests' browser, if one was started.
-func closeBrowser() {}
