@@ -467,3 +467,23 @@ func TestConsoleCSPAndNoInlineScript(t *testing.T) {
 	require.NoError(t, res.Body.Close())
 	assert.Equal(t, http.StatusNotFound, res.StatusCode, "no directory listing")
 }
+
+func TestConsoleShowsAgysTextAsTextOnly(t *testing.T) {
+	evil := "# Title\n\nSee <img src=x onerror=\"window.pwned=1\"> and [a](javascript:window.pwned=2) " +
+		"and [docs](https://example.com/a?b=1) and **bold** `<script>window.pwned=3</script>`\n\n" +
+		"- one\n- two <b>not bold</b>\n\n```\n<svg onload=window.pwned=4>\n```\n"
+	c := startConsole(t, agytest.Options{Scenario: oneTurn(agytest.Say(evil, 3))})
+	c.attach(t, "s1")
+	tb := openSession(t, c, "s1")
+	res, body := c.request(t, "POST", "/v1/sessions/s1/turns", `{"text":"<img src=y onerror=window.pwned=5>"}`, nil)
+	require.Equal(t, http.StatusAccepted, res.StatusCode, body)
+	tb.waitJS("the reply", `document.querySelector(".turn.reply pre code")`)
+	tb.waitJS("idle", `document.querySelector("#state").dataset.state === "idle"`)
+	assert.Zero(t, eval[int](tb, `document.querySelectorAll("#transcript img, #transcript script, #transcript svg, #transcript b").length`), "no element from agy's markup")
+	assert.Zero(t, eval[int](tb, `document.querySelectorAll("#transcript a[href^='javascript']").length`), "no javascript: link")
+	assert.Equal(t, "noopener noreferrer", eval[string](tb, `document.querySelector("#transcript a[href^='https://example.com']").rel`))
+	assert.Equal(t, 1, eval[int](tb, `document.querySelectorAll("#transcript .reply h3, #transcript .reply strong").length > 1 ? 1 : 0`), "Markdown is rendered")
+	assert.Equal(t, 2, eval[int](tb, `document.querySelectorAll("#transcript .reply li").length`))
+	assert.False(t, eval[bool](tb, `"pwned" in window`), "nothing of agy's ran")
+	assert.Contains(t, eval[string](tb, `document.querySelector(".turn.user").textContent`), "<img src=y", "a turn is shown as typed")
+}
