@@ -2,14 +2,21 @@ package httphost
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/hostcluster"
+	"github.com/agyharness/agyharness/hostcluster/clusterpb"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/stretchr/testify/assert"
@@ -245,4 +252,66 @@ func TestHostTranscriptAndModelsOfARealSession(t *testing.T) {
 	for _, m := range models.Models {
 		assert.NotEmpty(t, m.Model)
 	}
+}
+
+// stubCluster is a clusterAPI whose other nodes' sessions the test sets.
+type stubCluster struct {
+	mu       sync.Mutex
+	sessions []hostcluster.ClusterSession
+}
+
+func (c *stubCluster) set(s ...hostcluster.ClusterSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sessions = s
+}
+func (c *stubCluster) Name() string                                { return "A" }
+func (c *stubCluster) Nodes() []hostcluster.NodeStatus             { return nil }
+func (c *stubCluster) Figures() map[string]hostcluster.NodeFigures { return nil }
+func (c *stubCluster) Sessions(context.Context) []hostcluster.ClusterSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.sessions)
+}
+func (c *stubCluster) Create(context.Context, string, *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
+	return nil, errors.New("no")
+}
+func (c *stubCluster) Locate(context.Context, string) (*clusterpb.SessionInfo, error) {
+	return nil, errors.New("no")
+}
+func (c *stubCluster) Do(context.Context, string, string, messages.Command) error {
+	return errors.New("no")
+}
+func (c *stubCluster) Subscribe(context.Context, string, string, uint64) (*hostcluster.Stream, error) {
+	return nil, errors.New("no")
+}
+
+func TestHostBoardShowsOtherNodesSessions(t *testing.T) {
+	old := clusterBoardEvery
+	clusterBoardEvery = 20 * time.Millisecond
+	t.Cleanup(func() { clusterBoardEvery = old })
+	cl := &stubCluster{}
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", OpenElicitations: []string{"e"}}})
+	s := newServer(serverConfig{host: &feedHost{}, token: hostTestToken, heartbeat: time.Hour})
+	s.cluster = cl
+	srv := httptest.NewServer(s.handler())
+	t.Cleanup(func() { s.stop(); srv.Close(); s.wait() })
+
+	req, err := http.NewRequest("GET", srv.URL+"/v1/board", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+hostTestToken)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	frames := readSSE(t, res)
+	var row BoardRow
+	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B's session", func(e, _ string) bool { return e == "session" })), &row))
+	assert.Equal(t, BoardRow{ID: "b1", Node: "B", State: SessionLive, OpenPrompts: 1, Created: time.Unix(0, 0).UTC()}, row)
+	nextFrame(t, frames, "ready", func(e, _ string) bool { return e == "ready" })
+
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B"}, Lost: true})
+	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B lost", func(e, _ string) bool { return e == "session" })), &row))
+	assert.Equal(t, SessionNodeLost, row.State)
+	cl.set()
+	assert.JSONEq(t, `{"id":"b1"}`, nextFrame(t, frames, "B's session gone", func(e, _ string) bool { return e == "gone" }))
 }
