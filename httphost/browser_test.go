@@ -101,12 +101,12 @@ func closeBrowser() {
 
 // tab is one browser tab on a console.
 type tab struct {
-	t    *testing.T
+	t    testing.TB
 	ctx  context.Context
 	base string
 }
 
-func newTab(t *testing.T, base string) *tab {
+func newTab(t testing.TB, base string) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(browser(t))
 	t.Cleanup(cancel)

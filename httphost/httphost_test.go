@@ -187,7 +187,7 @@ type runningHost struct {
 	stoppedIn  time.Duration
 }
 
-func startHost(t *testing.T, cfg serverConfig) *runningHost {
+func startHost(t testing.TB, cfg serverConfig) *runningHost {
 	t.Helper()
 	if cfg.token == "" {
 		cfg.token = hostTestToken
@@ -224,7 +224,7 @@ func startHost(t *testing.T, cfg serverConfig) *runningHost {
 }
 
 // stop ends serve and waits for it.
-func (h *runningHost) stop(t *testing.T) {
+func (h *runningHost) stop(t testing.TB) {
 	t.Helper()
 	if h.cancel == nil {
 		return
@@ -241,7 +241,7 @@ func (h *runningHost) stop(t *testing.T) {
 	}
 }
 
-func (h *runningHost) request(t *testing.T, method, path, body string, header map[string]string) (*http.Response, string) {
+func (h *runningHost) request(t testing.TB, method, path, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, h.base+path, strings.NewReader(body))
 	require.NoError(t, err)
