@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/hostcluster"
+	"github.com/agyharness/agyharness/hostcluster/clusterpb"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
@@ -486,4 +489,22 @@ func TestConsoleShowsAgysTextAsTextOnly(t *testing.T) {
 	assert.Equal(t, 2, eval[int](tb, `document.querySelectorAll("#transcript .reply li").length`))
 	assert.False(t, eval[bool](tb, `"pwned" in window`), "nothing of agy's ran")
 	assert.Contains(t, eval[string](tb, `document.querySelector(".turn.user").textContent`), "<img src=y", "a turn is shown as typed")
+}
+
+func TestConsoleBoardShowsAnotherNodesSession(t *testing.T) {
+	old := clusterBoardEvery
+	clusterBoardEvery = 50 * time.Millisecond
+	t.Cleanup(func() { clusterBoardEvery = old })
+	cl := &stubCluster{}
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", Port: 4242}})
+	s := newServer(serverConfig{host: &feedHost{}, token: hostTestToken, heartbeat: time.Hour})
+	s.cluster = cl
+	srv := httptest.NewServer(s.handler())
+	t.Cleanup(func() { s.stop(); srv.CloseClientConnections(); srv.Close(); s.wait() })
+
+	tb := newTab(t, srv.URL)
+	tb.signIn(hostTestToken)
+	tb.waitJS("B's session with its node", `document.querySelector('#board li[data-id="b1"] .node') && document.querySelector('#board li[data-id="b1"] .node').textContent === "node B"`)
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", Port: 4242}, Lost: true})
+	tb.waitJS("B's session lost", `document.querySelector('#board li[data-id="b1"]').dataset.state === "node_lost"`)
 }
