@@ -187,17 +187,6 @@ func (b *board) take(c *boardClient) (rows []BoardRow, gone []string) {
 	return rows, gone
 }
 
-// row is one session's row now.
-func (b *board) row(id string) (BoardRow, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	r, ok := b.rows[id]
-	if !ok {
-		return BoardRow{}, false
-	}
-	return *r, true
-}
-
 // boardStream is GET /v1/board: SSE of "event: session" (a row, whole)
 // and "event: gone" ({"id"}), every row first, then "event: ready", then
 // each change. In a cluster the other nodes' sessions are listed every
