@@ -13,6 +13,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -77,7 +78,7 @@ func (s *Session) OpenElicitations() []string {
 
 // Models is agy's model catalog (what a turn may name as its model),
 // ordered by model enum; nil until the session has read it.
-func (s *Session) Models() []rpc.ModelInfo {
+func (s *Session) Models() []wire.ModelInfo {
 	return slices.Clone(s.shared.view.Load().models)
 }
 
@@ -110,7 +111,7 @@ func (s *Session) SendTurn(ctx context.Context, text, model string) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.TurnResult).Err
+	return named(res.(*messages.TurnResult).Err)
 }
 
 // Resolve answers an open elicitation. An error means the command was
@@ -121,7 +122,7 @@ func (s *Session) Resolve(ctx context.Context, r messages.Resolve) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.ResolveAccepted).Err
+	return named(res.(*messages.ResolveAccepted).Err)
 }
 
 // Interrupt stops the running cascade; it returns once agy reports IDLE.
@@ -130,7 +131,16 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.TurnResult).Err
+	return named(res.(*messages.TurnResult).Err)
+}
+
+// named gives an error of the session actor's the package's name, as it
+// leaves the package (the actor's own errors do not carry it).
+func named(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("actors: %w", err)
 }
 
 // Do runs a driver command (turn, resolve, interrupt, detach): the form the
@@ -146,7 +156,7 @@ func (s *Session) Do(ctx context.Context, c messages.Command) error {
 	case messages.CommandDetach:
 		return s.Detach(ctx)
 	}
-	return fmt.Errorf("unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)
+	return fmt.Errorf("actors: unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)
 }
 
 // Detach stops the session: its children stop, its RPCs are cancelled, and
@@ -172,7 +182,7 @@ func (s *Session) Detach(ctx context.Context) error {
 func (s *Session) Done() <-chan struct{} { return s.shared.done }
 
 // Err says why the session stopped (nil after Detach or Shutdown).
-func (s *Session) Err() error { return s.shared.view.Load().err }
+func (s *Session) Err() error { return named(s.shared.view.Load().err) }
 
 // Stats are a session's counters.
 type Stats struct {
@@ -261,10 +271,10 @@ type sessionView struct {
 	port           int            // 0 while re-discovering
 	restarts       map[string]int // child restarts by actor kind
 	rebinds        int
-	openIDs        []string        // the ids of the open prompts' requests, in the order they opened
-	lastErr        error           // the last error of discovery, or of the lost port
-	models         []rpc.ModelInfo // agy's model catalog, by model enum; nil until read
-	err            error           // why the session ended (set when it stops)
+	openIDs        []string         // the ids of the open prompts' requests, in the order they opened
+	lastErr        error            // the last error of discovery, or of the lost port
+	models         []wire.ModelInfo // agy's model catalog, by model enum; nil until read
+	err            error            // why the session ended (set when it stops)
 }
 
 func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {

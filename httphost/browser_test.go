@@ -21,8 +21,8 @@ import (
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/hostcluster"
 	"github.com/agyharness/agyharness/hostcluster/clusterpb"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The console in a real browser: Debian's chromium, headless, one for the
@@ -343,9 +343,9 @@ func TestConsolePromptAnsweredInAgysTerminalDisappears(t *testing.T) {
 	conv := c.fake.ConversationID()
 	st, ok := c.fake.OpenPrompt(conv)
 	require.True(t, ok)
-	require.NoError(t, c.fake.AnswerFromTerminal(conv, rpc.InteractionResponse{
-		TrajectoryID: st.TrajectoryID(), StepIndex: rpc.Int(st.Index()),
-		AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: "Proceed?", SelectedOptionIDs: []string{"1"}}}},
+	require.NoError(t, c.fake.AnswerFromTerminal(conv, wire.InteractionResponse{
+		TrajectoryID: st.TrajectoryID(), StepIndex: wire.Int(st.Index()),
+		AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{{Question: "Proceed?", SelectedOptionIDs: []string{"1"}}}},
 	}))
 	tb.waitJS("the question withdrawn", `!document.querySelector('#prompts form.prompt')`)
 	tb.waitJS("the note", `[...document.querySelectorAll(".note")].some(e => e.textContent.includes("in agy's terminal"))`)

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Tickets let a browser's EventSource, which cannot send a header, open an
@@ -138,7 +138,7 @@ type ModelView struct {
 // session of another node).
 func (s *server) getModels(w http.ResponseWriter, r *http.Request, sess servedSession) {
 	out := []ModelView{}
-	if m, ok := sess.(interface{ Models() []rpc.ModelInfo }); ok {
+	if m, ok := sess.(interface{ Models() []wire.ModelInfo }); ok {
 		for _, mi := range m.Models() {
 			out = append(out, ModelView{Model: mi.Model, DisplayName: mi.DisplayName, Recommended: mi.Recommended, SupportsThinking: mi.SupportsThinking})
 		}

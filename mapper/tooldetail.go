@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The typed detail of a tool step is read from its body, the member its
@@ -57,7 +57,7 @@ func (d *resultDetail) hit(h messages.Hit) {
 // stepView is a step and its type-named body (codeAction for CODE_ACTION),
 // as agy sent it, looked up the first time a detail asks for it.
 type stepView struct {
-	s   *rpc.Step
+	s   *wire.Step
 	raw *stepBodyCache
 }
 
@@ -66,7 +66,7 @@ type stepBodyCache struct {
 	looked bool
 }
 
-func viewOf(s *rpc.Step) stepView { return stepView{s: s, raw: &stepBodyCache{}} }
+func viewOf(s *wire.Step) stepView { return stepView{s: s, raw: &stepBodyCache{}} }
 
 // body is the step's type-named body (nil when it has none).
 func (v stepView) body() json.RawMessage {
@@ -156,7 +156,7 @@ func firstNonEmpty(ss ...string) string {
 
 // --- commands ---
 
-func runCommandLine(rc *rpc.RunCommand) string {
+func runCommandLine(rc *wire.RunCommand) string {
 	if rc == nil {
 		return ""
 	}
@@ -181,7 +181,7 @@ type commandIDBody struct {
 	CommandID string `json:"commandId"`
 }
 
-// commandBody is what a RUN_COMMAND body says beyond rpc.RunCommand: the
+// commandBody is what a RUN_COMMAND body says beyond wire.RunCommand: the
 // command's id, and its exit code as sent, absent until the command has one.
 type commandBody struct {
 	CommandID string          `json:"commandId"`
@@ -213,9 +213,9 @@ type commandStatusBody struct {
 	Combined  string    `json:"combined"`
 	Stdout    string    `json:"stdout"`
 	Stderr    string    `json:"stderr"`
-	ExitCode  rpc.Int   `json:"exitCode"`
+	ExitCode  wire.Int  `json:"exitCode"`
 	Error     *struct{} `json:"error"`
-	Wait      rpc.Int   `json:"waitDurationSeconds"`
+	Wait      wire.Int  `json:"waitDurationSeconds"`
 }
 
 // output is the command's output so far: combined, else stdout and stderr.
@@ -242,18 +242,18 @@ func commandStatusLive(v stepView) string {
 
 var commandStatusResult = fromBody(func(b *commandStatusBody, d *resultDetail) {
 	d.say(b.output())
-	if st := rpc.StepStatus(b.Status); st.Terminal() {
+	if st := wire.StepStatus(b.Status); st.Terminal() {
 		d.exitCode = messages.Ptr(int(b.ExitCode))
 	}
 })
 
 type sendCommandInputBody struct {
-	CommandID string              `json:"commandId"`
-	Input     string              `json:"input"`
-	Terminate bool                `json:"terminate"`
-	Output    *rpc.CombinedOutput `json:"output"`
-	Running   bool                `json:"running"`
-	ExitCode  rpc.Int             `json:"exitCode"`
+	CommandID string               `json:"commandId"`
+	Input     string               `json:"input"`
+	Terminate bool                 `json:"terminate"`
+	Output    *wire.CombinedOutput `json:"output"`
+	Running   bool                 `json:"running"`
+	ExitCode  wire.Int             `json:"exitCode"`
 }
 
 var sendCommandInputCall = fromBody(func(b *sendCommandInputBody, d *callDetail) {
@@ -289,10 +289,10 @@ var readTerminalCall = fromBody(func(b *readTerminalBody, d *callDetail) {
 var readTerminalResult = fromBody(func(b *readTerminalBody, d *resultDetail) { d.say(b.Contents) })
 
 type shellExecBody struct {
-	Command      string  `json:"command"`
-	ExitCode     rpc.Int `json:"exitCode"`
-	Output       string  `json:"output"`
-	ErrorMessage string  `json:"errorMessage"`
+	Command      string   `json:"command"`
+	ExitCode     wire.Int `json:"exitCode"`
+	Output       string   `json:"output"`
+	ErrorMessage string   `json:"errorMessage"`
 }
 
 var shellExecCall = fromBody(func(b *shellExecBody, d *callDetail) { d.title = b.Command })
@@ -305,11 +305,11 @@ var shellExecResult = fromBody(func(b *shellExecBody, d *resultDetail) {
 // --- reads ---
 
 type viewFileBody struct {
-	AbsolutePathURI string  `json:"absolutePathUri"`
-	StartLine       rpc.Int `json:"startLine"`
-	EndLine         rpc.Int `json:"endLine"`
-	NumLines        rpc.Int `json:"numLines"`
-	NumBytes        rpc.Int `json:"numBytes"`
+	AbsolutePathURI string   `json:"absolutePathUri"`
+	StartLine       wire.Int `json:"startLine"`
+	EndLine         wire.Int `json:"endLine"`
+	NumLines        wire.Int `json:"numLines"`
+	NumBytes        wire.Int `json:"numBytes"`
 }
 
 // viewFileCall reads the file from the body, else from the arguments.
@@ -335,9 +335,9 @@ func viewFileCall(v stepView, d *callDetail) {
 
 // viewFileSize is the part of a VIEW_FILE body its result tells.
 type viewFileSize struct {
-	AbsolutePathURI string  `json:"absolutePathUri"`
-	NumLines        rpc.Int `json:"numLines"`
-	NumBytes        rpc.Int `json:"numBytes"`
+	AbsolutePathURI string   `json:"absolutePathUri"`
+	NumLines        wire.Int `json:"numLines"`
+	NumBytes        wire.Int `json:"numBytes"`
 }
 
 func viewFileResult(v stepView, d *resultDetail) {
@@ -403,7 +403,7 @@ func listDirectoryResult(v stepView, d *resultDetail) {
 type outlineBody struct {
 	AbsolutePathURI string   `json:"absolutePathUri"`
 	OutlineItems    []string `json:"outlineItems"`
-	NumLines        rpc.Int  `json:"numLines"`
+	NumLines        wire.Int `json:"numLines"`
 	Contents        string   `json:"contents"`
 }
 

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The detail of the tools that are neither commands, files nor the web:
@@ -223,8 +223,8 @@ func askQuestionResult(v stepView, d *resultDetail) { d.say(answersSummary(v.s))
 
 // askedQuestions is an ask_question step's questions: its own, else those
 // its prompt asks.
-func askedQuestions(s *rpc.Step) []rpc.Question {
-	var qs []rpc.Question
+func askedQuestions(s *wire.Step) []wire.Question {
+	var qs []wire.Question
 	if s.AskQuestion != nil {
 		qs = s.AskQuestion.Questions
 	}
@@ -236,8 +236,8 @@ func askedQuestions(s *rpc.Step) []rpc.Question {
 
 // answersSummary tells the chosen answers of an ask_question step, one line
 // per question: "question: option text; option text" (write-ins quoted).
-func answersSummary(s *rpc.Step) string {
-	chosen := map[string]rpc.QuestionResponse{}
+func answersSummary(s *wire.Step) string {
+	chosen := map[string]wire.QuestionResponse{}
 	for _, ci := range s.CompletedInteractions {
 		if ci.Response != nil && ci.Response.AskQuestion != nil {
 			for _, qr := range ci.Response.AskQuestion.Responses {

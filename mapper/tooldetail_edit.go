@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The detail of edits: the file, the diffs proposed (the call's) and the
@@ -23,13 +23,13 @@ func (p *pathScope) path() string {
 }
 
 type replacementChunk struct {
-	TargetContent      string  `json:"targetContent"`
-	ReplacementContent string  `json:"replacementContent"`
-	StartLine          rpc.Int `json:"startLine"`
+	TargetContent      string   `json:"targetContent"`
+	ReplacementContent string   `json:"replacementContent"`
+	StartLine          wire.Int `json:"startLine"`
 }
 
 type diffBlock struct {
-	StartLine   rpc.Int `json:"startLine"`
+	StartLine   wire.Int `json:"startLine"`
 	UnifiedDiff struct {
 		Lines []struct {
 			Text string `json:"text"`
@@ -119,8 +119,8 @@ type codeActionBody struct {
 			ReplacementChunks []replacementChunk `json:"replacementChunks"`
 			File              *pathScope         `json:"file"`
 			LineRange         *struct {
-				AbsoluteURI string  `json:"absoluteUri"`
-				StartLine   rpc.Int `json:"startLine"`
+				AbsoluteURI string   `json:"absoluteUri"`
+				StartLine   wire.Int `json:"startLine"`
 			} `json:"lineRange"`
 			ContentTarget *struct {
 				AbsoluteURI string `json:"absoluteUri"`
@@ -321,9 +321,9 @@ var deleteDirectoryCall = fromBody(func(b *directoryBody, d *callDetail) {
 })
 
 type writeBlobBody struct {
-	TargetPath   string    `json:"targetPath"`
-	BytesWritten rpc.Int64 `json:"bytesWritten"`
-	ErrorMessage string    `json:"errorMessage"`
+	TargetPath   string     `json:"targetPath"`
+	BytesWritten wire.Int64 `json:"bytesWritten"`
+	ErrorMessage string     `json:"errorMessage"`
 }
 
 var writeBlobCall = fromBody(func(b *writeBlobBody, d *callDetail) {

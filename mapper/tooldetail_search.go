@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The detail of searches: the query and where as the call's title; the hits
@@ -42,14 +42,14 @@ type grepBody struct {
 	Query         string   `json:"query"`
 	Includes      []string `json:"includes"`
 	Results       []struct {
-		RelativePath string  `json:"relativePath"`
-		AbsolutePath string  `json:"absolutePath"`
-		LineNumber   rpc.Int `json:"lineNumber"`
-		Content      string  `json:"content"`
+		RelativePath string   `json:"relativePath"`
+		AbsolutePath string   `json:"absolutePath"`
+		LineNumber   wire.Int `json:"lineNumber"`
+		Content      string   `json:"content"`
 	} `json:"results"`
-	TotalResults rpc.Int `json:"totalResults"`
-	RawOutput    string  `json:"rawOutput"`
-	GrepError    string  `json:"grepError"`
+	TotalResults wire.Int `json:"totalResults"`
+	RawOutput    string   `json:"rawOutput"`
+	GrepError    string   `json:"grepError"`
 }
 
 var grepSearchCall = fromBody(func(b *grepBody, d *callDetail) {
@@ -97,8 +97,8 @@ type findBody struct {
 	Extensions      []string `json:"extensions"`
 	Type            string   `json:"type"`
 	TruncatedOutput string   `json:"truncatedOutput"`
-	TruncatedTotal  rpc.Int  `json:"truncatedTotalResults"`
-	TotalResults    rpc.Int  `json:"totalResults"`
+	TruncatedTotal  wire.Int `json:"truncatedTotalResults"`
+	TotalResults    wire.Int `json:"totalResults"`
 	RawOutput       string   `json:"rawOutput"`
 	FindError       string   `json:"findError"`
 }
@@ -133,8 +133,8 @@ var findResult = fromBody(func(b *findBody, d *resultDetail) {
 })
 
 type codeSearchMatch struct {
-	Snippet    string  `json:"snippet"`
-	LineNumber rpc.Int `json:"lineNumber"`
+	Snippet    string   `json:"snippet"`
+	LineNumber wire.Int `json:"lineNumber"`
 }
 
 type codeSearchBody struct {
@@ -170,14 +170,14 @@ var codeSearchResult = fromBody(func(b *codeSearchBody, d *resultDetail) {
 })
 
 type referencesBody struct {
-	AbsoluteURI string  `json:"absoluteUri"`
-	Symbol      string  `json:"symbol"`
-	Line        rpc.Int `json:"line"`
+	AbsoluteURI string   `json:"absoluteUri"`
+	Symbol      string   `json:"symbol"`
+	Line        wire.Int `json:"line"`
 	References  []struct {
 		URI   string `json:"uri"`
 		Range struct {
 			Start struct {
-				Row rpc.Int `json:"row"`
+				Row wire.Int `json:"row"`
 			} `json:"startPosition"`
 		} `json:"range"`
 		Snippet string `json:"snippet"`

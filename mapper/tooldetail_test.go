@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TestADetailDecodesOnlyWhatItReads: a call and a result that read
@@ -18,13 +18,13 @@ import (
 // internal_search's title but not its hits.
 func TestADetailDecodesOnlyWhatItReads(t *testing.T) {
 	cases := []struct {
-		typ       rpc.StepType
+		typ       wire.StepType
 		body      string
 		title     string
 		output    string
 		locations []messages.Location
 	}{{
-		typ:       rpc.StepViewFile,
+		typ:       wire.StepViewFile,
 		body:      `"viewFile":{"absolutePathUri":"file:///w/main.go","startLine":"nine","numLines":20,"numBytes":300}`,
 		title:     "Read /w/main.go",
 		output:    "/w/main.go: 20 lines, 300 bytes",
@@ -36,8 +36,8 @@ func TestADetailDecodesOnlyWhatItReads(t *testing.T) {
 		output: "Oncall https://intra.example/x",
 	}}
 	for _, c := range cases {
-		s := stepOf(t, c.typ, rpc.StatusDone, `,"toolSummary":"Searched"`, c.body)
-		evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{s}, "", at(0)))
+		s := stepOf(t, c.typ, wire.StatusDone, `,"toolSummary":"Searched"`, c.body)
+		evs := newTestReconciler().Apply(FromSnapshot([]wire.Step{s}, "", at(0)))
 		require.Equal(t, []string{"function_call", "function_call_output"}, types(evs), c.typ)
 		assert.Equal(t, c.title, evs[0].Title, c.typ)
 		assert.Equal(t, c.locations, evs[0].Locations, c.typ)

@@ -3,7 +3,7 @@ package mapper
 import (
 	"strings"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The detail of web reads: the URL, as the call's title and url; the page's
@@ -45,7 +45,7 @@ func urlOf(w *webDocument) string {
 
 type contentChunkBody struct {
 	DocumentID string       `json:"documentId"`
-	Position   rpc.Int      `json:"position"`
+	Position   wire.Int     `json:"position"`
 	Item       *webDocument `json:"croppedItem"`
 }
 
@@ -127,10 +127,10 @@ var readBrowserPageResult = fromBody(func(b *browserPageBody, d *resultDetail) {
 })
 
 type workspaceAPIBody struct {
-	URL        string  `json:"url"`
-	Method     string  `json:"httpMethod"`
-	StatusCode rpc.Int `json:"statusCode"`
-	Response   string  `json:"response"`
+	URL        string   `json:"url"`
+	Method     string   `json:"httpMethod"`
+	StatusCode wire.Int `json:"statusCode"`
+	Response   string   `json:"response"`
 }
 
 var workspaceAPICall = fromBody(func(b *workspaceAPIBody, d *callDetail) {
