@@ -77,6 +77,12 @@ func (s *Session) OpenElicitations() []string {
 	return slices.Clone(s.shared.view.Load().openIDs)
 }
 
+// Models is agy's model catalog (what a turn may name as its model),
+// ordered by model enum; nil until the session has read it.
+func (s *Session) Models() []wire.ModelInfo {
+	return slices.Clone(s.shared.view.Load().modelList)
+}
+
 // Events is the session's event stream from its start. The channel closes
 // when the session ends. A consumer that falls behind gets deltas
 // coalesced, never items dropped.
@@ -283,8 +289,10 @@ type sessionView struct {
 	lastErr        error    // the last error of discovery, or of the lost port
 	err            error    // why the session ended (set when it stops)
 
-	// models is agy's model catalog by model enum (nil: not read yet).
-	models map[string]wire.ModelInfo
+	// models is agy's model catalog by model enum (nil: not read yet);
+	// modelList is the same, sorted by enum.
+	models    map[string]wire.ModelInfo
+	modelList []wire.ModelInfo
 }
 
 func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {
