@@ -19,15 +19,42 @@ type prompt struct {
 	// unstreamed: agy parks this prompt without a stream frame; only a
 	// read of the steps shows it WAITING (Options.UnstreamedPrompts).
 	unstreamed bool
+	// req is what the step asks now; next what it asks after req is
+	// allowed, on the same step (agy 1.1.7 on asks each segment of a
+	// compound command in turn), with rearm recording an allowed ask on
+	// the step before the next one is asked. Guarded by the
+	// conversation's lock.
+	req   *rpc.Interaction
+	next  []*rpc.Interaction
+	rearm func(f *fakeStep, asked *rpc.Interaction, ans rpc.InteractionResponse, next *rpc.Interaction)
+}
+
+// askSeq is what a step asks in turn: reqs[0], then, once it is allowed,
+// reqs[1] on the same step, and so on; rearm records each allowed ask but
+// the last on the step (nil when there is a single ask).
+type askSeq struct {
+	reqs  []*rpc.Interaction
+	rearm func(f *fakeStep, asked *rpc.Interaction, ans rpc.InteractionResponse, next *rpc.Interaction)
 }
 
 // prompt opens a WAITING interaction on step idx and waits for its answer.
 // When it expires the step turns ERROR and agy's retry opens the same prompt
 // as a new step at the next index; prompt returns the index it was answered at.
 func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, questions []QuestionSpec) (rpc.InteractionResponse, int, error) {
+	ans, idx, _, err := t.promptSeq(idx, askSeq{reqs: []*rpc.Interaction{req}}, extra, questions)
+	return ans, idx, err
+}
+
+// promptSeq is prompt for a step that asks seq.reqs in turn on the same
+// step: an allowed ask but the last re-arms the step WAITING on the next
+// (a denied one ends the sequence). It returns the last answer, the index
+// it came at, and what that answer was to.
+func (t *turnRun) promptSeq(idx int, seq askSeq, extra map[string]any, questions []QuestionSpec) (rpc.InteractionResponse, int, *rpc.Interaction, error) {
+	reqs := seq.reqs
 	for {
+		req := reqs[0]
 		expireNow := t.srv.takeFault(FaultPromptTimeout)
-		p := &prompt{questions: questions, answer: make(chan rpc.InteractionResponse, 1)}
+		p := &prompt{questions: questions, answer: make(chan rpc.InteractionResponse, 1), req: req, next: reqs[1:], rearm: seq.rearm}
 		t.flush()
 		c := t.c
 		c.mu.Lock()
@@ -45,11 +72,16 @@ func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, qu
 
 		ans, answered, err := t.await(p, expireNow)
 		if err != nil || answered {
-			return ans, idx, err
+			c.mu.Lock()
+			asked := p.req
+			c.mu.Unlock()
+			return ans, idx, asked, err
 		}
-		// agy retries the timed-out prompt as a fresh step.
+		// agy retries the timed-out prompt as a fresh step, asking what
+		// was left.
 		c.mu.Lock()
 		retry := c.steps[idx].clone()
+		reqs = append([]*rpc.Interaction{p.req}, p.next...)
 		c.mu.Unlock()
 		retry.step.Status = rpc.StatusPending
 		retry.step.RequestedInteraction = nil
@@ -59,7 +91,7 @@ func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, qu
 		retry.step.Metadata.CreatedAt = timestamp(time.Now())
 		retry.step.Metadata.CompletedAt = ""
 		if err := t.pause(); err != nil {
-			return rpc.InteractionResponse{}, idx, err
+			return rpc.InteractionResponse{}, idx, nil, err
 		}
 		idx = t.add(retry)
 	}
@@ -141,6 +173,15 @@ func (c *conversation) answer(resp rpc.InteractionResponse, fromTerminal bool) *
 		resp.Permission = nil
 	}
 	f := c.steps[idx]
+	if len(p.next) > 0 && resp.Permission != nil && resp.Permission.Allow {
+		// The next segment is asked on the same step, which stays WAITING.
+		next := p.next[0]
+		p.rearm(f, p.req, resp, next)
+		f.step.RequestedInteraction = next
+		p.req, p.next = next, p.next[1:]
+		c.touchLocked(idx)
+		return nil
+	}
 	f.step.Status = rpc.StatusRunning
 	c.prompt = nil
 	c.touchLocked(idx)

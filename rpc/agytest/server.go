@@ -99,6 +99,12 @@ type Options struct {
 	// CancelNoop lists cancel methods that answer 200 but do not stop
 	// generation, as in agy builds where only some of them work.
 	CancelNoop []string
+	// NoReask asks a compound command's permission once, for the whole
+	// line, as agy did before 1.1.7. By default a command with top-level
+	// "&&" is asked segment by segment on the same step: once a segment is
+	// allowed, the step stays WAITING asking for the next (recorded in its
+	// completedInteractions and permissions.permissionGrants).
+	NoReask bool
 	// RecordTimes records when every live planner text version changed
 	// and was first streamed (TextTimes), for latency benchmarks. It costs
 	// a map entry per version.
