@@ -61,6 +61,7 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 		if !ok {
 			return
 		}
+		p.superseded = true
 		if !p.closed {
 			r.closeAnswered(p, s, index)
 		}
@@ -133,6 +134,23 @@ func (r *Reconciler) reasked(s *rpc.Step, st *slot) bool {
 		return false
 	}
 	return answeredCount(s) >= st.askCount
+}
+
+// AskedAgain reports whether after, a copy of the step before read after
+// an answer to it, is WAITING asking something new on the same step.
+func AskedAgain(before, after *rpc.Step) bool {
+	if before == nil || after == nil || after.Status != rpc.StatusWaiting || after.RequestedInteraction == nil {
+		return false
+	}
+	return askSignature(after) != askSignature(before) && answeredCount(after) >= answeredCount(before)
+}
+
+// Superseded reports whether the step of a prompt has asked something new
+// since (agy asks again on the same step): agy's dialog then shows the new
+// ask, and the keys closing the prompt's would answer that one.
+func (r *Reconciler) Superseded(elicitationID string) bool {
+	p, ok := r.promptIDs[elicitationID]
+	return ok && p.superseded
 }
 
 // askSignature identifies one ask of a step: what it requests (its

@@ -110,6 +110,8 @@ type promptState struct {
 	closed   bool
 	timedOut bool   // its freshest step went ERROR: kept open, a retry may follow
 	inFlight string // the action of an answer the harness is delivering
+	// superseded: its step asked something new since (Superseded)
+	superseded bool
 }
 
 var hashSeed = maphash.MakeSeed()

@@ -417,6 +417,17 @@ type InteractionResponse struct {
 	Elicitation    *ElicitationAnswer    `json:"elicitation,omitempty"`
 }
 
+// variants counts the answer variants set.
+func (in *InteractionResponse) variants() int {
+	n := 0
+	for _, set := range []bool{in.AskQuestion != nil, in.Permission != nil, in.FilePermission != nil, in.Elicitation != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
 // FilePermissionAnswer answers a filePermission request: allowed or not,
 // for how long (PermissionScopeOnce), and the path it was asked for.
 type FilePermissionAnswer struct {

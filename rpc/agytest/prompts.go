@@ -24,8 +24,13 @@ type prompt struct {
 	// compound command in turn), with rearm recording an allowed ask on
 	// the step before the next one is asked. Guarded by the
 	// conversation's lock.
-	req   *rpc.Interaction
-	next  []*rpc.Interaction
+	req  *rpc.Interaction
+	next []*rpc.Interaction
+	// kind is an InteractAction's ("" for a permission or a question);
+	// wait, when set, is how long it waits before agy moves on (CANCELED,
+	// no retry) instead of Options.PromptTimeout.
+	kind  string
+	wait  time.Duration
 	rearm func(f *fakeStep, asked *rpc.Interaction, ans rpc.InteractionResponse, next *rpc.Interaction)
 }
 
@@ -33,6 +38,8 @@ type prompt struct {
 // reqs[1] on the same step, and so on; rearm records each allowed ask but
 // the last on the step (nil when there is a single ask).
 type askSeq struct {
+	kind  string
+	wait  time.Duration
 	reqs  []*rpc.Interaction
 	rearm func(f *fakeStep, asked *rpc.Interaction, ans rpc.InteractionResponse, next *rpc.Interaction)
 }
@@ -54,7 +61,7 @@ func (t *turnRun) promptSeq(idx int, seq askSeq, extra map[string]any, questions
 	for {
 		req := reqs[0]
 		expireNow := t.srv.takeFault(FaultPromptTimeout)
-		p := &prompt{questions: questions, answer: make(chan rpc.InteractionResponse, 1), req: req, next: reqs[1:], rearm: seq.rearm}
+		p := &prompt{questions: questions, answer: make(chan rpc.InteractionResponse, 1), req: req, next: reqs[1:], rearm: seq.rearm, kind: seq.kind, wait: seq.wait}
 		t.flush()
 		c := t.c
 		c.mu.Lock()
@@ -76,6 +83,9 @@ func (t *turnRun) promptSeq(idx int, seq askSeq, extra map[string]any, questions
 			asked := p.req
 			c.mu.Unlock()
 			return ans, idx, asked, err
+		}
+		if p.wait > 0 {
+			return rpc.InteractionResponse{}, idx, nil, errMovedOn // agy moved on
 		}
 		// agy retries the timed-out prompt as a fresh step, asking what
 		// was left.
@@ -101,7 +111,11 @@ func (t *turnRun) promptSeq(idx int, seq askSeq, extra map[string]any, questions
 // answered=false when the prompt expired.
 func (t *turnRun) await(p *prompt, expireNow bool) (rpc.InteractionResponse, bool, error) {
 	var expired <-chan time.Time
-	switch d := t.srv.opts.PromptTimeout; {
+	d := t.srv.opts.PromptTimeout
+	if p.wait > 0 {
+		d = p.wait
+	}
+	switch {
 	case expireNow:
 		ch := make(chan time.Time)
 		close(ch)
@@ -134,6 +148,9 @@ func (c *conversation) expire(p *prompt) bool {
 	c.prompt = nil
 	f := c.steps[p.idx]
 	f.step.Status = rpc.StatusError
+	if p.wait > 0 {
+		f.step.Status = rpc.StatusCanceled
+	}
 	f.step.Metadata.CompletedAt = timestamp(time.Now())
 	c.touchLocked(p.idx)
 	return true
@@ -158,7 +175,11 @@ func (c *conversation) answer(resp rpc.InteractionResponse, fromTerminal bool) *
 	if resp.TrajectoryID != c.trajectoryID || p == nil || p.idx != idx || c.steps[idx].step.Status != rpc.StatusWaiting {
 		return errorf(rpc.CodeUnknown, "input not registered for step %d", idx)
 	}
-	if p.questions == nil {
+	if p.kind != "" {
+		if err := checkKindAnswer(p.kind, &resp, idx, fromTerminal); err != nil {
+			return err
+		}
+	} else if p.questions == nil {
 		if resp.Permission == nil {
 			return errorf(rpc.CodeUnknown, "step %d expects a permission response", idx)
 		}

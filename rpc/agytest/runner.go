@@ -241,6 +241,8 @@ func (t *turnRun) run() (lagMode, error) {
 			err = t.anyStep(*a.Step)
 		case a.Subagent != nil:
 			err = t.subagent(*a.Subagent)
+		case a.Interact != nil:
+			err = t.interact(*a.Interact)
 		case a.Fail != "":
 			return t.lag(), t.fail(a.Fail)
 		}
