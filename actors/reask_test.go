@@ -59,12 +59,13 @@ func TestReaskedPromptIsAskedAgainAndAnswered(t *testing.T) {
 // answered over RPC with agy's schema's shapes.
 func TestOtherPromptKindsAreShownAndAnswered(t *testing.T) {
 	sc := scenario(
-		agytest.Interact(agytest.InteractAction{Kind: "browserAction", Summary: "Click the login button", WaitMs: 400}),
+		agytest.Interact(agytest.InteractAction{Kind: "browserAction", Summary: "Click the login button", WaitMs: 1000}),
 		agytest.Interact(agytest.InteractAction{Kind: "filePermission", Target: "/etc/hosts"}),
 		agytest.Interact(agytest.InteractAction{Kind: "elicitation", Server: "github", Message: "Which repo?", Schema: `{"type":"object"}`}),
 		agytest.Say("Done.", 1),
 	)
-	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
+	// Streamed: the session sees the prompt before agy moves on.
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc, UnstreamedPrompts: -1}, actors.Spec{})
 	seq := r.turn("go")
 	other := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
 	assert.Equal(t, messages.KindOther, other.Kind)
