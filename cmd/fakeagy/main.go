@@ -107,6 +107,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	unstreamed := fs.Float64("unstreamed-prompts", 0, "probability that a WAITING prompt is never streamed (0: 0.5, negative: never)")
 	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
 	movingMod := fs.Bool("moving-modified-time", false, "report the read's time as every conversation's lastModifiedTime (no agy is known to)")
+	noReask := fs.Bool("no-reask", false, "ask a compound command (a && b) once for the whole line, as agy did before 1.1.7, not segment by segment on the same step")
 	multi := addMultiFlags(fs)
 	if err := fs.Parse(joinConversationID(args)); err != nil {
 		return err
@@ -133,6 +134,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		UnstreamedPrompts:  *unstreamed,
 		CancelStopsPrompts: *cancelStops,
 		MovingModifiedTime: *movingMod,
+		NoReask:            *noReask,
 		Seed:               *seed,
 		CSRFToken:          *csrf,
 		PromptTimeout:      *promptTimeout,
