@@ -347,15 +347,17 @@ func (r *renderer) prompt(ev *messages.Event) {
 				c.diffShown = true
 			}
 		}
+		r.perms[ev.ElicitationID] = true
+		r.asked[ev.ElicitationID] = strings.TrimPrefix(strings.TrimPrefix(what, "agy wants to run: "), "agy wants to ")
 		if ev.Command != nil && ev.Resource != nil && ev.Resource.Target != "" && ev.Resource.Target != ev.Command.Line {
 			// One segment of a compound command, asked on its own.
-			r.line("%s  this asks for: $ %s", pre, termtext.Clean(ev.Resource.Target))
+			seg := "$ " + termtext.Clean(ev.Resource.Target)
+			r.line("%s  this asks for: %s", pre, seg)
+			r.asked[ev.ElicitationID] = seg
 		}
 		if ev.Interaction != "" && ev.Text != "" {
 			r.line("%s  (%s)", pre, termtext.Clean(ev.Text))
 		}
-		r.perms[ev.ElicitationID] = true
-		r.asked[ev.ElicitationID] = strings.TrimPrefix(strings.TrimPrefix(what, "agy wants to run: "), "agy wants to ")
 	case messages.KindElicitation:
 		what := "an MCP server asks"
 		if el := ev.Elicitation; el != nil && el.Server != "" {

@@ -123,6 +123,8 @@ func TestRenderReaskedAndOtherPrompts(t *testing.T) {
 	seg := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "c/prompt/3.2", Kind: messages.KindPermission,
 		Command: &messages.CommandLine{Line: "git status && git log"}, Resource: &messages.Resource{Action: "command", Target: "git log"}}
 	assert.Equal(t, "? agy wants to run: $ git status && git log\n  this asks for: $ git log\n", renderEvents(false, seg))
+	done := &messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "c/prompt/3.2", Action: messages.ActionAccept, By: messages.ByHarness}
+	assert.Contains(t, renderEvents(false, seg, done), "✓ allowed: $ git log\n", "the segment is what was allowed")
 
 	other := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "c/prompt/4", Kind: messages.KindOther,
 		Interaction: "browserAction", Text: "Click \x1b[31mlogin", Message: "answer it in agy's terminal"}
