@@ -102,6 +102,8 @@ func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDeliver
 	s.record("resolved", s.conv(), answerRecord{ElicitationID: m.ElicitationID, Action: m.Action, StepIndex: &m.StepIndex}, t)
 	if m.Reasked {
 		s.skipDialog(m.ElicitationID)
+		// agy may park the next ask without a stream frame: read it now.
+		s.readNow(ctx)
 	}
 	s.answered(ctx, m.ElicitationID)
 	if ev, ok := s.convs.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
