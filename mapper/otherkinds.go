@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // OtherKindHint is what an elicitation_request of kind other says to do:
@@ -23,7 +23,7 @@ const maxPromptText = 2048
 // only key, or the first in order when agy sent several) and returns its
 // raw bytes (the whole requestedInteraction, compacted). "" when the step
 // requests nothing or its request is not a JSON object with a key.
-func interactionOf(step *rpc.Step) (string, []byte) {
+func interactionOf(step *wire.Step) (string, []byte) {
 	raw := rawInteraction(step)
 	if len(raw) == 0 {
 		return "", nil
@@ -46,7 +46,7 @@ func interactionOf(step *rpc.Step) (string, []byte) {
 
 // rawInteraction is the requestedInteraction of a step as agy sent it (from
 // Raw), or as encoded from the typed fields for a step built in Go.
-func rawInteraction(step *rpc.Step) json.RawMessage {
+func rawInteraction(step *wire.Step) json.RawMessage {
 	if len(step.Raw) > 0 {
 		var v struct {
 			RI json.RawMessage `json:"requestedInteraction"`
@@ -71,7 +71,7 @@ func rawInteraction(step *rpc.Step) json.RawMessage {
 // with agy's schema's filePermission shape), an MCP elicitation (answered
 // with accept, decline or cancel), or anything else (kind other: shown,
 // not answerable). false when the step requests nothing readable.
-func otherPrompt(step *rpc.Step, p *Prompt) bool {
+func otherPrompt(step *wire.Step, p *Prompt) bool {
 	name, raw := interactionOf(step)
 	if name == "" {
 		return false
@@ -122,7 +122,7 @@ func otherPrompt(step *rpc.Step, p *Prompt) bool {
 // otherText is what a step asking an unknown interaction is about: agy's
 // summary or action of the tool, else the tool's name, else the
 // interaction's name.
-func otherText(step *rpc.Step, name string) string {
+func otherText(step *wire.Step, name string) string {
 	md := step.Metadata
 	switch {
 	case md.ToolSummary != "":

@@ -6,18 +6,18 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // prompt tracks the prompt a step asks (see "Prompts" in the package doc).
-func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
+func (r *Reconciler) prompt(index int, s *wire.Step, st *slot) {
 	if st.prompt == nil {
 		if s.RequestedInteraction == nil {
 			return
 		}
 		switch {
-		case s.Status == rpc.StatusWaiting:
-		case s.Status.Terminal() && s.Status != rpc.StatusError:
+		case s.Status == wire.StatusWaiting:
+		case s.Status.Terminal() && s.Status != wire.StatusError:
 			// A retry that ended before we saw it wait: it resolves the open
 			// prompt asking the same thing. Otherwise it is history.
 		default:
@@ -35,7 +35,7 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 					p.TrajectoryID = fresh.TrajectoryID
 				}
 			}
-		} else if s.Status == rpc.StatusWaiting {
+		} else if s.Status == wire.StatusWaiting {
 			if fresh.Kind == messages.KindQuestion && s.Metadata.ToolCall == nil {
 				// A streamed copy: it lacks toolCall, the only source of the
 				// multi-select and write-in flags. Ask the driver once a
@@ -53,7 +53,7 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 		st.sigs = map[string]bool{st.askSig: true}
 	}
 	p := st.prompt
-	if index == p.StepIndex && s.Status == rpc.StatusWaiting && r.reasked(s, st) {
+	if index == p.StepIndex && s.Status == wire.StatusWaiting && r.reasked(s, st) {
 		// The same step asks again (agy 1.1.7 on: each segment of `a && b`,
 		// a sandbox escape): the prompt it asked before is answered, and
 		// this is a new one.
@@ -79,11 +79,11 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 		p.Request.Questions = p.Questions
 	}
 	switch {
-	case s.Status == rpc.StatusWaiting:
+	case s.Status == wire.StatusWaiting:
 		p.timedOut = false
-	case s.Status == rpc.StatusError:
+	case s.Status == wire.StatusError:
 		p.timedOut = true // agy may ask again at a higher index
-	case s.Status == rpc.StatusDone:
+	case s.Status == wire.StatusDone:
 		r.closeAnswered(p, s, index)
 	case s.Status.Terminal():
 		if p.inFlight == messages.ActionCancel || p.inFlight == messages.ActionDecline {
@@ -101,7 +101,7 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 
 // openOn opens the prompt a WAITING step at index asks, as the slot's next
 // ask: its first (id c/prompt/i), or its n-th on the same step (c/prompt/i.n).
-func (r *Reconciler) openOn(index int, s *rpc.Step, st *slot, fresh *Prompt) {
+func (r *Reconciler) openOn(index int, s *wire.Step, st *slot, fresh *Prompt) {
 	fresh.Request.CallID = st.callID
 	if fresh.Kind == messages.KindPermission && fresh.Interaction == "" && isTool(s) {
 		// What the tool would touch or change, from the waiting copy.
@@ -128,7 +128,7 @@ func (r *Reconciler) openOn(index int, s *rpc.Step, st *slot, fresh *Prompt) {
 // something new: its request or its count of answered decisions changed
 // since the slot's last ask, to a state never seen on this slot, and the
 // count did not go back (a copy read before the last ask is stale).
-func (r *Reconciler) reasked(s *rpc.Step, st *slot) bool {
+func (r *Reconciler) reasked(s *wire.Step, st *slot) bool {
 	sig := askSignature(s)
 	if sig == st.askSig || st.sigs[sig] {
 		return false
@@ -138,8 +138,8 @@ func (r *Reconciler) reasked(s *rpc.Step, st *slot) bool {
 
 // AskedAgain reports whether after, a copy of the step before read after
 // an answer to it, is WAITING asking something new on the same step.
-func AskedAgain(before, after *rpc.Step) bool {
-	if before == nil || after == nil || after.Status != rpc.StatusWaiting || after.RequestedInteraction == nil {
+func AskedAgain(before, after *wire.Step) bool {
+	if before == nil || after == nil || after.Status != wire.StatusWaiting || after.RequestedInteraction == nil {
 		return false
 	}
 	return askSignature(after) != askSignature(before) && answeredCount(after) >= answeredCount(before)
@@ -158,18 +158,18 @@ func (r *Reconciler) Superseded(elicitationID string) bool {
 // decisions of the step agy shows answered (its completedInteractions and
 // permission grants). agy keeps a compound command's step WAITING while it
 // asks segment after segment; each answer it records changes the counts.
-func askSignature(s *rpc.Step) string {
+func askSignature(s *wire.Step) string {
 	_, raw := interactionOf(s)
 	return string(raw) + "\x1d" + strconv.Itoa(len(s.CompletedInteractions)) + "\x1d" + strconv.Itoa(grantCount(s))
 }
 
 // answeredCount is how many decisions of a step agy shows answered.
-func answeredCount(s *rpc.Step) int {
+func answeredCount(s *wire.Step) int {
 	return max(len(s.CompletedInteractions), grantCount(s))
 }
 
 // grantCount is the length of a step's permissions.permissionGrants.
-func grantCount(s *rpc.Step) int {
+func grantCount(s *wire.Step) int {
 	if len(s.Permissions) == 0 {
 		return 0
 	}
@@ -207,7 +207,7 @@ func (r *Reconciler) openNew(p *Prompt, suffix string) {
 // answeredAction reads the action of an answer agy echoed in
 // completedInteractions: a permission is accept when allowed, else decline;
 // a question answered is accept, one answered with no responses declined.
-func answeredAction(s *rpc.Step, kind string) string {
+func answeredAction(s *wire.Step, kind string) string {
 	if kind == messages.KindElicitation {
 		for i := len(s.CompletedInteractions) - 1; i >= 0; i-- {
 			if resp := s.CompletedInteractions[i].Response; resp != nil && resp.Elicitation != nil {
@@ -267,12 +267,12 @@ func (r *Reconciler) openCount() int {
 // expireBehind closes prompts that timed out and were not asked again before
 // the conversation moved on: a later user turn, or a later tool step that
 // ended without asking the same thing.
-func (r *Reconciler) expireBehind(index int, s *rpc.Step) {
+func (r *Reconciler) expireBehind(index int, s *wire.Step) {
 	for _, p := range r.prompts {
 		if p.closed || !p.timedOut || index <= p.StepIndex {
 			continue
 		}
-		moved := s.Type == rpc.StepUserInput ||
+		moved := s.Type == wire.StepUserInput ||
 			(isTool(s) && s.Status.Terminal() && PromptKey(s) != p.Key)
 		if moved {
 			r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
@@ -283,7 +283,7 @@ func (r *Reconciler) expireBehind(index int, s *rpc.Step) {
 // closeAnswered closes a prompt agy shows answered: by the harness when an
 // answer of ours was in flight (the trajectory can show it before the
 // delivery's reply arrives), else in agy's own terminal.
-func (r *Reconciler) closeAnswered(p *promptState, s *rpc.Step, index int) {
+func (r *Reconciler) closeAnswered(p *promptState, s *wire.Step, index int) {
 	if p.inFlight != "" {
 		r.closePrompt(p, p.inFlight, messages.ByHarness, messages.Ptr(index))
 		return

@@ -7,21 +7,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // reaskStep is the RUN_COMMAND step of `line` WAITING on its segment
 // target after the segments before it were allowed: one completed
 // interaction and one grant per earlier segment, as agy keeps a compound
 // command's step WAITING while it asks segment after segment.
-func reaskStep(line string, done []string, target string) rpc.Step {
-	s := commandStep(rpc.StatusWaiting, line)
-	s.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "command", Target: target}}}
+func reaskStep(line string, done []string, target string) wire.Step {
+	s := commandStep(wire.StatusWaiting, line)
+	s.RequestedInteraction = &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &wire.Resource{Action: "command", Target: target}}}
 	var grants []map[string]any
 	for _, d := range done {
-		req := &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "command", Target: d}}}
-		s.CompletedInteractions = append(s.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &rpc.InteractionResponse{
-			TrajectoryID: testTraj, StepIndex: 1, Permission: &rpc.PermissionAnswer{Allow: true},
+		req := &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &wire.Resource{Action: "command", Target: d}}}
+		s.CompletedInteractions = append(s.CompletedInteractions, wire.CompletedInteraction{Request: req, Response: &wire.InteractionResponse{
+			TrajectoryID: testTraj, StepIndex: 1, Permission: &wire.PermissionAnswer{Allow: true},
 		}})
 		grants = append(grants, map[string]any{"resource": map[string]any{"action": "command", "target": d}, "allow": true})
 	}
@@ -52,7 +52,7 @@ func TestReaskedPromptOnTheSameStep(t *testing.T) {
 	r := newTestReconciler()
 	user := userStep("check", "")
 	var all []messages.Event
-	all = append(all, r.Apply(snapshot(1, rpc.RunRunning, user, reaskStep(line, nil, "git status")))...)
+	all = append(all, r.Apply(snapshot(1, wire.RunRunning, user, reaskStep(line, nil, "git status")))...)
 	reqs, _ := elicitationsOf(all)
 	require.Len(t, reqs, 1)
 	require.Equal(t, "conv-1/prompt/1", reqs[0].ElicitationID)
@@ -64,7 +64,7 @@ func TestReaskedPromptOnTheSameStep(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "conv-1/prompt/1/resolved", ev.ID)
 	second := reaskStep(line, []string{"git status"}, "git log")
-	evs := r.Apply(snapshot(3, rpc.RunRunning, user, second))
+	evs := r.Apply(snapshot(3, wire.RunRunning, user, second))
 	reqs, res := elicitationsOf(evs)
 	require.Len(t, reqs, 1, "%v", types(evs))
 	require.Empty(t, res, "the first ask was resolved by the harness already")
@@ -77,14 +77,14 @@ func TestReaskedPromptOnTheSameStep(t *testing.T) {
 	require.Equal(t, 1, p.StepIndex)
 
 	// The same copy again, and a stale copy of the first ask: nothing new.
-	require.Empty(t, r.Apply(snapshot(4, rpc.RunRunning, user, second)))
-	require.Empty(t, r.Apply(snapshot(4, rpc.RunRunning, user, reaskStep(line, nil, "git status"))))
-	require.Empty(t, r.Apply(frame(4, rpc.RunRunning, 1, second)))
+	require.Empty(t, r.Apply(snapshot(4, wire.RunRunning, user, second)))
+	require.Empty(t, r.Apply(snapshot(4, wire.RunRunning, user, reaskStep(line, nil, "git status"))))
+	require.Empty(t, r.Apply(frame(4, wire.RunRunning, 1, second)))
 
 	// Answered in agy's own terminal this time: the third segment shows;
 	// the second closes by terminal, the third opens.
 	third := reaskStep(line, []string{"git status", "git log"}, "git diff")
-	evs = r.Apply(snapshot(5, rpc.RunRunning, user, third))
+	evs = r.Apply(snapshot(5, wire.RunRunning, user, third))
 	reqs, res = elicitationsOf(evs)
 	require.Len(t, res, 1)
 	require.Equal(t, "conv-1/prompt/1.2", res[0].ElicitationID)
@@ -94,9 +94,9 @@ func TestReaskedPromptOnTheSameStep(t *testing.T) {
 	require.Equal(t, "conv-1/prompt/1.3", reqs[0].ElicitationID)
 
 	// The last answer ends the step: only the third closes.
-	done := withOutput(answered(third, 1, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}), "ok\n", 0)
-	done.Status = rpc.StatusDone
-	evs = r.Apply(snapshot(6, rpc.RunIdle, user, done))
+	done := withOutput(answered(third, 1, wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}), "ok\n", 0)
+	done.Status = wire.StatusDone
+	evs = r.Apply(snapshot(6, wire.RunIdle, user, done))
 	reqs, res = elicitationsOf(evs)
 	require.Empty(t, reqs)
 	require.Len(t, res, 1)
@@ -110,10 +110,10 @@ func TestReaskWithTheSameTarget(t *testing.T) {
 	line := "echo x && echo x"
 	r := newTestReconciler()
 	user := userStep("go", "")
-	r.Apply(snapshot(1, rpc.RunRunning, user, reaskStep(line, nil, "echo x")))
+	r.Apply(snapshot(1, wire.RunRunning, user, reaskStep(line, nil, "echo x")))
 	_, ok := r.MarkResolved("conv-1/prompt/1", messages.ActionAccept, 1, at(2))
 	require.True(t, ok)
-	evs := r.Apply(snapshot(3, rpc.RunRunning, user, reaskStep(line, []string{"echo x"}, "echo x")))
+	evs := r.Apply(snapshot(3, wire.RunRunning, user, reaskStep(line, []string{"echo x"}, "echo x")))
 	reqs, _ := elicitationsOf(evs)
 	require.Len(t, reqs, 1)
 	require.Equal(t, "conv-1/prompt/1.2", reqs[0].ElicitationID)
@@ -126,10 +126,10 @@ func TestTimeoutRetryIsNotAReask(t *testing.T) {
 	user := userStep("go", "")
 	first := reaskStep("ls", nil, "ls")
 	var all []messages.Event
-	all = append(all, r.Apply(snapshot(1, rpc.RunRunning, user, first))...)
+	all = append(all, r.Apply(snapshot(1, wire.RunRunning, user, first))...)
 	expired := first
-	expired.Status = rpc.StatusError
-	all = append(all, r.Apply(snapshot(2, rpc.RunRunning, user, expired, first))...)
+	expired.Status = wire.StatusError
+	all = append(all, r.Apply(snapshot(2, wire.RunRunning, user, expired, first))...)
 	reqs, res := elicitationsOf(all)
 	require.Len(t, reqs, 1)
 	require.Empty(t, res)
@@ -138,7 +138,7 @@ func TestTimeoutRetryIsNotAReask(t *testing.T) {
 	require.Equal(t, 2, p.StepIndex)
 }
 
-func otherStep(status rpc.StepStatus, summary, ri string) rpc.Step {
+func otherStep(status wire.StepStatus, summary, ri string) wire.Step {
 	s := genericStep(status, "browser_click", `{"x":1}`, "")
 	s.Metadata.ToolSummary = summary
 	return withBody(s, `"requestedInteraction":`+ri)
@@ -151,8 +151,8 @@ func otherStep(status rpc.StepStatus, summary, ri string) rpc.Step {
 func TestOtherInteractionKinds(t *testing.T) {
 	r := newTestReconciler()
 	user := userStep("click it", "")
-	waiting := otherStep(rpc.StatusWaiting, "Click the login button", `{"browserAction":{}}`)
-	evs := r.Apply(snapshot(1, rpc.RunRunning, user, waiting))
+	waiting := otherStep(wire.StatusWaiting, "Click the login button", `{"browserAction":{}}`)
+	evs := r.Apply(snapshot(1, wire.RunRunning, user, waiting))
 	req := findEvent(t, evs, messages.EventElicitationRequest)
 	require.Equal(t, messages.KindOther, req.Kind)
 	require.Equal(t, "browserAction", req.Interaction)
@@ -171,15 +171,15 @@ func TestOtherInteractionKinds(t *testing.T) {
 	require.Empty(t, keys)
 
 	// Answered in agy's terminal: the step runs on.
-	ran := otherStep(rpc.StatusDone, "Click the login button", `{"browserAction":{}}`)
-	evs = r.Apply(snapshot(2, rpc.RunRunning, user, ran))
+	ran := otherStep(wire.StatusDone, "Click the login button", `{"browserAction":{}}`)
+	evs = r.Apply(snapshot(2, wire.RunRunning, user, ran))
 	res := findEvent(t, evs, messages.EventElicitationResolved)
 	require.Equal(t, messages.ByTerminal, res.By)
 
 	// Another that agy cancels: expired.
 	r = newTestReconciler()
-	r.Apply(snapshot(1, rpc.RunRunning, user, otherStep(rpc.StatusWaiting, "", `{"readUrlContent":{}}`)))
-	evs = r.Apply(snapshot(2, rpc.RunRunning, user, otherStep(rpc.StatusCanceled, "", `{"readUrlContent":{}}`)))
+	r.Apply(snapshot(1, wire.RunRunning, user, otherStep(wire.StatusWaiting, "", `{"readUrlContent":{}}`)))
+	evs = r.Apply(snapshot(2, wire.RunRunning, user, otherStep(wire.StatusCanceled, "", `{"readUrlContent":{}}`)))
 	res = findEvent(t, evs, messages.EventElicitationResolved)
 	require.Equal(t, messages.ByExpired, res.By)
 }
@@ -189,7 +189,7 @@ func TestOtherInteractionKinds(t *testing.T) {
 func TestOtherInteractionRawIsBounded(t *testing.T) {
 	r := newTestReconciler()
 	big := `{"sendCommandInput":{"input":"` + string(make([]byte, 0)) + repeatX(2*messages.MaxInteractionRaw) + `"}}`
-	evs := r.Apply(snapshot(1, rpc.RunRunning, userStep("go", ""), otherStep(rpc.StatusWaiting, "", big)))
+	evs := r.Apply(snapshot(1, wire.RunRunning, userStep("go", ""), otherStep(wire.StatusWaiting, "", big)))
 	req := findEvent(t, evs, messages.EventElicitationRequest)
 	require.Equal(t, "sendCommandInput", req.Interaction)
 	require.Empty(t, req.Raw)
@@ -209,9 +209,9 @@ func repeatX(n int) string {
 // its path) answered with agy's schema's filePermission shape.
 func TestFilePermissionPrompt(t *testing.T) {
 	r := newTestReconciler()
-	s := toolStep(rpc.StepViewFile, rpc.StatusWaiting, "Read secrets", &rpc.ToolCall{ID: "c1", Name: "view_file", ArgumentsJSON: `{"AbsolutePath":"/etc/hosts"}`}, "")
-	s.RequestedInteraction = &rpc.Interaction{FilePermission: &rpc.FilePermissionRequest{AbsolutePathURI: "file:///etc/hosts", BlockReason: "BLOCK_REASON_OUTSIDE_WORKSPACE"}}
-	evs := r.Apply(snapshot(1, rpc.RunRunning, userStep("read", ""), s))
+	s := toolStep(wire.StepViewFile, wire.StatusWaiting, "Read secrets", &wire.ToolCall{ID: "c1", Name: "view_file", ArgumentsJSON: `{"AbsolutePath":"/etc/hosts"}`}, "")
+	s.RequestedInteraction = &wire.Interaction{FilePermission: &wire.FilePermissionRequest{AbsolutePathURI: "file:///etc/hosts", BlockReason: "BLOCK_REASON_OUTSIDE_WORKSPACE"}}
+	evs := r.Apply(snapshot(1, wire.RunRunning, userStep("read", ""), s))
 	req := findEvent(t, evs, messages.EventElicitationRequest)
 	require.Equal(t, messages.KindPermission, req.Kind)
 	require.Equal(t, "filePermission", req.Interaction)
@@ -233,9 +233,9 @@ func TestFilePermissionPrompt(t *testing.T) {
 // and schema; accept carries the form's content, decline none.
 func TestMCPElicitationPrompt(t *testing.T) {
 	r := newTestReconciler()
-	s := genericStep(rpc.StatusWaiting, "mcp_tool", `{}`, "")
-	s.RequestedInteraction = &rpc.Interaction{Elicitation: &rpc.ElicitationRequest{ServerName: "github", Mode: "form", Message: "Which repo?", RequestedSchemaJSON: `{"type":"object","properties":{"repo":{"type":"string"}}}`}}
-	evs := r.Apply(snapshot(1, rpc.RunRunning, userStep("go", ""), s))
+	s := genericStep(wire.StatusWaiting, "mcp_tool", `{}`, "")
+	s.RequestedInteraction = &wire.Interaction{Elicitation: &wire.ElicitationRequest{ServerName: "github", Mode: "form", Message: "Which repo?", RequestedSchemaJSON: `{"type":"object","properties":{"repo":{"type":"string"}}}`}}
+	evs := r.Apply(snapshot(1, wire.RunRunning, userStep("go", ""), s))
 	req := findEvent(t, evs, messages.EventElicitationRequest)
 	require.Equal(t, messages.KindElicitation, req.Kind)
 	require.Equal(t, "github", req.Elicitation.Server)
@@ -244,7 +244,7 @@ func TestMCPElicitationPrompt(t *testing.T) {
 	p, _ := r.Prompt(req.ElicitationID)
 	in, err := BuildInteraction(p, messages.Resolve{Action: messages.ActionAccept, Content: json.RawMessage(`{"repo": "a/b"}`)}, testTraj, 1)
 	require.NoError(t, err)
-	require.Equal(t, &rpc.ElicitationAnswer{Action: "accept", ContentJSON: `{"repo":"a/b"}`}, in.Elicitation)
+	require.Equal(t, &wire.ElicitationAnswer{Action: "accept", ContentJSON: `{"repo":"a/b"}`}, in.Elicitation)
 	in, err = BuildInteraction(p, messages.Resolve{Action: messages.ActionDecline}, testTraj, 1)
 	require.NoError(t, err)
 	require.Equal(t, "decline", in.Elicitation.Action)

@@ -44,6 +44,8 @@ func TestUsageAndHelp(t *testing.T) {
 			code, _, stderr := runInProcess(c.name, "--no-such-flag")
 			assert.Equal(t, exitUsage, code)
 			assert.Contains(t, stderr, "no-such-flag")
+			assert.True(t, strings.HasPrefix(stderr, "agyharness "+c.name+": "), "the error names its command once:\n%s", stderr)
+			assert.NotContains(t, stderr, c.name+": "+c.name+": ")
 		})
 	}
 	code, stdout, _ := runInProcess("help", "attach")
@@ -142,6 +144,7 @@ func TestServeChecksItsTokenFile(t *testing.T) {
 		cancel()
 		assert.Equal(t, exitUsage, code, "%s: %s", tc.file, errb.String())
 		assert.Contains(t, errb.String(), tc.want, tc.file)
+		assert.True(t, strings.HasPrefix(errb.String(), "agyharness serve: "), errb.String())
 	}
 
 	// A token file others can read: a warning, and the token is taken.

@@ -6,7 +6,9 @@
 // scenario; --conversation starts it with one root conversation instead, and
 // --earlier-runs N lists N idle conversations of earlier runs, as agy lists
 // those it keeps on disk (their ids are logged; --conversation ID starts on
-// one of them, as agy's --conversation ID resumes a conversation). It prints
+// one of them, as agy's --conversation ID resumes a conversation).
+// --history-steps N gives the conversation N finished steps, made from
+// their index when sent (a million cost the fake 8 MB). It prints
 // agy's log lines to stderr:
 //
 //	Language server listening on random port at <N> for HTTPS
@@ -108,6 +110,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
 	movingMod := fs.Bool("moving-modified-time", false, "report the read's time as every conversation's lastModifiedTime (no agy is known to)")
 	noReask := fs.Bool("no-reask", false, "ask a compound command (a && b) once for the whole line, as agy did before 1.1.7, not segment by segment on the same step")
+	history := fs.Int("history-steps", 0, "start the conversation with this many finished steps (a user turn and a reply each two; needs --conversation), made when sent, never stored")
+	historyBytes := fs.Int("history-step-bytes", 0, "pad each reply of --history-steps to about this many bytes")
 	multi := addMultiFlags(fs)
 	if err := fs.Parse(joinConversationID(args)); err != nil {
 		return err
@@ -135,6 +139,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		CancelStopsPrompts: *cancelStops,
 		MovingModifiedTime: *movingMod,
 		NoReask:            *noReask,
+		HistorySteps:       *history,
+		HistoryStepBytes:   *historyBytes,
 		Seed:               *seed,
 		CSRFToken:          *csrf,
 		PromptTimeout:      *promptTimeout,

@@ -12,17 +12,17 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // agyServer is what the terminal needs of the fake language server
 // (*agytest.Server satisfies it).
 type agyServer interface {
 	ConversationID() string
-	Steps(conversationID string) []rpc.Step
-	RunStatus(conversationID string) rpc.RunStatus
+	Steps(conversationID string) []wire.Step
+	RunStatus(conversationID string) wire.RunStatus
 	TypeTurn(text string) error
-	AnswerFromTerminal(conversationID string, answer rpc.InteractionResponse) error
+	AnswerFromTerminal(conversationID string, answer wire.InteractionResponse) error
 }
 
 // errQuit is returned by terminal.run when the person pressed Ctrl-C.
@@ -100,7 +100,7 @@ type promptKey struct {
 // keys that close it: an option's digit(s) then Enter, or Escape.
 type dialog struct {
 	key    promptKey
-	ask    rpc.Interaction
+	ask    wire.Interaction
 	multi  bool   // its (first) question takes several options
 	stale  bool   // answered elsewhere
 	picked []int  // the options picked (1-based), in order
@@ -384,7 +384,7 @@ func (t *terminal) confirm() {
 	case d.stale:
 		t.dialog = nil
 	case d.ask.Permission != nil:
-		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: d.picked[0] != len(permissionOptions)}})
+		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: d.picked[0] != len(permissionOptions)}})
 	case d.ask.AskQuestion == nil:
 		t.answer(d.kindAnswer(d.picked[0] != len(d.options())))
 	default:
@@ -393,7 +393,7 @@ func (t *terminal) confirm() {
 		for _, n := range d.picked {
 			ids = append(ids, q.Options[n-1].ID)
 		}
-		t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{
+		t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{{
 			Question: q.Question, SelectedOptionIDs: ids,
 		}}}})
 	}
@@ -408,33 +408,33 @@ func (t *terminal) decline() {
 		return
 	}
 	if t.dialog.ask.Permission != nil {
-		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}})
+		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{}})
 		return
 	}
-	t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{}}})
+	t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{}}})
 }
 
 // kindAnswer is the answer of a dialog for an interaction beyond a
 // permission or a question, in the shape of agy's schema.
-func (d *dialog) kindAnswer(yes bool) rpc.InteractionResponse {
+func (d *dialog) kindAnswer(yes bool) wire.InteractionResponse {
 	switch {
 	case d.ask.FilePermission != nil:
-		return rpc.InteractionResponse{FilePermission: &rpc.FilePermissionAnswer{Allow: yes, Scope: rpc.PermissionScopeOnce, AbsolutePathURI: d.ask.FilePermission.AbsolutePathURI}}
+		return wire.InteractionResponse{FilePermission: &wire.FilePermissionAnswer{Allow: yes, Scope: wire.PermissionScopeOnce, AbsolutePathURI: d.ask.FilePermission.AbsolutePathURI}}
 	case d.ask.Elicitation != nil:
 		action := "decline"
 		if yes {
 			action = "accept"
 		}
-		return rpc.InteractionResponse{Elicitation: &rpc.ElicitationAnswer{Action: action}}
+		return wire.InteractionResponse{Elicitation: &wire.ElicitationAnswer{Action: action}}
 	}
 	// Any other kind: the fake takes any answer from its terminal.
-	return rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: yes}}
+	return wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: yes}}
 }
 
 // answer answers the dialog's prompt from this terminal, and closes the
 // dialog, as agy's closes when the person answers in it. An answer agy
 // refuses (the prompt was answered elsewhere meanwhile) closes it too.
-func (t *terminal) answer(resp rpc.InteractionResponse) {
+func (t *terminal) answer(resp wire.InteractionResponse) {
 	if err := t.srv.AnswerFromTerminal(t.dialog.key.conv, resp); err != nil {
 		t.notice = err.Error()
 	}
@@ -450,7 +450,7 @@ func (t *terminal) checkStale() {
 	}
 	s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index)
 	switch {
-	case !ok || s.Status != rpc.StatusWaiting:
+	case !ok || s.Status != wire.StatusWaiting:
 		d.stale = true
 	case len(s.CompletedInteractions) != d.done && s.RequestedInteraction != nil:
 		// The same step asks again: agy redraws its dialog for the new ask
@@ -459,13 +459,13 @@ func (t *terminal) checkStale() {
 	}
 }
 
-func stepAt(steps []rpc.Step, index int) (rpc.Step, bool) {
+func stepAt(steps []wire.Step, index int) (wire.Step, bool) {
 	for _, s := range steps {
 		if s.Index() == index {
 			return s, true
 		}
 	}
-	return rpc.Step{}, false
+	return wire.Step{}, false
 }
 
 // options are the dialog's options: a permission's four, or its first
@@ -491,25 +491,25 @@ func (d *dialog) options() []string {
 // newDialog is the dialog of a WAITING step.
 // nextDialog is the dialog of the first prompt not shown yet: one WAITING,
 // or one answered elsewhere since (shown stale, as agy's terminal keeps it).
-func (t *terminal) nextDialog(conv string, steps []rpc.Step) *dialog {
+func (t *terminal) nextDialog(conv string, steps []wire.Step) *dialog {
 	for _, s := range steps {
 		key := promptKey{conv, s.Index()}
 		if s.RequestedInteraction == nil || t.shown[key] {
 			continue
 		}
 		answered := len(s.CompletedInteractions) > 0 && s.Index() >= t.history[conv]
-		if s.Status != rpc.StatusWaiting && !answered {
+		if s.Status != wire.StatusWaiting && !answered {
 			continue
 		}
 		t.shown[key] = true
 		d := newDialog(conv, s)
-		d.stale = s.Status != rpc.StatusWaiting
+		d.stale = s.Status != wire.StatusWaiting
 		return d
 	}
 	return nil
 }
 
-func newDialog(conv string, s rpc.Step) *dialog {
+func newDialog(conv string, s wire.Step) *dialog {
 	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction, done: len(s.CompletedInteractions)}
 	if d.ask.Permission == nil && d.ask.AskQuestion == nil {
 		d.kind = interactionName(s)
@@ -557,8 +557,8 @@ func (t *terminal) update() {
 // screenView is everything one screen shows.
 type screenView struct {
 	conv   string // the active conversation, "" before the first turn
-	steps  []rpc.Step
-	status rpc.RunStatus
+	steps  []wire.Step
+	status wire.RunStatus
 	dialog *dialog
 	draft  string
 	notice string
@@ -601,15 +601,15 @@ func render(v screenView) string {
 
 // stepLines is how agy's terminal shows a step: the person's turns, the
 // assistant's text, commands run, questions asked and tools used.
-func stepLines(s rpc.Step) []string {
+func stepLines(s wire.Step) []string {
 	switch {
-	case s.Type == rpc.StepUserInput && s.UserInput != nil:
+	case s.Type == wire.StepUserInput && s.UserInput != nil:
 		text := s.UserInput.UserResponse
 		if text == "" && len(s.UserInput.Items) > 0 {
 			text = s.UserInput.Items[0].Text
 		}
 		return prefixed("> ", text)
-	case s.Type == rpc.StepPlannerResponse && s.PlannerResponse != nil:
+	case s.Type == wire.StepPlannerResponse && s.PlannerResponse != nil:
 		text := s.PlannerResponse.Response
 		if text == "" {
 			text = s.PlannerResponse.ModifiedResponse
@@ -618,13 +618,13 @@ func stepLines(s rpc.Step) []string {
 			return nil
 		}
 		return prefixed("", text)
-	case s.Type == rpc.StepRunCommand && s.RunCommand != nil:
+	case s.Type == wire.StepRunCommand && s.RunCommand != nil:
 		lines := []string{"$ " + s.RunCommand.CommandLine}
 		if o := s.RunCommand.CombinedOutput; o != nil {
 			lines = append(lines, prefixed("  ", strings.TrimRight(o.Full, "\n"))...)
 		}
 		return lines
-	case s.Type == rpc.StepAskQuestion && s.AskQuestion != nil:
+	case s.Type == wire.StepAskQuestion && s.AskQuestion != nil:
 		var lines []string
 		for _, q := range s.AskQuestion.Questions {
 			line := "? " + q.Question
@@ -634,13 +634,13 @@ func stepLines(s rpc.Step) []string {
 			lines = append(lines, line)
 		}
 		return lines
-	case s.Metadata.ToolAction != "" && s.Type != rpc.StepPlannerResponse:
+	case s.Metadata.ToolAction != "" && s.Type != wire.StepPlannerResponse:
 		return []string{"* " + s.Metadata.ToolAction}
 	}
 	return nil
 }
 
-func optionTexts(q rpc.Question) string {
+func optionTexts(q wire.Question) string {
 	var texts []string
 	for _, id := range q.SelectedOptionIDs {
 		for _, o := range q.Options {
@@ -660,7 +660,7 @@ func prefixed(prefix, text string) []string {
 	return lines
 }
 
-func statusWord(st rpc.RunStatus) string {
+func statusWord(st wire.RunStatus) string {
 	if st == "" {
 		return "idle"
 	}
@@ -718,7 +718,7 @@ func dialogLines(d *dialog) []string {
 
 // interactionName is the key of a step's requestedInteraction as agy sent
 // it ("" when there is none).
-func interactionName(s rpc.Step) string {
+func interactionName(s wire.Step) string {
 	var v struct {
 		RI map[string]json.RawMessage `json:"requestedInteraction"`
 	}

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // waitTarget waits until the open prompt asks for target.
-func waitTarget(t *testing.T, srv *agytest.Server, conv, target string) rpc.Step {
+func waitTarget(t *testing.T, srv *agytest.Server, conv, target string) wire.Step {
 	t.Helper()
-	var step rpc.Step
+	var step wire.Step
 	require.Eventually(t, func() bool {
 		s, ok := srv.OpenPrompt(conv)
 		step = s
@@ -38,7 +38,7 @@ func TestCompoundCommandIsAskedBySegment(t *testing.T) {
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(first, true)))
 	second := waitTarget(t, srv, conv, "git log")
 	assert.Equal(t, first.Index(), second.Index(), "the same step asks again")
-	assert.Equal(t, rpc.StatusWaiting, second.Status)
+	assert.Equal(t, wire.StatusWaiting, second.Status)
 	require.Len(t, second.CompletedInteractions, 1)
 	var perms struct {
 		Grants []json.RawMessage `json:"permissionGrants"`
@@ -50,7 +50,7 @@ func TestCompoundCommandIsAskedBySegment(t *testing.T) {
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(second, true)))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[first.Index()]
-	assert.Equal(t, rpc.StatusDone, done.Status)
+	assert.Equal(t, wire.StatusDone, done.Status)
 	assert.Len(t, done.CompletedInteractions, 2)
 	require.NoError(t, json.Unmarshal(done.Permissions, &perms))
 	assert.Len(t, perms.Grants, 2)
@@ -71,7 +71,7 @@ func TestCompoundCommandDeniedSegmentEndsTheStep(t *testing.T) {
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(second, false)))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[first.Index()]
-	assert.Equal(t, rpc.StatusDone, done.Status)
+	assert.Equal(t, wire.StatusDone, done.Status)
 	assert.Nil(t, done.RunCommand.CombinedOutput)
 }
 

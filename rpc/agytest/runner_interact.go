@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // errMovedOn: nobody answered an interaction the harness cannot answer,
@@ -16,30 +17,30 @@ var errMovedOn = errors.New("agytest: agy moved on")
 // interact runs an InteractAction: a tool step asking an interaction other
 // than a permission or a question (see InteractAction).
 func (t *turnRun) interact(a InteractAction) error {
-	typ, name := rpc.StepGeneric, toolNameOf(a.Kind)
+	typ, name := wire.StepGeneric, toolNameOf(a.Kind)
 	args := map[string]any{}
 	action, summary := a.Summary, a.Summary
-	req := &rpc.Interaction{}
+	req := &wire.Interaction{}
 	var extra map[string]any
 	wait := time.Duration(0)
 	switch a.Kind {
 	case "filePermission":
-		typ, name = rpc.StepViewFile, "view_file"
+		typ, name = wire.StepViewFile, "view_file"
 		args["AbsolutePath"] = a.Target
 		if a.Write {
-			typ, name = rpc.StepCodeAction, "write_to_file"
+			typ, name = wire.StepCodeAction, "write_to_file"
 			args = map[string]any{"TargetFile": a.Target}
 		}
 		if summary == "" {
 			action, summary = "Reading "+a.Target, "Read "+a.Target
 		}
-		req.FilePermission = &rpc.FilePermissionRequest{AbsolutePathURI: "file://" + a.Target, BlockReason: "BLOCK_REASON_OUTSIDE_WORKSPACE"}
+		req.FilePermission = &wire.FilePermissionRequest{AbsolutePathURI: "file://" + a.Target, BlockReason: "BLOCK_REASON_OUTSIDE_WORKSPACE"}
 	case "elicitation":
 		name = "mcp_" + a.Server + "_tool"
 		if summary == "" {
 			action, summary = "Asking "+a.Server, "MCP "+a.Server
 		}
-		req.Elicitation = &rpc.ElicitationRequest{ServerName: a.Server, Mode: "form", Message: a.Message, RequestedSchemaJSON: a.Schema}
+		req.Elicitation = &wire.ElicitationRequest{ServerName: a.Server, Mode: "form", Message: a.Message, RequestedSchemaJSON: a.Schema}
 	default:
 		if a.Target != "" {
 			args["Url"] = a.Target
@@ -59,16 +60,16 @@ func (t *turnRun) interact(a InteractAction) error {
 		return err
 	}
 	f := t.toolStep(typ, call, order, summary, action)
-	if typ == rpc.StepGeneric {
+	if typ == wire.StepGeneric {
 		raw, _ := json.Marshal(args)
-		f.step.Generic = &rpc.Generic{Args: raw}
+		f.step.Generic = &wire.Generic{Args: raw}
 	}
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
 		return err
 	}
-	t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
-	ans, at, _, err := t.promptSeq(idx, askSeq{reqs: []*rpc.Interaction{req}, kind: a.Kind, wait: wait}, extra, nil)
+	t.update(idx, func(f *fakeStep) { f.step.Status = wire.StatusRunning })
+	ans, at, _, err := t.promptSeq(idx, askSeq{reqs: []*wire.Interaction{req}, kind: a.Kind, wait: wait}, extra, nil)
 	if errors.Is(err, errMovedOn) {
 		return nil
 	}
@@ -80,17 +81,17 @@ func (t *turnRun) interact(a InteractAction) error {
 	}
 	t.commit(at, func(f *fakeStep) {
 		complete(f, req, extra, ans)
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
-		if typ == rpc.StepGeneric && allowedBy(ans) {
-			f.step.Generic.Result = &rpc.GenericResult{Result: "done"}
+		if typ == wire.StepGeneric && allowedBy(ans) {
+			f.step.Generic.Result = &wire.GenericResult{Result: "done"}
 		}
 	})
 	return nil
 }
 
 // allowedBy reports whether an answer lets the tool go on.
-func allowedBy(ans rpc.InteractionResponse) bool {
+func allowedBy(ans wire.InteractionResponse) bool {
 	switch {
 	case ans.FilePermission != nil:
 		return ans.FilePermission.Allow
@@ -119,7 +120,7 @@ func toolNameOf(kind string) string {
 // checkKindAnswer validates an answer to a prompt of kind (an
 // InteractAction's), as agy's schema shapes it; from agy's terminal any
 // answer goes (it is the dialog's).
-func checkKindAnswer(kind string, resp *rpc.InteractionResponse, idx int, fromTerminal bool) *connectError {
+func checkKindAnswer(kind string, resp *wire.InteractionResponse, idx int, fromTerminal bool) *connectError {
 	switch kind {
 	case "filePermission":
 		if resp.FilePermission == nil {

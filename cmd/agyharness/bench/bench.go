@@ -439,7 +439,7 @@ func newRand(seed int64, i int) *rand.Rand {
 // when nothing was lost, doubled, out of order or misdelivered and no
 // goroutine leaked, 1 when the campaign found a fault, 2 on bad usage.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, asJSON, err := parseArgs(args, stdout, stderr)
+	o, asJSON, err := parseArgs(args, stdout)
 	if err != nil {
 		if errors.Is(err, errHelp) {
 			return 0

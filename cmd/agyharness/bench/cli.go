@@ -20,10 +20,10 @@ var errHelp = errors.New("help requested")
 const usageExample = "agyharness bench --sessions 220 --poll-sessions 20 --duration 20s --faults none --turn-kinds essay --chunk-delay 200ms --default-intervals --external-fakes --idle-sessions 1000 --json"
 
 // parseArgs reads bench's flags into Options. --help prints the usage on
-// stdout; a bad flag is reported on stderr.
-func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
+// stdout; a bad flag is the error returned (Main reports it, once).
+func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // errors are reported by the caller; --help below
 	var o Options
 	var faults, mode, kinds string
