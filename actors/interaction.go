@@ -106,7 +106,9 @@ func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prom
 		return &deliveryOutcome{err: err}
 	}
 	idx, step, ok := mapper.FreshestWaiting(steps, p.StepIndex, p.Key)
-	if !ok {
+	if !ok || mapper.AskedSince(p, idx, step) {
+		// Not WAITING, or its step asks something later now (answered in
+		// agy's terminal): an answer to it must not land on another ask.
 		return &deliveryOutcome{waitRetry: true, err: errors.New("the prompt is not WAITING in agy")}
 	}
 	payload, err := mapper.BuildInteraction(p, answer, step.TrajectoryID(), idx)

@@ -19,6 +19,7 @@ type Prompt struct {
 	Kind          string                // messages.KindQuestion / KindPermission / KindElicitation / KindOther
 	Interaction   string                // agy's name for it, beyond permission and askQuestion ("filePermission", ...)
 	FileURI       string                // a filePermission's absolutePathUri, echoed in its answer
+	Answered      int                   // decisions of its step agy showed answered when it was asked (see AskedSince)
 	TrajectoryID  string                // the trajectory of its steps, for the interaction payload
 	StepIndex     int                   // the freshest WAITING step index seen for this prompt
 	Questions     []messages.Question   // question prompts

@@ -116,6 +116,7 @@ func (r *Reconciler) openOn(index int, s *wire.Step, st *slot, fresh *Prompt) {
 	}
 	st.sigs[sig] = true
 	st.askCount = max(st.askCount, answeredCount(s))
+	fresh.Answered = answeredCount(s)
 	suffix := ""
 	if st.asks > 1 {
 		suffix = "." + strconv.Itoa(st.asks)
@@ -143,6 +144,14 @@ func AskedAgain(before, after *wire.Step) bool {
 		return false
 	}
 	return askSignature(after) != askSignature(before) && answeredCount(after) >= answeredCount(before)
+}
+
+// AskedSince reports whether step, the WAITING copy of p's step at index
+// read at delivery, asks a later ask than p: agy shows more of the step's
+// decisions answered than when p was asked (p was answered, in agy's
+// terminal, and the same step asks again). An answer to p must not go there.
+func AskedSince(p *Prompt, index int, step *wire.Step) bool {
+	return p != nil && step != nil && index == p.StepIndex && answeredCount(step) > p.Answered
 }
 
 // Superseded reports whether the step of a prompt has asked something new

@@ -119,6 +119,22 @@ func TestReaskWithTheSameTarget(t *testing.T) {
 	require.Equal(t, "conv-1/prompt/1.2", reqs[0].ElicitationID)
 }
 
+// TestAskedSince: a copy of the step with more decisions answered than when
+// a prompt was asked is a later ask; an answer to the prompt must not go
+// there, even when it asks the same thing (echo x && echo x).
+func TestAskedSince(t *testing.T) {
+	r := newTestReconciler()
+	user := userStep("go", "")
+	r.Apply(snapshot(1, wire.RunRunning, user, reaskStep("echo x && echo x", nil, "echo x")))
+	p, ok := r.Prompt("conv-1/prompt/1")
+	require.True(t, ok)
+	same := reaskStep("echo x && echo x", nil, "echo x")
+	later := reaskStep("echo x && echo x", []string{"echo x"}, "echo x")
+	require.False(t, AskedSince(p, 1, &same))
+	require.True(t, AskedSince(p, 1, &later))
+	require.False(t, AskedSince(p, 2, &later), "a retry at another index is the same prompt")
+}
+
 // TestTimeoutRetryIsNotAReask: a timed-out prompt asked again at a higher
 // index keeps its id (no second request), as before re-asks.
 func TestTimeoutRetryIsNotAReask(t *testing.T) {
