@@ -212,6 +212,7 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 			s.desk.sawTyped(ev.Text)
 		}
 	case messages.EventElicitationRequest:
+		s.warnInteraction(ev)
 		if p, ok := rec.Prompt(ev.ElicitationID); ok {
 			s.ensureInteraction(ctx, p)
 		}

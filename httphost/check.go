@@ -24,14 +24,14 @@ func CheckCommand(c messages.Command) error {
 		if c.ElicitationID == "" {
 			return errors.New(`resolve: "elicitation_id" is required`)
 		}
-		if err := CheckResolve(messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers}); err != nil {
+		if err := CheckResolve(messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Content: c.Content}); err != nil {
 			return err
 		}
 		if c.Text != "" || c.Model != "" {
-			return errors.New(`resolve: only "elicitation_id", "action" and "answers" apply`)
+			return errors.New(`resolve: only "elicitation_id", "action", "answers" and "content" apply`)
 		}
 	case messages.CommandInterrupt, messages.CommandDetach:
-		if c.Text != "" || c.Model != "" || c.ElicitationID != "" || c.Action != "" || len(c.Answers) > 0 {
+		if c.Text != "" || c.Model != "" || c.ElicitationID != "" || c.Action != "" || len(c.Answers) > 0 || len(c.Content) > 0 {
 			return fmt.Errorf("%s: takes no fields", c.Type)
 		}
 	case "":
@@ -49,6 +49,9 @@ func CheckResolve(r messages.Resolve) error {
 	case messages.ActionDecline, messages.ActionCancel:
 		if len(r.Answers) > 0 {
 			return fmt.Errorf("resolve: %s takes no answers", r.Action)
+		}
+		if len(r.Content) > 0 {
+			return fmt.Errorf("resolve: %s takes no content", r.Action)
 		}
 	case "":
 		return errors.New(`resolve: "action" is required (accept, decline or cancel)`)

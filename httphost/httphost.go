@@ -549,6 +549,7 @@ func (s *server) turn(w http.ResponseWriter, r *http.Request, sess servedSession
 type resolveRequest struct {
 	Action  string            `json:"action"`
 	Answers []messages.Answer `json:"answers,omitempty"`
+	Content json.RawMessage   `json:"content,omitempty"`
 }
 
 func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSession) {
@@ -557,7 +558,7 @@ func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSess
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	res := messages.Resolve{ElicitationID: eid, Action: req.Action, Answers: req.Answers}
+	res := messages.Resolve{ElicitationID: eid, Action: req.Action, Answers: req.Answers, Content: req.Content}
 	if err := CheckResolve(res); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return

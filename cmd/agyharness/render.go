@@ -357,6 +357,29 @@ func (r *renderer) prompt(ev *messages.Event) {
 		}
 		r.perms[ev.ElicitationID] = true
 		r.asked[ev.ElicitationID] = strings.TrimPrefix(strings.TrimPrefix(what, "agy wants to run: "), "agy wants to ")
+		if ev.Command != nil && ev.Resource != nil && ev.Resource.Target != "" && ev.Resource.Target != ev.Command.Line {
+			// One segment of a compound command, asked on its own.
+			seg := "$ " + termtext.Clean(ev.Resource.Target)
+			r.line("%s  this asks for: %s", pre, seg)
+			r.asked[ev.ElicitationID] = seg
+		}
+		if ev.Interaction != "" && ev.Text != "" {
+			r.line("%s  (%s)", pre, termtext.Clean(ev.Text))
+		}
+	case messages.KindElicitation:
+		what := "an MCP server asks"
+		if el := ev.Elicitation; el != nil && el.Server != "" {
+			what = termtext.Clean(el.Server) + " (MCP) asks"
+		}
+		r.line("%s%s%s? %s: %s%s", pre, p.yellow, p.bold, what, termtext.Clean(ev.Text), p.reset)
+		if el := ev.Elicitation; el != nil && el.URL != "" {
+			r.line("%s  %s", pre, termtext.Clean(el.URL))
+		}
+		r.asked[ev.ElicitationID] = what
+	case messages.KindOther:
+		r.line("%s%s%s? agy asks %s: %s%s", pre, p.yellow, p.bold, termtext.Clean(ev.Interaction), termtext.Clean(ev.Text), p.reset)
+		r.line("%s  %s", pre, termtext.Clean(ev.Message))
+		r.asked[ev.ElicitationID] = termtext.Clean(ev.Interaction)
 	default:
 		if len(ev.Questions) > 0 {
 			r.asked[ev.ElicitationID] = termtext.Clean(ev.Questions[0].Question)

@@ -119,6 +119,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	unstreamed := fs.Float64("unstreamed-prompts", 0, "probability that a WAITING prompt is never streamed (0: 0.5, negative: never)")
 	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
 	movingMod := fs.Bool("moving-modified-time", false, "report the read's time as every conversation's lastModifiedTime (no agy is known to)")
+	noReask := fs.Bool("no-reask", false, "ask a compound command (a && b) once for the whole line, as agy did before 1.1.7, not segment by segment on the same step")
 	history := fs.Int("history-steps", 0, "start the conversation with this many finished steps (a user turn and a reply each two; needs --conversation), made when sent, never stored")
 	historyBytes := fs.Int("history-step-bytes", 0, "pad each reply of --history-steps to about this many bytes")
 	multi := addMultiFlags(fs)
@@ -153,6 +154,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		UnstreamedPrompts:  *unstreamed,
 		CancelStopsPrompts: *cancelStops,
 		MovingModifiedTime: *movingMod,
+		NoReask:            *noReask,
 		HistorySteps:       *history,
 		HistoryStepBytes:   *historyBytes,
 		Seed:               *seed,
