@@ -218,7 +218,13 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 		}
 	case messages.EventElicitationResolved:
 		if ev.By == messages.ByHarness {
+			_, delivering := s.prompts.answers[ev.ElicitationID]
 			s.answered(ctx, ev.ElicitationID) // agy shows our answer before its delivery is confirmed
+			if delivering {
+				// Its Interaction reports the delivery (AnswerDelivered, with
+				// the step it reached, recorded for replay), then stops.
+				return
+			}
 		}
 		s.stopInteraction(ctx, ev.ElicitationID)
 	}
