@@ -134,7 +134,7 @@ func (s *Session) Do(ctx context.Context, c messages.Command) error {
 	case messages.CommandTurn:
 		return s.SendTurn(ctx, c.Text, c.Model)
 	case messages.CommandResolve:
-		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers})
+		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Choice: c.Choice})
 	case messages.CommandInterrupt:
 		return s.Interrupt(ctx)
 	case messages.CommandDetach:

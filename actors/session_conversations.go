@@ -74,11 +74,15 @@ func (s *session) bindConversation(conv string) {
 		return
 	}
 	s.convs.rootConv = conv
-	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models})
+	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, PaneOwned: s.shared.spec.Terminal != nil})
 	for _, tt := range s.desk.typed {
 		s.convs.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
 	}
-	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
+	var bound any
+	if s.shared.spec.Terminal != nil {
+		bound = map[string]bool{"pane_owned": true} // its permission requests offer agy's "always" rows
+	}
+	s.record("bind", conv, bound, s.now()) // "": agy's port, no conversation yet
 }
 
 func (s *session) setModels(models map[string]rpc.ModelInfo) {

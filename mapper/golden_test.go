@@ -202,7 +202,7 @@ func promptExpired() scenario {
 	s.push(userStep("Show my hosts file", "MODEL_M20"))
 	g := s.push(genericStep(rpc.StatusWaiting, "read_file", `{"path":"/etc/hosts"}`, ""))
 	st := s.steps[g]
-	st.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "read", Target: "/etc/hosts"}}}
+	st.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "read_file", Target: "/etc/hosts"}}}
 	s.set(g, st)
 	s.now(rpc.RunRunning)
 	st.Status = rpc.StatusError
@@ -212,7 +212,7 @@ func promptExpired() scenario {
 	s.now(rpc.RunIdle)
 	return scenario{name: "prompt_expired", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		req := findEvent(t, evs, messages.EventElicitationRequest)
-		assert.Equal(t, &messages.Resource{Action: "read", Target: "/etc/hosts"}, req.Resource)
+		assert.Equal(t, &messages.Resource{Action: "read_file", Target: "/etc/hosts"}, req.Resource)
 		assert.Nil(t, req.Command)
 		res := findEvent(t, evs, messages.EventElicitationResolved)
 		assert.Equal(t, messages.ByExpired, res.By)

@@ -106,6 +106,9 @@ func (r *Reconciler) openNew(p *Prompt) {
 	p.Request.Resource = req.Resource
 	p.Request.CallID = req.CallID
 	p.Request.Locations, p.Request.Diffs = req.Locations, req.Diffs
+	if p.Kind == messages.KindPermission {
+		p.Request.Choices = PermissionChoices(p, r.cfg.PaneOwned)
+	}
 	ps := &promptState{Prompt: *p}
 	r.prompts = append(r.prompts, ps)
 	r.promptIDs[p.ElicitationID] = ps
@@ -197,6 +200,15 @@ func (r *Reconciler) AnswerInFlight(elicitationID, action string) {
 	}
 }
 
+// ChoiceInFlight records the permission choice (messages.Choice*) of the
+// answer AnswerInFlight records: the prompt's elicitation_resolved by the
+// harness carries it.
+func (r *Reconciler) ChoiceInFlight(elicitationID, choice string) {
+	if p, ok := r.promptIDs[elicitationID]; ok && !p.closed {
+		p.choice = choice
+	}
+}
+
 // closePrompt reports a prompt closed (not by the harness: MarkResolved does
 // that) and goes back to running when it was the last one open.
 func (r *Reconciler) closePrompt(p *promptState, action, by string, delivered *int) {
@@ -205,6 +217,9 @@ func (r *Reconciler) closePrompt(p *promptState, action, by string, delivered *i
 	e.ElicitationID = p.ElicitationID
 	e.Action = action
 	e.By = by
+	if by == messages.ByHarness {
+		e.Choice = p.choice
+	}
 	e.DeliveredStepIndex = delivered
 	r.emit(e)
 	if !r.closingTurn && !r.idleBound() {
@@ -263,6 +278,7 @@ func (r *Reconciler) MarkResolved(elicitationID, action string, deliveredStepInd
 	e.ElicitationID = p.ElicitationID
 	e.Action = action
 	e.By = messages.ByHarness
+	e.Choice = p.choice
 	e.DeliveredStepIndex = messages.Ptr(deliveredStepIndex)
 	r.resume = true
 	return e, true

@@ -17,6 +17,10 @@ type Config struct {
 	ConversationID       string                   // the conversation whose steps it maps; its events carry it
 	ParentConversationID string                   // set for a subagent's reconciler: its events carry it
 	Models               map[string]rpc.ModelInfo // catalog keyed by model enum (display names); may be nil
+	// PaneOwned: the session owns agy's terminal pane (launch, acp), so a
+	// permission request also offers agy's two "always" rows, which only
+	// its dialog can give (messages.ChoiceAllowAlways*).
+	PaneOwned bool
 }
 
 // Reconciler maps the observations of one conversation to events, each
@@ -102,6 +106,7 @@ type promptState struct {
 	closed   bool
 	timedOut bool   // its freshest step went ERROR: kept open, a retry may follow
 	inFlight string // the action of an answer the harness is delivering
+	choice   string // the permission choice of that answer (messages.Choice*), "" for none
 }
 
 var hashSeed = maphash.MakeSeed()

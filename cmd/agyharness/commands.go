@@ -35,21 +35,21 @@ func checkCommand(c messages.Command) error {
 		if strings.TrimSpace(c.Text) == "" {
 			return errors.New(`turn: "text" is required`)
 		}
-		if c.ElicitationID != "" || c.Action != "" || len(c.Answers) > 0 {
+		if c.ElicitationID != "" || c.Action != "" || c.Choice != "" || len(c.Answers) > 0 {
 			return errors.New(`turn: only "text" and "model" apply`)
 		}
 	case messages.CommandResolve:
 		if c.ElicitationID == "" {
 			return errors.New(`resolve: "elicitation_id" is required`)
 		}
-		if err := checkResolve(messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers}); err != nil {
+		if err := checkResolve(messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Choice: c.Choice}); err != nil {
 			return err
 		}
 		if c.Text != "" || c.Model != "" {
-			return errors.New(`resolve: only "elicitation_id", "action" and "answers" apply`)
+			return errors.New(`resolve: only "elicitation_id", "action", "choice" and "answers" apply`)
 		}
 	case messages.CommandInterrupt, messages.CommandDetach:
-		if c.Text != "" || c.Model != "" || c.ElicitationID != "" || c.Action != "" || len(c.Answers) > 0 {
+		if c.Text != "" || c.Model != "" || c.ElicitationID != "" || c.Action != "" || c.Choice != "" || len(c.Answers) > 0 {
 			return fmt.Errorf("%s: takes no fields", c.Type)
 		}
 	case "":
@@ -62,6 +62,9 @@ func checkCommand(c messages.Command) error {
 
 // checkResolve validates a resolve's action and the shape of its answers.
 func checkResolve(r messages.Resolve) error {
+	if err := r.ApplyChoice(); err != nil {
+		return fmt.Errorf("resolve: %w", err)
+	}
 	switch r.Action {
 	case messages.ActionAccept:
 	case messages.ActionDecline, messages.ActionCancel:

@@ -56,7 +56,7 @@ func TestToolStepsShapedLikeTheReference(t *testing.T) {
 	send(t, c, conv, "do everything")
 	p := waitPrompt(t, srv, conv, 0)
 	assert.Equal(t, rpc.StepCodeAction, p.Type)
-	assert.Equal(t, &rpc.Resource{Action: "write", Target: "/w/main.go"}, p.RequestedInteraction.Permission.Resource)
+	assert.Equal(t, &rpc.Resource{Action: "write_file", Target: "/w/main.go"}, p.RequestedInteraction.Permission.Resource)
 	assert.Contains(t, string(p.Raw), `"replacementChunks"`, "the waiting step shows the edit")
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, rpc.InteractionResponse{
 		TrajectoryID: p.TrajectoryID(), StepIndex: rpc.Int(p.Index()), Permission: &rpc.PermissionAnswer{Allow: true}}))
