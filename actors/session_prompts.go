@@ -85,7 +85,7 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	rec := s.convs.reconcilerOf(r.ElicitationID)
 	rec.AnswerInFlight(r.ElicitationID, r.Action)
 	rec.ChoiceInFlight(r.ElicitationID, r.Choice)
-	if messages.ChoiceAlways(r.Choice) && rec == s.convs.root && s.link.terminal != nil {
+	if messages.ChoiceAlways(r.Choice) && rec == s.convs.root && s.link.terminal != nil && s.paneOwned() {
 		s.answerInDialog(ctx, p, r)
 		return nil
 	}
