@@ -244,6 +244,12 @@ func (r *renderer) resolved(ev *messages.Event) {
 	if verb == "" {
 		verb = termtext.Clean(ev.Action)
 	}
+	switch ev.Choice {
+	case messages.ChoiceAllowAlwaysConversation:
+		verb = "allowed always in this conversation"
+	case messages.ChoiceAllowAlwaysSettings:
+		verb = "allowed always (agy's settings.json)"
+	}
 	switch ev.By {
 	case messages.ByTerminal:
 		verb += " in agy's terminal"

@@ -124,6 +124,13 @@ func TestRenderPermissionListsAgysRows(t *testing.T) {
 	assert.NotContains(t, renderEvents(false, two), "1) Yes", "allow once and deny are y and n")
 }
 
+func TestRenderSaysAPermissionWasAllowedAlways(t *testing.T) {
+	req := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", Kind: messages.KindPermission, Command: &messages.CommandLine{Line: "pwd"}}
+	res := &messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "p1", Action: messages.ActionAccept, By: messages.ByHarness,
+		Choice: messages.ChoiceAllowAlwaysConversation}
+	assert.Contains(t, renderEvents(false, req, res), "✓ allowed always in this conversation: $ pwd\n")
+}
+
 func TestRenderPermissionShowsTheEditItWouldMake(t *testing.T) {
 	req := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", CallID: "e9", Kind: messages.KindPermission,
 		Resource: &messages.Resource{Action: "write_file", Target: "/w/x.go"},
