@@ -454,6 +454,7 @@ func TestAllowAlwaysIsNotOfferedWithoutThePane(t *testing.T) {
 	assert.Equal(t, []string{messages.ChoiceAllowOnce, messages.ChoiceDeny}, choiceIDs(perm.Choices))
 	err := r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Choice: messages.ChoiceAllowAlwaysSettings})
 	assert.ErrorContains(t, err, "only a session that owns agy's pane")
+	assert.ErrorIs(t, err, actors.ErrBadAnswer)
 	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Choice: messages.ChoiceAllowOnce}))
 	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(e *messages.Event) bool { return e.ElicitationID == perm.ElicitationID })
 	assert.Equal(t, messages.ActionAccept, res.Action)

@@ -66,13 +66,13 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 		return fmt.Errorf("resolve: %w %q", ErrUnknownElicitation, r.ElicitationID)
 	}
 	if err := r.ApplyChoice(); err != nil {
-		return fmt.Errorf("resolve: %w", err)
+		return fmt.Errorf("resolve: %w: %w", mapper.ErrInvalidResolve, err)
 	}
 	if r.Choice != "" && !slices.ContainsFunc(p.Request.Choices, func(c messages.Choice) bool { return c.ID == r.Choice }) {
 		if messages.ChoiceAlways(r.Choice) {
-			return fmt.Errorf("resolve: choice %q is not offered for %s: agy's \"always\" rows are given in its terminal dialog, which only a session that owns agy's pane can answer (launch, acp)", r.Choice, r.ElicitationID)
+			return fmt.Errorf("resolve: %w: choice %q is not offered for %s: agy's \"always\" rows are given in its terminal dialog, which only a session that owns agy's pane can answer (launch, acp)", mapper.ErrInvalidResolve, r.Choice, r.ElicitationID)
 		}
-		return fmt.Errorf("resolve: choice %q is not offered for %s", r.Choice, r.ElicitationID)
+		return fmt.Errorf("resolve: %w: choice %q is not offered for %s", mapper.ErrInvalidResolve, r.Choice, r.ElicitationID)
 	}
 	// Check the answer against the prompt now, so a bad command changes nothing.
 	if _, err := mapper.BuildInteraction(p, r, p.TrajectoryID, p.StepIndex); err != nil {
