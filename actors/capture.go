@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Recorder receives everything a session reads and the decisions that shape
@@ -25,7 +26,7 @@ import (
 type Recorder func(kind, conv string, payload json.RawMessage, t time.Time)
 
 // rawSteps returns each step's bytes as agy sent them.
-func rawSteps(steps []rpc.Step) []json.RawMessage {
+func rawSteps(steps []wire.Step) []json.RawMessage {
 	out := make([]json.RawMessage, len(steps))
 	for i := range steps {
 		if len(steps[i].Raw) > 0 {
@@ -41,21 +42,21 @@ func rawSteps(steps []rpc.Step) []json.RawMessage {
 type SnapshotCapture struct {
 	Steps     []json.RawMessage `json:"steps"`
 	Offset    int               `json:"offset,omitempty"` // the trajectory index the read started at
-	RunStatus rpc.RunStatus     `json:"runStatus,omitempty"`
+	RunStatus wire.RunStatus    `json:"runStatus,omitempty"`
 }
 
 func captureFrame(f *rpc.StreamFrame) json.RawMessage {
 	u := f.Update
 	type stepsUpdate struct {
-		Indices     []rpc.Int         `json:"indices,omitempty"`
+		Indices     []wire.Int        `json:"indices,omitempty"`
 		Steps       []json.RawMessage `json:"steps,omitempty"`
-		TotalLength rpc.Int           `json:"totalLength,omitempty"`
+		TotalLength wire.Int          `json:"totalLength,omitempty"`
 	}
 	var frame struct {
 		Update struct {
-			ConversationID       string        `json:"conversationId,omitempty"`
-			TrajectoryID         string        `json:"trajectoryId,omitempty"`
-			Status               rpc.RunStatus `json:"status,omitempty"`
+			ConversationID       string         `json:"conversationId,omitempty"`
+			TrajectoryID         string         `json:"trajectoryId,omitempty"`
+			Status               wire.RunStatus `json:"status,omitempty"`
 			MainTrajectoryUpdate struct {
 				StepsUpdate stepsUpdate `json:"stepsUpdate"`
 			} `json:"mainTrajectoryUpdate"`
@@ -70,7 +71,7 @@ func captureFrame(f *rpc.StreamFrame) json.RawMessage {
 	return b
 }
 
-func captureSnapshot(steps []rpc.Step, offset int, status rpc.RunStatus) json.RawMessage {
+func captureSnapshot(steps []wire.Step, offset int, status wire.RunStatus) json.RawMessage {
 	b, _ := json.Marshal(&SnapshotCapture{Steps: rawSteps(steps), Offset: offset, RunStatus: status})
 	return b
 }

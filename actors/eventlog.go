@@ -177,6 +177,7 @@ func deltaOnly(ev *messages.Event) bool {
 		ev.ElicitationID == "" && ev.Kind == "" && ev.Questions == nil && ev.Command == nil && ev.Resource == nil &&
 		ev.Choices == nil && ev.Choice == "" &&
 		ev.Action == "" && ev.By == "" && ev.DeliveredStepIndex == nil &&
+		ev.Interaction == "" && ev.Raw == nil && ev.RawSize == nil && ev.Elicitation == nil &&
 		ev.Model == "" && ev.InputTokens == nil && ev.OutputTokens == nil && ev.ThinkingTokens == nil &&
 		ev.ResponseTokens == nil && ev.CacheReadTokens == nil && ev.ContextTokens == nil &&
 		ev.TotalInputTokens == nil && ev.TotalOutputTokens == nil &&

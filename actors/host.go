@@ -75,6 +75,10 @@ type Spec struct {
 	// Recorder, when set, receives every frame and snapshot read (for
 	// --record and replay).
 	Recorder Recorder
+	// AgyVersion is agy's version as `agy --version` printed it ("1.2.7"),
+	// when the embedder read it (launch and acp do); "" unknown. Stats
+	// reports it, and whether it is newer than agyversion.Modeled.
+	AgyVersion string
 }
 
 // Host is the root supervisor of sessions, and the embedding API: attach
@@ -122,7 +126,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 		spec.ReadMode = ReadBoth
 	}
 	if _, err := ParseReadMode(string(spec.ReadMode)); err != nil {
-		return nil, fmt.Errorf("actors: attach: %w", err)
+		return nil, fmt.Errorf("actors: attach: unknown read mode %q: want both, stream or poll", spec.ReadMode)
 	}
 	switch spec.Turns {
 	case "":

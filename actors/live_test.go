@@ -17,6 +17,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Behaviours of agy recorded live (issue 19), each against the fake doing
@@ -39,7 +40,7 @@ func TestParkedPromptNotStreamedIsFoundWithinThePollInterval(t *testing.T) {
 			assert.Equal(t, "make deploy", req.Command.Line)
 			waiting := r.ev.waitFor(t, messages.EventStatus, func(ev *messages.Event) bool { return ev.Seq > seq && ev.State == messages.StateWaiting })
 			assert.Greater(t, waiting.Seq, req.Seq, "waiting comes from the WAITING step")
-			assert.Equal(t, rpc.RunRunning, srv.RunStatus(r.s.ConversationID()), "agy reports RUNNING while parked")
+			assert.Equal(t, wire.RunRunning, srv.RunStatus(r.s.ConversationID()), "agy reports RUNNING while parked")
 			require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
 			r.ev.waitIdleAfter(t, req.Seq)
 			itemsOnce(t, srv, r.s.ConversationID(), r.ev.all())
@@ -401,7 +402,7 @@ func TestAllowAlwaysIsGivenWithAgysKeysAndNoRPCAnswer(t *testing.T) {
 			f.onPress = func(keys []string) {
 				if len(keys) > 0 && keys[0] != "1" && keys[0] != "n" {
 					// agy's dialog: rows 2 and 3 allow (and keep a grant).
-					_ = srv.AnswerFromTerminal(srv.ConversationID(), rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}})
+					_ = srv.AnswerFromTerminal(srv.ConversationID(), wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}})
 				}
 			}
 			r := newRigOn(t, srv, actors.Spec{Terminal: &screenTerminal{fakeTerminal: f, screen: fourRows}})
@@ -481,4 +482,26 @@ func TestQuestionDialogClosedQuestionByQuestion(t *testing.T) {
 	r.ev.waitIdleAfter(t, q.Seq)
 	require.Eventually(t, func() bool { return len(f.pressed()) == 2 }, waitLong, time.Millisecond)
 	assert.Equal(t, [][]string{{"2", "Enter"}, {"Space", "Down", "Down", "Space", "Enter"}}, f.pressed())
+}
+
+// After a first turn typed into agy's terminal, the session knows agy's
+// model catalog (read once it bound the conversation): the model of the
+// turn has its display name, not only its enum. It reports agy's version
+// as the embedder read it, and whether it is newer than the one modelled.
+func TestSessionNamesTheModelOfATypedTurnAndReportsAgyVersion(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	term := &fakeTerminal{srv: srv}
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{NewConversation: true, Terminal: term, AgyVersion: "1.3.0"})
+	ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateNoConversation })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	usage := ev.waitFor(t, messages.EventUsage, func(e *messages.Event) bool { return e.Model != "" })
+	require.Eventually(t, func() bool { return s.ModelDisplayName(usage.Model) != "" }, waitLong, time.Millisecond,
+		"the catalog names %s", usage.Model)
+	assert.Equal(t, "Gemini 3.1 Pro (Medium)", s.ModelDisplayName("MODEL_PLACEHOLDER_M20"))
+	assert.Empty(t, s.ModelDisplayName("MODEL_NOT_IN_THE_CATALOG"))
+	st := s.Stats()
+	assert.Equal(t, "1.3.0", st.AgyVersion)
+	assert.True(t, st.AgyVersionNewer)
 }

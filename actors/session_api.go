@@ -10,9 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agyharness/agyharness/agyversion"
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -75,6 +77,12 @@ func (s *Session) OpenElicitations() []string {
 	return slices.Clone(s.shared.view.Load().openIDs)
 }
 
+// Models is agy's model catalog (what a turn may name as its model),
+// ordered by model enum; nil until the session has read it.
+func (s *Session) Models() []wire.ModelInfo {
+	return slices.Clone(s.shared.view.Load().modelList)
+}
+
 // Events is the session's event stream from its start. The channel closes
 // when the session ends. A consumer that falls behind gets deltas
 // coalesced, never items dropped.
@@ -104,7 +112,7 @@ func (s *Session) SendTurn(ctx context.Context, text, model string) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.TurnResult).Err
+	return named(res.(*messages.TurnResult).Err)
 }
 
 // Resolve answers an open elicitation. An error means the command was
@@ -115,7 +123,7 @@ func (s *Session) Resolve(ctx context.Context, r messages.Resolve) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.ResolveAccepted).Err
+	return named(res.(*messages.ResolveAccepted).Err)
 }
 
 // Interrupt stops the running cascade; it returns once agy reports IDLE.
@@ -124,7 +132,16 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.TurnResult).Err
+	return named(res.(*messages.TurnResult).Err)
+}
+
+// named gives an error of the session actor's the package's name, as it
+// leaves the package (the actor's own errors do not carry it).
+func named(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("actors: %w", err)
 }
 
 // Do runs a driver command (turn, resolve, interrupt, detach): the form the
@@ -134,13 +151,13 @@ func (s *Session) Do(ctx context.Context, c messages.Command) error {
 	case messages.CommandTurn:
 		return s.SendTurn(ctx, c.Text, c.Model)
 	case messages.CommandResolve:
-		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Choice: c.Choice})
+		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Content: c.Content, Choice: c.Choice})
 	case messages.CommandInterrupt:
 		return s.Interrupt(ctx)
 	case messages.CommandDetach:
 		return s.Detach(ctx)
 	}
-	return fmt.Errorf("unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)
+	return fmt.Errorf("actors: unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)
 }
 
 // Detach stops the session: its children stop, its RPCs are cancelled, and
@@ -166,7 +183,7 @@ func (s *Session) Detach(ctx context.Context) error {
 func (s *Session) Done() <-chan struct{} { return s.shared.done }
 
 // Err says why the session stopped (nil after Detach or Shutdown).
-func (s *Session) Err() error { return s.shared.view.Load().err }
+func (s *Session) Err() error { return named(s.shared.view.Load().err) }
 
 // Stats are a session's counters.
 type Stats struct {
@@ -175,6 +192,11 @@ type Stats struct {
 	Rebinds  int            // port re-discoveries after the first binding
 	// RPCErrors counts failed RPCs on the bound port by rpc.ErrorClass.
 	RPCErrors map[string]int
+	// AgyVersion is Spec.AgyVersion: agy's version, "" unknown.
+	AgyVersion string
+	// AgyVersionNewer: AgyVersion is newer than the newest version whose
+	// behaviour the harness models (agyversion.Modeled).
+	AgyVersionNewer bool
 }
 
 // Stats returns the session's counters.
@@ -182,7 +204,15 @@ func (s *Session) Stats() Stats {
 	v := s.shared.view.Load()
 	r := make(map[string]int, len(v.restarts))
 	maps.Copy(r, v.restarts)
-	return Stats{Events: s.shared.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.shared.rpcErrors.counts()}
+	return Stats{Events: s.shared.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.shared.rpcErrors.counts(),
+		AgyVersion: s.shared.spec.AgyVersion, AgyVersionNewer: agyversion.Newer(s.shared.spec.AgyVersion)}
+}
+
+// ModelDisplayName is model's display name in agy's model catalog
+// (GetAvailableModels, read once the session is bound to a conversation),
+// or "" while the catalog is not read or does not name it.
+func (s *Session) ModelDisplayName(model string) string {
+	return s.shared.view.Load().models[model].DisplayName
 }
 
 // requestTimeout bounds a request whose context has no deadline.
@@ -258,6 +288,11 @@ type sessionView struct {
 	openIDs        []string // the ids of the open prompts' requests, in the order they opened
 	lastErr        error    // the last error of discovery, or of the lost port
 	err            error    // why the session ended (set when it stops)
+
+	// models is agy's model catalog by model enum (nil: not read yet);
+	// modelList is the same, sorted by enum.
+	models    map[string]wire.ModelInfo
+	modelList []wire.ModelInfo
 }
 
 func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {

@@ -271,6 +271,14 @@ func loadKeyPair(certPath, keyPath string) (tls.Certificate, error) {
 
 // LoadCertPool reads a PEM file of one or more CA certificates.
 func LoadCertPool(path string) (*x509.CertPool, error) {
+	pool, err := loadCertPool(path)
+	if err != nil {
+		return nil, fmt.Errorf("hostcluster: %w", err)
+	}
+	return pool, nil
+}
+
+func loadCertPool(path string) (*x509.CertPool, error) {
 	b, err := readPEMFile(path)
 	if err != nil {
 		return nil, err
@@ -284,7 +292,11 @@ func LoadCertPool(path string) (*x509.CertPool, error) {
 
 // LoadKeyPair reads a PEM certificate (chain) and its private key.
 func LoadKeyPair(certPath, keyPath string) (tls.Certificate, error) {
-	return loadKeyPair(certPath, keyPath)
+	pair, err := loadKeyPair(certPath, keyPath)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("hostcluster: %w", err)
+	}
+	return pair, nil
 }
 
 // MutualTLS is the remote configuration of a node holding cert, whose
@@ -305,7 +317,7 @@ func LoadMutualTLS(certPath, keyPath, caPath string) (server, client *tls.Config
 	if err != nil {
 		return nil, nil, fmt.Errorf("hostcluster: remote TLS: %w", err)
 	}
-	pool, err := LoadCertPool(caPath)
+	pool, err := loadCertPool(caPath)
 	if err != nil {
 		return nil, nil, fmt.Errorf("hostcluster: remote TLS: %w", err)
 	}

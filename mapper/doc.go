@@ -31,6 +31,23 @@
 // bytes, so a frame costs what its changed steps cost, whatever the length of
 // the trajectory.
 //
+// # Memory
+//
+// A reconciler's memory is bounded whatever agy sends. It keeps whole (a
+// slot: what it emitted for a step, the base of its next delta) the steps
+// of the last Config.Window indices (DefaultWindow), and older ones that
+// can still change: live, or asking an open prompt. A finished step older
+// than that is dropped; what stays is a fingerprint, a hash of its type in
+// 4 bytes, for up to Config.Fingerprints indices (DefaultFingerprints:
+// 4 MiB); past that the oldest are sealed. A later copy of a dropped step
+// of the same type, or of a sealed one, implies nothing: it was delivered
+// (an INVOKE_SUBAGENT copy still names its children). A copy of another
+// type is a new step, as with a kept slot. Steps left live far behind the
+// end are dropped once they outnumber the window twice (a later copy of one
+// implies nothing either). Closed prompts are let go of; command lines
+// (for COMMAND_STATUS titles) and unknown step types reported are bounded
+// too. Footprint counts what is held.
+//
 // # Event ids
 //
 // Ids are deterministic: the same steps give the same ids in every run, so
@@ -54,6 +71,9 @@
 //	c/prompt/i               elicitation id of a prompt first seen at step i
 //	                         (kept across timeout-retries); its events are
 //	                         c/prompt/i/request and c/prompt/i/resolved
+//	c/prompt/i.n             the n-th ask (n >= 2) of the same step i: agy
+//	                         asks again on a step (each segment of `a && b`);
+//	                         events c/prompt/i.n/request, c/prompt/i.n/resolved
 //	c/unknown/T              unknown_step for step type T
 //	c/status/a/S             status S caused at anchor a: the step index of the
 //	                         user turn or prompt, else the number of steps
@@ -95,4 +115,22 @@
 //     a later tool step ended without asking the same thing.
 //
 // A pre-answer RUNNING copy of a prompt step (stale) does not close it.
+//
+// agy (1.1.7 on) may ask again on the same step: a compound command's step
+// stays WAITING and asks for each segment in turn. An ask is told by its
+// signature: the bytes of the step's requestedInteraction and how many of
+// its decisions agy shows answered (completedInteractions,
+// permissions.permissionGrants). A WAITING copy whose signature was never
+// seen on the slot, with no fewer answered decisions than the slot's last
+// ask, is a new ask: the previous ask closes (by harness when our answer
+// was in flight, else by terminal) and a new prompt opens with the id
+// c/prompt/i.n. A repeated or older copy asks nothing. Superseded tells the
+// session not to close agy's dialog for the answered ask (agy shows the new
+// one there).
+//
+// Interactions beyond a permission or a question are prompts too:
+// filePermission (kind permission, resource read_file or write_file on its
+// path), elicitation (an MCP server's: kind elicitation), any other key
+// (kind other: agy's name for it, its text, its raw request; not
+// answerable, withdrawn when its step leaves WAITING).
 package mapper

@@ -1,20 +1,25 @@
 package mapper
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
-// Prompt is one logical prompt agy waits on: a question or a permission.
+// Prompt is one logical prompt agy waits on: a question, a permission, an
+// MCP elicitation, or another interaction the harness can only show.
 type Prompt struct {
 	ElicitationID string                // deterministic, stable across timeout-retries of the same logical prompt
 	Key           string                // logical prompt key (PromptKey): survives a retry at a higher stepIndex
-	Kind          string                // messages.KindQuestion / KindPermission
+	Kind          string                // messages.KindQuestion / KindPermission / KindElicitation / KindOther
+	Interaction   string                // agy's name for it, beyond permission and askQuestion ("filePermission", ...)
+	FileURI       string                // a filePermission's absolutePathUri, echoed in its answer
+	Answered      int                   // decisions of its step agy showed answered when it was asked (see AskedSince)
 	TrajectoryID  string                // the trajectory of its steps, for the interaction payload
 	StepIndex     int                   // the freshest WAITING step index seen for this prompt
 	Questions     []messages.Question   // question prompts
@@ -24,6 +29,9 @@ type Prompt struct {
 	Request       messages.Event        // the elicitation_request event
 }
 
+// MaxElicitationContent bounds the content of an MCP elicitation's answer.
+const MaxElicitationContent = 64 << 10
+
 // ErrInvalidResolve is wrapped by every error of BuildInteraction: the
 // resolve command cannot be turned into an answer for the prompt.
 var ErrInvalidResolve = errors.New("mapper: invalid resolve")
@@ -31,24 +39,31 @@ var ErrInvalidResolve = errors.New("mapper: invalid resolve")
 // PendingInteraction reads the prompt of a WAITING step with a
 // requestedInteraction at index. ElicitationID is left for the reconciler to
 // assign, as is the header of Request (id, conversation, time).
-func PendingInteraction(step *rpc.Step, index int) (*Prompt, bool) {
-	if step == nil || step.Status != rpc.StatusWaiting {
+func PendingInteraction(step *wire.Step, index int) (*Prompt, bool) {
+	if step == nil || step.Status != wire.StatusWaiting {
 		return nil, false
 	}
 	return promptOf(step, index)
 }
 
 // promptOf reads the prompt of a step whatever its status.
-func promptOf(step *rpc.Step, index int) (*Prompt, bool) {
+func promptOf(step *wire.Step, index int) (*Prompt, bool) {
 	ri := step.RequestedInteraction
-	if ri == nil || (ri.AskQuestion == nil && ri.Permission == nil) {
+	if ri == nil {
 		return nil, false
 	}
 	p := &Prompt{
-		Key:          PromptKey(step),
 		TrajectoryID: step.TrajectoryID(),
 		StepIndex:    index,
 	}
+	if ri.AskQuestion == nil && ri.Permission == nil {
+		if !otherPrompt(step, p) {
+			return nil, false
+		}
+		p.Key = PromptKey(step)
+		return p, true
+	}
+	p.Key = PromptKey(step)
 	if ri.AskQuestion != nil {
 		p.Kind = messages.KindQuestion
 		p.Questions = questionsOf(step)
@@ -64,7 +79,7 @@ func promptOf(step *rpc.Step, index int) (*Prompt, bool) {
 				line = rc.ProposedCommandLine
 			}
 			p.Command = &messages.CommandLine{Line: line, Cwd: rc.Cwd}
-		} else if step.Type == rpc.StepRunCommand && p.Resource != nil {
+		} else if step.Type == wire.StepRunCommand && p.Resource != nil {
 			p.Command = &messages.CommandLine{Line: p.Resource.Target}
 		}
 	}
@@ -102,7 +117,7 @@ func (q *toolQuestion) allowsWriteIn() bool {
 	return true
 }
 
-func questionsOf(step *rpc.Step) []messages.Question {
+func questionsOf(step *wire.Step) []messages.Question {
 	var args struct {
 		Questions []toolQuestion `json:"questions"`
 	}
@@ -140,7 +155,7 @@ func questionsOf(step *rpc.Step) []messages.Question {
 // and content (question texts and options; or resource and command line). A
 // timeout-retry asks the same thing at a higher index, so it has the same
 // key. "" when the step requests nothing.
-func PromptKey(step *rpc.Step) string {
+func PromptKey(step *wire.Step) string {
 	if step == nil || step.RequestedInteraction == nil {
 		return ""
 	}
@@ -180,7 +195,17 @@ func PromptKey(step *rpc.Step) string {
 			b.WriteString(rc.Cwd)
 		}
 	default:
-		return ""
+		name, raw := interactionOf(step)
+		if name == "" {
+			return ""
+		}
+		b.WriteString(messages.KindOther)
+		b.WriteString("\x1e")
+		b.WriteString(string(step.Type))
+		b.WriteString("\x1e")
+		b.WriteString(name)
+		b.WriteString("\x1e")
+		b.Write(raw)
 	}
 	return b.String()
 }
@@ -189,11 +214,11 @@ func PromptKey(step *rpc.Step) string {
 // key, in a window of steps read from trajectory index offset, and returns
 // its trajectory index (see Indexer). Used at delivery time: a prompt may
 // have timed out and been asked again since it was detected.
-func FreshestWaiting(steps []rpc.Step, offset int, key string) (index int, step *rpc.Step, ok bool) {
+func FreshestWaiting(steps []wire.Step, offset int, key string) (index int, step *wire.Step, ok bool) {
 	at := Indexer(steps, offset)
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := &steps[i]
-		if s.Status == rpc.StatusWaiting && s.RequestedInteraction != nil && PromptKey(s) == key {
+		if s.Status == wire.StatusWaiting && s.RequestedInteraction != nil && PromptKey(s) == key {
 			return at(i), s, true
 		}
 	}
@@ -212,8 +237,8 @@ func FreshestWaiting(steps []rpc.Step, offset int, key string) (index int, step 
 // match (a single question takes a single unnamed answer); option ids, not
 // texts; a write-in where the question allows it. Anything else is an error
 // wrapping ErrInvalidResolve, and no payload.
-func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, stepIndex int) (rpc.InteractionResponse, error) {
-	var none rpc.InteractionResponse
+func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, stepIndex int) (wire.InteractionResponse, error) {
+	var none wire.InteractionResponse
 	if p == nil {
 		return none, fmt.Errorf("%w: no prompt", ErrInvalidResolve)
 	}
@@ -228,33 +253,65 @@ func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, step
 	default:
 		return none, fmt.Errorf("%w: unknown action %q (want accept, decline or cancel)", ErrInvalidResolve, res.Action)
 	}
-	out := rpc.InteractionResponse{TrajectoryID: trajectoryID, StepIndex: rpc.Int(stepIndex)}
+	out := wire.InteractionResponse{TrajectoryID: trajectoryID, StepIndex: wire.Int(stepIndex)}
+	if len(res.Content) > 0 && p.Kind != messages.KindElicitation {
+		return none, fmt.Errorf("%w: content is for an MCP elicitation, not a %s prompt", ErrInvalidResolve, p.Kind)
+	}
 	switch p.Kind {
 	case messages.KindPermission:
 		if len(res.Answers) > 0 {
 			return none, fmt.Errorf("%w: answers given for a permission prompt", ErrInvalidResolve)
 		}
-		out.Permission = &rpc.PermissionAnswer{Allow: res.Action == messages.ActionAccept}
+		if p.Interaction == "filePermission" {
+			// agy's schema's shape; never recorded live.
+			out.FilePermission = &wire.FilePermissionAnswer{Allow: res.Action == messages.ActionAccept, Scope: wire.PermissionScopeOnce, AbsolutePathURI: p.FileURI}
+			return out, nil
+		}
+		out.Permission = &wire.PermissionAnswer{Allow: res.Action == messages.ActionAccept}
 		return out, nil
+	case messages.KindElicitation:
+		if len(res.Answers) > 0 {
+			return none, fmt.Errorf("%w: answers given for an MCP elicitation (give its form's content as content)", ErrInvalidResolve)
+		}
+		a := &wire.ElicitationAnswer{Action: res.Action}
+		if len(res.Content) > 0 {
+			if res.Action != messages.ActionAccept {
+				return none, fmt.Errorf("%w: content given to %s an MCP elicitation", ErrInvalidResolve, res.Action)
+			}
+			if len(res.Content) > MaxElicitationContent {
+				return none, fmt.Errorf("%w: content of %d bytes (at most %d)", ErrInvalidResolve, len(res.Content), MaxElicitationContent)
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(res.Content, &obj); err != nil || obj == nil {
+				return none, fmt.Errorf("%w: content must be a JSON object", ErrInvalidResolve)
+			}
+			var b bytes.Buffer
+			_ = json.Compact(&b, res.Content)
+			a.ContentJSON = b.String()
+		}
+		out.Elicitation = a
+		return out, nil
+	case messages.KindOther:
+		return none, fmt.Errorf("%w: agy's answer to a %q prompt is not known: %s", ErrInvalidResolve, p.Interaction, OtherKindHint)
 	case messages.KindQuestion:
 		if res.Action != messages.ActionAccept {
 			if len(res.Answers) > 0 {
 				return none, fmt.Errorf("%w: answers given to %s a question", ErrInvalidResolve, res.Action)
 			}
-			out.AskQuestion = &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{}}
+			out.AskQuestion = &wire.QuestionResponses{Responses: []wire.QuestionResponse{}}
 			return out, nil
 		}
 		rs, err := questionResponses(p.Questions, res.Answers)
 		if err != nil {
 			return none, err
 		}
-		out.AskQuestion = &rpc.QuestionResponses{Responses: rs}
+		out.AskQuestion = &wire.QuestionResponses{Responses: rs}
 		return out, nil
 	}
 	return none, fmt.Errorf("%w: unknown prompt kind %q", ErrInvalidResolve, p.Kind)
 }
 
-func questionResponses(qs []messages.Question, answers []messages.Answer) ([]rpc.QuestionResponse, error) {
+func questionResponses(qs []messages.Question, answers []messages.Answer) ([]wire.QuestionResponse, error) {
 	if len(qs) == 0 {
 		return nil, fmt.Errorf("%w: the prompt has no questions", ErrInvalidResolve)
 	}
@@ -291,7 +348,7 @@ func questionResponses(qs []messages.Question, answers []messages.Answer) ([]rpc
 			}
 		}
 	}
-	out := make([]rpc.QuestionResponse, 0, len(qs))
+	out := make([]wire.QuestionResponse, 0, len(qs))
 	for j, q := range qs {
 		a := matched[j]
 		if a == nil || (len(a.SelectedOptionIDs) == 0 && a.WriteIn == "") {
@@ -308,7 +365,7 @@ func questionResponses(qs []messages.Question, answers []messages.Answer) ([]rpc
 		if a.WriteIn != "" && !q.AllowWriteIn {
 			return nil, fmt.Errorf("%w: question %q does not allow a write-in", ErrInvalidResolve, q.Question)
 		}
-		out = append(out, rpc.QuestionResponse{
+		out = append(out, wire.QuestionResponse{
 			Question:          q.Question,
 			SelectedOptionIDs: append([]string(nil), a.SelectedOptionIDs...),
 			WriteInResponse:   a.WriteIn,

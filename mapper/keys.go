@@ -12,10 +12,11 @@ import (
 // PermissionChoices are the choices a permission request offers: allow once
 // and deny always (the RPC's allow true/false); with paneOwned also agy's
 // two "always" rows, which only its terminal dialog gives (their wording is
-// agy's, docs/DECISIONS.md "agy's options 2 and 3").
+// agy's, docs/DECISIONS.md "agy's options 2 and 3"). A filePermission's
+// dialog has no such rows for the one file: it offers allow once and deny.
 func PermissionChoices(p *Prompt, paneOwned bool) []messages.Choice {
 	out := []messages.Choice{{ID: messages.ChoiceAllowOnce, Action: messages.ActionAccept, Text: "Yes"}}
-	if paneOwned {
+	if paneOwned && p.Interaction != "filePermission" {
 		conv, settings := alwaysTexts(p)
 		out = append(out,
 			messages.Choice{ID: messages.ChoiceAllowAlwaysConversation, Action: messages.ActionAccept, Text: conv},
@@ -78,6 +79,14 @@ func CloseKeys(p *Prompt, r messages.Resolve, screen string) ([][]string, error)
 	if p == nil {
 		return nil, nil
 	}
+	switch {
+	case p.Interaction == "filePermission":
+		return filePermissionKeys(r)
+	case p.Kind == messages.KindElicitation:
+		return [][]string{{"Escape"}}, nil // its dialog was never recorded; Escape closes agy's panels
+	case p.Kind == messages.KindOther:
+		return nil, nil // never answered over RPC
+	}
 	switch p.Kind {
 	case messages.KindPermission:
 		return permissionKeys(r, screen)
@@ -85,6 +94,22 @@ func CloseKeys(p *Prompt, r messages.Resolve, screen string) ([][]string, error)
 		return questionKeys(p, r)
 	}
 	return nil, nil
+}
+
+// filePermissionKeys answer agy's file-access dialog: three rows, "Yes,
+// allow access" the first and "No, deny access" the third (antigravity-cli
+// issues 289, 324; docs/DECISIONS.md). Its second row allows every file
+// outside the workspace, not the one asked about, and is not offered.
+func filePermissionKeys(r messages.Resolve) ([][]string, error) {
+	switch r.Choice {
+	case "", messages.ChoiceAllowOnce, messages.ChoiceDeny:
+	default:
+		return nil, fmt.Errorf("agy's file-access dialog has no row for %s", trimID(r.Choice))
+	}
+	if r.Action == messages.ActionAccept {
+		return [][]string{{"1", "Enter"}}, nil
+	}
+	return [][]string{{"3", "Enter"}}, nil
 }
 
 func permissionKeys(r messages.Resolve, screen string) ([][]string, error) {
@@ -146,7 +171,7 @@ func questionKeys(p *Prompt, r messages.Resolve) ([][]string, error) {
 		}
 		for _, id := range a.SelectedOptionIDs {
 			if !digits(id) {
-				return nil, fmt.Errorf("option id %q is not plain digits: it is not pressed in agy's terminal", trimID(id))
+				return nil, fmt.Errorf("mapper: option id %q is not plain digits: it is not pressed in agy's terminal", trimID(id))
 			}
 		}
 		if !q.MultiSelect {

@@ -1,6 +1,6 @@
 package mapper
 
-import "github.com/agyharness/agyharness/rpc"
+import "github.com/agyharness/agyharness/wire"
 
 // Child is a subagent conversation spawned by an INVOKE_SUBAGENT step.
 type Child struct {
@@ -12,8 +12,8 @@ type Child struct {
 // ChildConversations lists the child conversation ids an INVOKE_SUBAGENT
 // step names (invokeSubagent.results[].conversationId), without empties or
 // repeats. Other steps name none.
-func ChildConversations(step *rpc.Step) []string {
-	if step == nil || step.Type != rpc.StepInvokeSubagent || step.InvokeSubagent == nil {
+func ChildConversations(step *wire.Step) []string {
+	if step == nil || step.Type != wire.StepInvokeSubagent || step.InvokeSubagent == nil {
 		return nil
 	}
 	var ids []string
@@ -36,7 +36,7 @@ func ChildConversations(step *rpc.Step) []string {
 }
 
 // noteChildren records the children of an INVOKE_SUBAGENT step at index.
-func (r *Reconciler) noteChildren(index int, step *rpc.Step) {
+func (r *Reconciler) noteChildren(index int, step *wire.Step) {
 	terminal := step.Status.Terminal()
 	for _, id := range ChildConversations(step) {
 		if i, ok := r.childAt[id]; ok {

@@ -2,7 +2,10 @@ package messages
 
 // Public contract: the commands a driver sends (docs/EVENTS.md, "Commands").
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // CommandType names a driver command (docs/EVENTS.md, "Commands").
 type CommandType string
@@ -25,9 +28,10 @@ type Command struct {
 	Model string `json:"model,omitempty"`
 
 	// resolve
-	ElicitationID string   `json:"elicitation_id,omitempty"`
-	Action        string   `json:"action,omitempty"`
-	Answers       []Answer `json:"answers,omitempty"`
+	ElicitationID string          `json:"elicitation_id,omitempty"`
+	Action        string          `json:"action,omitempty"`
+	Answers       []Answer        `json:"answers,omitempty"`
+	Content       json.RawMessage `json:"content,omitempty"`
 	// Choice names one of a permission request's choices (Choice*); the
 	// action may then be left out.
 	Choice string `json:"choice,omitempty"`
@@ -47,6 +51,9 @@ type Resolve struct {
 	ElicitationID string   `json:"elicitation_id"`
 	Action        string   `json:"action"`
 	Answers       []Answer `json:"answers,omitempty"`
+	// Content is an MCP elicitation's form content (a JSON object), given
+	// with accept; no other prompt takes it.
+	Content json.RawMessage `json:"content,omitempty"`
 	// Choice is the permission choice (Choice*), "" for a plain accept
 	// (allow once) or decline (deny).
 	Choice string `json:"choice,omitempty"`

@@ -5,17 +5,15 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"log/slog"
+	"io"
 	"net"
-	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
-	"golang.org/x/net/netutil"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
+	"github.com/agyharness/agyharness/httphost"
 )
 
 func serveCommand() *command {
@@ -31,12 +29,12 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		fs := newFlagSet(e, c)
 		listen := fs.String("listen", "127.0.0.1:7420", "address to listen on (port 0 picks a free one)")
-		tokenFile := fs.String("token-file", "", "file holding the bearer token (default: a random token, printed to stderr)")
+		tokenFile := fs.String("token-file", "", "file holding the bearer token, mode 0600: at least 16 characters of at least 4 different ones (default: a random token, printed to stderr)")
 		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --listen address (requires --token-file, and --tls-cert/--tls-key or --insecure-remote)")
 		tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file (with --tls-key)")
 		tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
 		insecureRemote := fs.Bool("insecure-remote", false, "with --allow-remote, serve plain HTTP: the token and the turns cross the network in clear")
-		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); more wait to be accepted")
+		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); a connection without the token is closed after 5s, or sooner when every slot is taken; more with the token wait to be accepted")
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
 		var cluster clusterFlags
@@ -77,7 +75,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		if *heartbeat <= 0 || *attachTimeout <= 0 {
 			return usagef("serve: --heartbeat and --attach-timeout must be positive")
 		}
-		token, generated, err := loadToken(*tokenFile)
+		token, generated, err := loadToken(*tokenFile, e.stderr)
 		if err != nil {
 			return err
 		}
@@ -91,14 +89,14 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 			return fmt.Errorf("serve: %w", err)
 		}
 		h := actors.NewHost(actors.Config{Logger: log})
-		s := newServer(serverConfig{
-			host: actorsHost{h}, token: token, log: log,
-			heartbeat: *heartbeat, attachTimeout: *attachTimeout,
-			maxConns: *maxConns, tls: tlsConfig,
+		s := httphost.New(httphost.Config{
+			Host: h, Token: token, Log: log,
+			Heartbeat: *heartbeat, AttachTimeout: *attachTimeout,
+			MaxConns: *maxConns, TLS: tlsConfig,
 		})
 		shutdown := func(sctx context.Context) error { return h.Shutdown(sctx) }
 		if clustered {
-			node, err := joinCluster(clusterCfg, s)
+			node, err := s.JoinCluster(clusterCfg)
 			if err != nil {
 				_ = ln.Close()
 				_ = h.Shutdown(context.Background())
@@ -122,7 +120,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 			// The one place a token is ever printed: the operator needs it.
 			fmt.Fprintf(e.stderr, "agyharness serve: token: %s\n", token)
 		}
-		return s.serve(ctx, ln, e.signals, shutdown)
+		return s.Serve(ctx, ln, e.signals, shutdown)
 	}
 	return c
 }
@@ -137,8 +135,11 @@ func isLoopbackListen(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loadToken reads the bearer token from path, or makes a random one.
-func loadToken(path string) (token string, generated bool, err error) {
+// loadToken reads the bearer token from path (at most tokenfile.MaxSize;
+// surrounding white space dropped; a file open to group or others is
+// warned about on warn), or makes a random one. A token tokenfile.CheckBearer
+// refuses is a usage error with its reason.
+func loadToken(path string, warn io.Writer) (token string, generated bool, err error) {
 	if path == "" {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
@@ -146,69 +147,13 @@ func loadToken(path string) (token string, generated bool, err error) {
 		}
 		return hex.EncodeToString(b), true, nil
 	}
-	b, err := os.ReadFile(path)
+	t, err := tokenfile.Read(path, func(line string) { fmt.Fprintf(warn, "agyharness serve: warning: %s\n", line) })
 	if err != nil {
-		return "", false, fmt.Errorf("serve: token file: %w", err)
+		return "", false, usagef("serve: --token-file: %v", err)
 	}
-	token = strings.TrimSpace(string(b))
-	if len(token) < 16 {
-		return "", false, usagef("serve: token file %s: the token must be at least 16 characters", path)
+	token = strings.TrimSpace(t)
+	if err := tokenfile.CheckBearer(token); err != nil {
+		return "", false, usagef("serve: token file %q: %v", path, err)
 	}
 	return token, false, nil
-}
-
-// serve runs the HTTP server on ln until ctx ends or a signal arrives,
-// then stops in order: SSE streams end (each has sseEndGrace to take its
-// "event: end"), requests in flight finish (httpShutdown at most, then
-// their connections are closed), every session detaches (hostShutdown of
-// its own), session watchers stop.
-func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.Signal, shutdownHost func(context.Context) error) error {
-	if s.cfg.maxConns > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.maxConns)
-	}
-	if s.cfg.tls != nil {
-		ln = tls.NewListener(ln, s.cfg.tls)
-	}
-	hs := &http.Server{
-		Handler:           s.handler(),
-		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
-		ReadTimeout:       s.cfg.readTimeout,
-		IdleTimeout:       s.cfg.idleTimeout,
-		BaseContext:       func(net.Listener) context.Context { return s.base },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-
-	var serveErr error
-	served := false
-	select {
-	case <-ctx.Done():
-	case <-signals:
-	case err := <-errc:
-		served = true
-		if !errors.Is(err, http.ErrServerClosed) {
-			serveErr = fmt.Errorf("serve: %w", err)
-		}
-	}
-	s.log.Info("shutting down")
-	s.stop() // ends SSE streams, so Shutdown need not wait for them
-	hctx, cancel := context.WithTimeout(context.Background(), s.cfg.httpShutdown)
-	defer cancel()
-	if err := hs.Shutdown(hctx); err != nil {
-		s.log.Warn("http shutdown: closing the connections left", "err", err)
-		_ = hs.Close()
-	}
-	if !served {
-		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			serveErr = fmt.Errorf("serve: %w", err)
-		}
-	}
-	sctx, cancelHost := context.WithTimeout(context.Background(), s.cfg.hostShutdown)
-	defer cancelHost()
-	if err := shutdownHost(sctx); err != nil {
-		s.log.Warn("host shutdown", "err", err)
-	}
-	s.wait()
-	return serveErr
 }

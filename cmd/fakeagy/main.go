@@ -6,7 +6,9 @@
 // scenario; --conversation starts it with one root conversation instead, and
 // --earlier-runs N lists N idle conversations of earlier runs, as agy lists
 // those it keeps on disk (their ids are logged; --conversation ID starts on
-// one of them, as agy's --conversation ID resumes a conversation). It prints
+// one of them, as agy's --conversation ID resumes a conversation).
+// --history-steps N gives the conversation N finished steps, made from
+// their index when sent (a million cost the fake 8 MB). It prints
 // agy's log lines to stderr:
 //
 //	Language server listening on random port at <N> for HTTPS
@@ -61,6 +63,16 @@
 // SIGINT, SIGTERM and SIGHUP (the terminal gone, e.g. its tmux session
 // killed) exit and restore the terminal.
 //
+// Starting, as agy 1.1.8 and later do (startup.go): under the draft a
+// footer, "? for shortcuts" when idle and "esc to cancel" while a turn
+// runs; for --startup-delay (default 1s, 0: none) after start a typed turn
+// is refused with the notice "Verifying your account eligibility. ..." and
+// lost; on flags, the trust dialog first (--trust-prompt, Enter answers
+// Yes), the feedback survey (--survey-after N turns, Escape dismisses it),
+// a sign-in screen (--signed-out) or agy's eligibility failure
+// (--ineligible). --version prints --version-string (default
+// $FAKEAGY_VERSION, else 1.2.7) and exits, as agy --version does.
+//
 // The quirks the harness relies on, as agy's terminal does them: a prompt
 // answered over RPC leaves its dialog drawn, marked "(answered elsewhere:
 // ...)", until exactly its keys close it (an option's digit(s) then Enter,
@@ -114,9 +126,18 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	unstreamed := fs.Float64("unstreamed-prompts", 0, "probability that a WAITING prompt is never streamed (0: 0.5, negative: never)")
 	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
 	movingMod := fs.Bool("moving-modified-time", false, "report the read's time as every conversation's lastModifiedTime (no agy is known to)")
+	noReask := fs.Bool("no-reask", false, "ask a compound command (a && b) once for the whole line, as agy did before 1.1.7, not segment by segment on the same step")
+	history := fs.Int("history-steps", 0, "start the conversation with this many finished steps (a user turn and a reply each two; needs --conversation), made when sent, never stored")
+	historyBytes := fs.Int("history-step-bytes", 0, "pad each reply of --history-steps to about this many bytes")
 	multi := addMultiFlags(fs)
+	start := addStartupFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version (--version-string) and exit, as agy --version does")
 	if err := fs.Parse(joinConversationID(args)); err != nil {
 		return err
+	}
+	if *showVersion {
+		printVersion(stdout, start)
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -140,6 +161,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		UnstreamedPrompts:  *unstreamed,
 		CancelStopsPrompts: *cancelStops,
 		MovingModifiedTime: *movingMod,
+		NoReask:            *noReask,
+		HistorySteps:       *history,
+		HistoryStepBytes:   *historyBytes,
 		Seed:               *seed,
 		CSRFToken:          *csrf,
 		PromptTimeout:      *promptTimeout,
@@ -204,9 +228,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		term := newTerminal(srv, stdout, *refresh)
 		term.height = tty.rows
 		term.dialogs.sandbox = *sandbox
-		if wd, err := os.Getwd(); err == nil {
-			term.dialogs.workspace = wd
-		}
+		dir, _ := os.Getwd()
+		term.dialogs.workspace = dir
+		term.start = newStartup(*start, dir)
 		tuiDone = make(chan error, 1)
 		go func() { tuiDone <- term.run(ctx, stdin) }()
 	}

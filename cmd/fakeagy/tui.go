@@ -10,17 +10,17 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // agyServer is what the terminal needs of the fake language server
 // (*agytest.Server satisfies it).
 type agyServer interface {
 	ConversationID() string
-	Steps(conversationID string) []rpc.Step
-	RunStatus(conversationID string) rpc.RunStatus
+	Steps(conversationID string) []wire.Step
+	RunStatus(conversationID string) wire.RunStatus
 	TypeTurn(text string) error
-	AnswerFromTerminal(conversationID string, answer rpc.InteractionResponse) error
+	AnswerFromTerminal(conversationID string, answer wire.InteractionResponse) error
 }
 
 // errQuit is returned by terminal.run when the person pressed Ctrl-C.
@@ -83,6 +83,8 @@ type terminal struct {
 
 	dialogs dialogOptions // how agy's dialogs look (tui_dialog.go)
 	grants  grants        // what agy's "always" rows allowed
+
+	start *startup // startup screens and the survey (startup.go); nil: none
 }
 
 // promptKey names one WAITING step.
@@ -238,6 +240,9 @@ func (t *terminal) handle(k key) {
 		t.pasting = false
 		return
 	}
+	if t.start.key(k, t.pasting) {
+		return
+	}
 	if t.pasting {
 		t.paste(k.r)
 		return
@@ -250,7 +255,7 @@ func (t *terminal) handle(k key) {
 	case '\r', '\n':
 		text := strings.TrimSpace(string(t.draft))
 		t.draft, t.cursor = t.draft[:0], 0
-		if text == "" {
+		if text == "" || t.start.refuses() {
 			return
 		}
 		if err := t.srv.TypeTurn(text); err != nil {
@@ -318,13 +323,13 @@ func (t *terminal) paste(r rune) {
 	t.insert(r)
 }
 
-func stepAt(steps []rpc.Step, index int) (rpc.Step, bool) {
+func stepAt(steps []wire.Step, index int) (wire.Step, bool) {
 	for _, s := range steps {
 		if s.Index() == index {
 			return s, true
 		}
 	}
-	return rpc.Step{}, false
+	return wire.Step{}, false
 }
 
 // update reads the server, opens the dialog of a prompt, marks a dialog
@@ -336,15 +341,17 @@ func (t *terminal) update() {
 	if t.dialog == nil {
 		t.dialog = t.nextDialog(conv, steps)
 	}
-	screen := render(screenView{
+	status := t.srv.RunStatus(conv)
+	t.start.observe(status, steps)
+	screen := t.start.draw(render(screenView{
 		conv:   conv,
 		steps:  steps,
-		status: t.srv.RunStatus(conv),
+		status: status,
 		dialog: t.dialog,
 		draft:  string(t.draft),
 		notice: t.notice,
-		height: t.height,
-	})
+		height: t.start.room(t.height),
+	}), status)
 	if screen == t.drawn {
 		return
 	}
@@ -355,8 +362,8 @@ func (t *terminal) update() {
 // screenView is everything one screen shows.
 type screenView struct {
 	conv   string // the active conversation, "" before the first turn
-	steps  []rpc.Step
-	status rpc.RunStatus
+	steps  []wire.Step
+	status wire.RunStatus
 	dialog *dialog
 	draft  string
 	notice string
@@ -399,15 +406,15 @@ func render(v screenView) string {
 
 // stepLines is how agy's terminal shows a step: the person's turns, the
 // assistant's text, commands run, questions asked and tools used.
-func stepLines(s rpc.Step) []string {
+func stepLines(s wire.Step) []string {
 	switch {
-	case s.Type == rpc.StepUserInput && s.UserInput != nil:
+	case s.Type == wire.StepUserInput && s.UserInput != nil:
 		text := s.UserInput.UserResponse
 		if text == "" && len(s.UserInput.Items) > 0 {
 			text = s.UserInput.Items[0].Text
 		}
 		return prefixed("> ", text)
-	case s.Type == rpc.StepPlannerResponse && s.PlannerResponse != nil:
+	case s.Type == wire.StepPlannerResponse && s.PlannerResponse != nil:
 		text := s.PlannerResponse.Response
 		if text == "" {
 			text = s.PlannerResponse.ModifiedResponse
@@ -416,13 +423,13 @@ func stepLines(s rpc.Step) []string {
 			return nil
 		}
 		return prefixed("", text)
-	case s.Type == rpc.StepRunCommand && s.RunCommand != nil:
+	case s.Type == wire.StepRunCommand && s.RunCommand != nil:
 		lines := []string{"$ " + s.RunCommand.CommandLine}
 		if o := s.RunCommand.CombinedOutput; o != nil {
 			lines = append(lines, prefixed("  ", strings.TrimRight(o.Full, "\n"))...)
 		}
 		return lines
-	case s.Type == rpc.StepAskQuestion && s.AskQuestion != nil:
+	case s.Type == wire.StepAskQuestion && s.AskQuestion != nil:
 		var lines []string
 		for _, q := range s.AskQuestion.Questions {
 			line := "? " + q.Question
@@ -432,13 +439,13 @@ func stepLines(s rpc.Step) []string {
 			lines = append(lines, line)
 		}
 		return lines
-	case s.Metadata.ToolAction != "" && s.Type != rpc.StepPlannerResponse:
+	case s.Metadata.ToolAction != "" && s.Type != wire.StepPlannerResponse:
 		return []string{"* " + s.Metadata.ToolAction}
 	}
 	return nil
 }
 
-func optionTexts(q rpc.Question) string {
+func optionTexts(q wire.Question) string {
 	var texts []string
 	for _, id := range q.SelectedOptionIDs {
 		for _, o := range q.Options {
@@ -458,7 +465,7 @@ func prefixed(prefix, text string) []string {
 	return lines
 }
 
-func statusWord(st rpc.RunStatus) string {
+func statusWord(st wire.RunStatus) string {
 	if st == "" {
 		return "idle"
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // agy's prompt dialogs as the fake draws them, worded as the public sources
@@ -18,9 +18,14 @@ import (
 //     settings.json), 4 "No";
 //   - a command while agy's terminal sandbox is on (--sandbox): three rows,
 //     1 "Yes", 2 "Yes, and run without sandbox restrictions", 3 "No";
-//   - a file read or write outside the workspace: "Allow access to this
-//     file?" with 1 "Yes, allow access", 2 "Yes, and always allow
-//     non-workspace access", 3 "No, deny access";
+//   - a file read or write outside the workspace (a permission on a
+//     read_file or write_file outside it, or agy's filePermission
+//     interaction): "Allow access to this file?" with 1 "Yes, allow
+//     access", 2 "Yes, and always allow non-workspace access", 3 "No, deny
+//     access";
+//   - an MCP elicitation, or an interaction of another kind: "Yes", "No";
+//   - when the same step asks again (a compound command's next segment) the
+//     dialog is redrawn for the new ask;
 //   - a question dialog shows one question at a time ("question i of n"):
 //     a single-select question takes a digit (or the arrows) then Enter, a
 //     multi-select one the arrows and Space (or digits) then Enter; Left
@@ -53,7 +58,7 @@ type grants struct {
 // keys that close it.
 type dialog struct {
 	key    promptKey
-	ask    rpc.Interaction
+	ask    wire.Interaction
 	kind   dialogKind
 	rows   []string // a permission's rows
 	grant  string   // the grant its "always" rows give
@@ -63,6 +68,13 @@ type dialog struct {
 	cursor int      // the row under the cursor (0-based)
 	picked [][]int  // per question: the options picked (1-based), in order
 	typed  []rune   // text typed into the dialog: agy's filter/amend line, lost on Enter
+	// done is how many asks of its step were answered when it was drawn:
+	// agy asks again on the same step (a compound command's next segment)
+	// and redraws its dialog for the new ask.
+	done int
+	// name is agy's name for what it asks when it is neither a permission
+	// nor a question ("filePermission", "elicitation", "browserAction", ...).
+	name string
 }
 
 type dialogKind int
@@ -72,6 +84,7 @@ const (
 	dialogPermission
 	dialogSandbox
 	dialogFileAccess
+	dialogOther // an MCP elicitation, or an interaction of another kind
 )
 
 // The four rows' words (agy 1.1.5's, as shindgew/agy-acp quotes them).
@@ -93,8 +106,16 @@ var (
 	fileAccessRows = []string{"Yes, allow access", "Yes, and always allow non-workspace access", "No, deny access"}
 )
 
-func (t *terminal) newDialog(conv string, s rpc.Step) *dialog {
-	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction}
+func (t *terminal) newDialog(conv string, s wire.Step) *dialog {
+	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction, done: len(s.CompletedInteractions)}
+	if d.ask.Permission == nil && d.ask.AskQuestion == nil {
+		d.name = interactionName(s)
+		d.kind, d.rows = dialogOther, []string{"Yes", "No"}
+		if d.ask.FilePermission != nil {
+			d.kind, d.rows = dialogFileAccess, fileAccessRows
+		}
+		return d
+	}
 	if p := d.ask.Permission; p != nil {
 		d.kind, d.grant = dialogPermission, grantOf(p)
 		res := p.Resource
@@ -145,7 +166,7 @@ func (o dialogOptions) outside(path string) bool {
 }
 
 // grantOf is a permission's grant as settings.json spells it.
-func grantOf(p *rpc.PermissionRequest) string {
+func grantOf(p *wire.PermissionRequest) string {
 	res := p.Resource
 	if res == nil {
 		return "command(*)"
@@ -158,7 +179,7 @@ func grantOf(p *rpc.PermissionRequest) string {
 }
 
 // granted reports whether an "always" row allowed this permission already.
-func (t *terminal) granted(conv string, p *rpc.PermissionRequest) bool {
+func (t *terminal) granted(conv string, p *wire.PermissionRequest) bool {
 	g := grantOf(p)
 	if t.grants.settings[g] || t.grants.conversation[conv+"\x00"+g] {
 		return true
@@ -209,25 +230,25 @@ func (d *dialog) multiNow() bool {
 // nextDialog is the dialog of the first prompt not shown yet: one WAITING,
 // or one answered elsewhere since (shown stale, as agy's terminal keeps it).
 // A permission an "always" row covers is allowed at once, with no dialog.
-func (t *terminal) nextDialog(conv string, steps []rpc.Step) *dialog {
+func (t *terminal) nextDialog(conv string, steps []wire.Step) *dialog {
 	for _, s := range steps {
 		key := promptKey{conv, s.Index()}
 		if s.RequestedInteraction == nil || t.shown[key] {
 			continue
 		}
 		answered := len(s.CompletedInteractions) > 0 && s.Index() >= t.history[conv]
-		if s.Status != rpc.StatusWaiting && !answered {
+		if s.Status != wire.StatusWaiting && !answered {
 			continue
 		}
 		t.shown[key] = true
-		if p := s.RequestedInteraction.Permission; p != nil && s.Status == rpc.StatusWaiting && t.granted(conv, p) {
-			if err := t.srv.AnswerFromTerminal(conv, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}); err != nil {
+		if p := s.RequestedInteraction.Permission; p != nil && s.Status == wire.StatusWaiting && t.granted(conv, p) {
+			if err := t.srv.AnswerFromTerminal(conv, wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}); err != nil {
 				t.notice = err.Error()
 			}
 			continue
 		}
 		d := t.newDialog(conv, s)
-		d.stale = s.Status != rpc.StatusWaiting
+		d.stale = s.Status != wire.StatusWaiting
 		return d
 	}
 	return nil
@@ -235,8 +256,8 @@ func (t *terminal) nextDialog(conv string, steps []rpc.Step) *dialog {
 
 // dialogKey applies a key to the dialog.
 func (t *terminal) dialogKey(k key) {
-	d := t.dialog
 	t.checkStale()
+	d := t.dialog
 	n := len(d.options())
 	switch {
 	case k.r == keyEscape:
@@ -270,7 +291,7 @@ func (t *terminal) dialogKey(k key) {
 			t.dialog = nil
 			return
 		}
-		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: k.r == 'y'}})
+		t.answer(d.nonQuestionAnswer(k.r == 'y'))
 	case len(d.typed) == 0 && k.r >= '1' && k.r <= '9':
 		row := int(k.r - '0')
 		switch {
@@ -317,10 +338,10 @@ func (t *terminal) confirm() {
 			return
 		}
 		allow := !strings.HasPrefix(d.rows[d.cursor], "No")
-		if allow && d.kind == dialogPermission && (row == 2 || row == 3) {
+		if allow && d.kind == dialogPermission && d.ask.Permission != nil && (row == 2 || row == 3) {
 			t.keepGrant(d, row == 3)
 		}
-		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: allow}})
+		t.answer(d.nonQuestionAnswer(allow))
 		return
 	}
 	if !d.multiNow() {
@@ -336,15 +357,15 @@ func (t *terminal) confirm() {
 		return
 	}
 	qs := d.ask.AskQuestion.Questions
-	var rs []rpc.QuestionResponse
+	var rs []wire.QuestionResponse
 	for i, q := range qs {
-		r := rpc.QuestionResponse{Question: q.Question}
+		r := wire.QuestionResponse{Question: q.Question}
 		for _, n := range d.picked[i] {
 			r.SelectedOptionIDs = append(r.SelectedOptionIDs, q.Options[n-1].ID)
 		}
 		rs = append(rs, r)
 	}
-	t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: rs}})
+	t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: rs}})
 }
 
 // keepGrant records what row 2 (this conversation) or 3 (settings) allows.
@@ -366,17 +387,36 @@ func (t *terminal) keepGrant(d *dialog, settings bool) {
 // responses; a permission denied, as agy reports "User declined the tool
 // call").
 func (t *terminal) decline() {
-	if t.dialog.kind != dialogQuestion {
-		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}})
+	if d := t.dialog; d.kind != dialogQuestion {
+		t.answer(d.nonQuestionAnswer(false))
 		return
 	}
-	t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{}}})
+	t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{}}})
+}
+
+// nonQuestionAnswer is the answer of a dialog that is not a question's, in
+// the shape of agy's schema for what it asks.
+func (d *dialog) nonQuestionAnswer(yes bool) wire.InteractionResponse {
+	switch {
+	case d.ask.Permission != nil:
+		return wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: yes}}
+	case d.ask.FilePermission != nil:
+		return wire.InteractionResponse{FilePermission: &wire.FilePermissionAnswer{Allow: yes, Scope: wire.PermissionScopeOnce, AbsolutePathURI: d.ask.FilePermission.AbsolutePathURI}}
+	case d.ask.Elicitation != nil:
+		action := "decline"
+		if yes {
+			action = "accept"
+		}
+		return wire.InteractionResponse{Elicitation: &wire.ElicitationAnswer{Action: action}}
+	}
+	// Any other kind: the fake takes any answer from its terminal.
+	return wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: yes}}
 }
 
 // answer answers the dialog's prompt from this terminal, and closes the
 // dialog, as agy's closes when the person answers in it. An answer agy
 // refuses (the prompt was answered elsewhere meanwhile) closes it too.
-func (t *terminal) answer(resp rpc.InteractionResponse) {
+func (t *terminal) answer(resp wire.InteractionResponse) {
 	if err := t.srv.AnswerFromTerminal(t.dialog.key.conv, resp); err != nil {
 		t.notice = err.Error()
 	}
@@ -384,15 +424,41 @@ func (t *terminal) answer(resp rpc.InteractionResponse) {
 }
 
 // checkStale marks the dialog stale once its step left WAITING (answered
-// over RPC, or gone).
+// over RPC, or gone), and redraws it when its step asks again.
 func (t *terminal) checkStale() {
 	d := t.dialog
 	if d == nil || d.stale {
 		return
 	}
-	if s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index); !ok || s.Status != rpc.StatusWaiting {
+	s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index)
+	switch {
+	case !ok || s.Status != wire.StatusWaiting:
 		d.stale = true
+	case len(s.CompletedInteractions) != d.done && s.RequestedInteraction != nil:
+		// The same step asks again: agy redraws its dialog for the new ask
+		// (keys pressed now answer that one).
+		t.dialog = t.newDialog(d.key.conv, s)
 	}
+}
+
+// interactionName is the key of a step's requestedInteraction as agy sent
+// it ("" when there is none).
+func interactionName(s wire.Step) string {
+	var v struct {
+		RI map[string]json.RawMessage `json:"requestedInteraction"`
+	}
+	if json.Unmarshal(s.Raw, &v) != nil {
+		return ""
+	}
+	names := make([]string, 0, len(v.RI))
+	for k := range v.RI {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }
 
 // dialogLines draws the dialog: its header, its rows numbered (the cursor's
@@ -403,12 +469,22 @@ func dialogLines(d *dialog) []string {
 	opts := d.options()
 	switch d.kind {
 	case dialogFileAccess:
-		r := d.ask.Permission.Resource
-		verb := "Read"
-		if r.Action == "write_file" {
-			verb = "Write"
+		verb, target := "Read", ""
+		if fp := d.ask.FilePermission; fp != nil {
+			target = strings.TrimPrefix(fp.AbsolutePathURI, "file://")
+		} else if r := d.ask.Permission.Resource; r != nil {
+			target = r.Target
+			if r.Action == "write_file" {
+				verb = "Write"
+			}
 		}
-		lines = append(lines, "| "+verb+": "+r.Target, "| Reason: outside workspace", "| Allow access to this file?")
+		lines = append(lines, "| "+verb+": "+target, "| Reason: outside workspace", "| Allow access to this file?")
+	case dialogOther:
+		if e := d.ask.Elicitation; e != nil {
+			lines = append(lines, "| "+e.ServerName+" (MCP) asks: "+e.Message)
+		} else {
+			lines = append(lines, "| agy asks: "+d.name, "| Do you want to proceed?")
+		}
 	case dialogPermission, dialogSandbox:
 		what := d.ask.Permission.ActionDescription
 		if r := d.ask.Permission.Resource; r != nil {

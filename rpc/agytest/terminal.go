@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Terminal is agy's own terminal as a harness that owns it uses it: Type
@@ -42,7 +42,7 @@ func (t *Terminal) Press(_ context.Context, keys ...string) error {
 	if slices.Equal(keys, []string{"2", "Enter"}) || slices.Equal(keys, []string{"3", "Enter"}) {
 		conv := t.srv.ConversationID()
 		if p, ok := t.srv.OpenPrompt(conv); ok && p.RequestedInteraction != nil && p.RequestedInteraction.Permission != nil {
-			_ = t.srv.AnswerFromTerminal(conv, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}})
+			_ = t.srv.AnswerFromTerminal(conv, wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}})
 		}
 	}
 	return nil

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The in-process terminal takes agy's "always" rows (2 or 3, Enter) as
@@ -34,7 +34,7 @@ func TestTerminalTakesTheAlwaysRows(t *testing.T) {
 	require.NoError(t, srv.WaitIdle(ctx, conv))
 	var allowed bool
 	for _, s := range srv.Steps(conv) {
-		if s.Type == rpc.StepRunCommand && len(s.CompletedInteractions) > 0 {
+		if s.Type == wire.StepRunCommand && len(s.CompletedInteractions) > 0 {
 			allowed = s.CompletedInteractions[0].Response.Permission.Allow
 		}
 	}

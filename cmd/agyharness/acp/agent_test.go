@@ -16,8 +16,8 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -807,7 +807,7 @@ func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no permission request")
 	}
-	require.NoError(t, r.srv.AnswerFromTerminal(r.srv.ConversationID(), rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}))
+	require.NoError(t, r.srv.AnswerFromTerminal(r.srv.ConversationID(), wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}))
 	select {
 	case <-withdrawn:
 	case <-time.After(10 * time.Second):
@@ -865,7 +865,7 @@ type dialogTerm struct {
 
 func (d *dialogTerm) Press(ctx context.Context, keys ...string) error {
 	if len(keys) > 0 && (keys[0] == "2" || keys[0] == "3") {
-		_ = d.srv.AnswerFromTerminal(d.srv.ConversationID(), rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}})
+		_ = d.srv.AnswerFromTerminal(d.srv.ConversationID(), wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}})
 	}
 	return d.Terminal.Press(ctx, keys...)
 }

@@ -135,27 +135,30 @@ type Result struct {
 	// prompts): interrupts while agy waited on a prompt, questions
 	// declined, sessions on a fresh agy (first turn typed), sessions whose
 	// fake answers at most a few steps per read.
-	PromptInterrupts     int            `json:"prompt_interrupts"`
-	QuestionsDeclined    int            `json:"questions_declined"`
-	ColdStarts           int            `json:"cold_starts"`
-	WindowedSessions     int            `json:"windowed_sessions"`
-	ItemsExpected        int            `json:"items_expected"`
-	ItemsEmitted         int            `json:"items_emitted"`
-	Lost                 int            `json:"lost"`
-	Duplicated           int            `json:"duplicated"`
-	OutOfOrder           int            `json:"out_of_order"`
-	SeqErrors            int            `json:"seq_errors"`
-	Prompts              int            `json:"prompts"`
-	PromptsMisdelivered  int            `json:"prompts_misdelivered"`
-	PromptsFailedClearly int            `json:"prompts_failed_clearly"`
-	PromptsUnresolved    int            `json:"prompts_unresolved"`
-	StuckTurns           int            `json:"stuck_turns"`
-	FaultsInjected       map[string]int `json:"faults_injected"`
-	Restarts             map[string]int `json:"restarts"`
-	Rebinds              int            `json:"rebinds"`
-	GoroutinesBefore     int            `json:"goroutines_before"`
-	GoroutinesAfter      int            `json:"goroutines_after"`
-	Events               int            `json:"events"`
+	PromptInterrupts     int `json:"prompt_interrupts"`
+	QuestionsDeclined    int `json:"questions_declined"`
+	ColdStarts           int `json:"cold_starts"`
+	WindowedSessions     int `json:"windowed_sessions"`
+	ItemsExpected        int `json:"items_expected"`
+	ItemsEmitted         int `json:"items_emitted"`
+	Lost                 int `json:"lost"`
+	Duplicated           int `json:"duplicated"`
+	OutOfOrder           int `json:"out_of_order"`
+	SeqErrors            int `json:"seq_errors"`
+	Prompts              int `json:"prompts"`
+	PromptsMisdelivered  int `json:"prompts_misdelivered"`
+	PromptsFailedClearly int `json:"prompts_failed_clearly"`
+	PromptsUnresolved    int `json:"prompts_unresolved"`
+	// PromptsLeftToAgy are prompts only agy's terminal answers (kind
+	// other), left unanswered and withdrawn when agy moved on, as they must.
+	PromptsLeftToAgy int            `json:"prompts_left_to_agy"`
+	StuckTurns       int            `json:"stuck_turns"`
+	FaultsInjected   map[string]int `json:"faults_injected"`
+	Restarts         map[string]int `json:"restarts"`
+	Rebinds          int            `json:"rebinds"`
+	GoroutinesBefore int            `json:"goroutines_before"`
+	GoroutinesAfter  int            `json:"goroutines_after"`
+	Events           int            `json:"events"`
 	// ExternalFakes: the fakes ran in a fakeagy process; GroundTruthChecked
 	// is false then (lost, out_of_order and prompt checks did not run).
 	ExternalFakes bool `json:"external_fakes"`
@@ -436,7 +439,7 @@ func newRand(seed int64, i int) *rand.Rand {
 // when nothing was lost, doubled, out of order or misdelivered and no
 // goroutine leaked, 1 when the campaign found a fault, 2 on bad usage.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, asJSON, err := parseArgs(args, stdout, stderr)
+	o, asJSON, err := parseArgs(args, stdout)
 	if err != nil {
 		if errors.Is(err, errHelp) {
 			return 0

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // itemTypes are the events that stand for committed items: each appears
@@ -28,19 +28,19 @@ func isItem(t messages.EventType) bool {
 // step with text one message (an interrupted one too), every terminal tool
 // step (of a tool type, or carrying toolAction) one function_call and one
 // function_call_output.
-func expected(steps []rpc.Step) map[messages.EventType]int {
+func expected(steps []wire.Step) map[messages.EventType]int {
 	want := map[messages.EventType]int{}
 	for _, st := range steps {
 		switch st.Type {
-		case rpc.StepUserInput:
+		case wire.StepUserInput:
 			want[messages.EventUserMessage]++
-		case rpc.StepPlannerResponse:
+		case wire.StepPlannerResponse:
 			if st.Status.Terminal() && st.PlannerResponse != nil &&
 				(st.PlannerResponse.Response != "" || st.PlannerResponse.ModifiedResponse != "") {
 				want[messages.EventMessage]++
 			}
-		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent,
-			rpc.StepCodeAction, rpc.StepGrepSearch, rpc.StepFind, rpc.StepSearchWeb, rpc.StepReadURLContent, rpc.StepMCPTool, rpc.StepCommandStatus:
+		case wire.StepRunCommand, wire.StepViewFile, wire.StepListDirectory, wire.StepGeneric, wire.StepAskQuestion, wire.StepInvokeSubagent,
+			wire.StepCodeAction, wire.StepGrepSearch, wire.StepFind, wire.StepSearchWeb, wire.StepReadURLContent, wire.StepMCPTool, wire.StepCommandStatus:
 			if st.Status.Terminal() {
 				want[messages.EventFunctionCall]++
 				want[messages.EventFunctionCallOutput]++
@@ -180,7 +180,7 @@ func (d *driver) check(res *Result) {
 // step where agy echoes exactly that answer.
 func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 	resolved := map[string]*messages.Event{}
-	trajectories := map[string][]rpc.Step{} // by conversation, read once: a read decodes every step
+	trajectories := map[string][]wire.Step{} // by conversation, read once: a read decodes every step
 	for _, ev := range evs {
 		if ev.Type == messages.EventElicitationResolved {
 			resolved[ev.ElicitationID] = ev
@@ -188,6 +188,19 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 	}
 	for _, a := range d.answers {
 		res.Prompts++
+		if a.leftToAgy {
+			switch ev := resolved[a.elicitationID]; {
+			case ev == nil:
+				res.PromptsUnresolved++
+				res.problem("%s: prompt %s (%s), left to agy's terminal, was never withdrawn%s", tag, a.elicitationID, a.kind, dumpTail(evs, 20))
+			case ev.By == messages.ByHarness:
+				res.PromptsMisdelivered++
+				res.problem("%s: prompt %s (%s), never answered, resolved by the harness", tag, a.elicitationID, a.kind)
+			default:
+				res.PromptsLeftToAgy++
+			}
+			continue
+		}
 		if a.err != nil {
 			res.PromptsFailedClearly++
 			continue
@@ -228,12 +241,21 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 	}
 }
 
-// echoes says whether agy recorded answer a on step st.
-func echoes(st rpc.Step, a answer) bool {
-	if len(st.CompletedInteractions) == 0 || st.CompletedInteractions[0].Response == nil {
+// echoes says whether agy recorded answer a on step st: in its first
+// completed interaction, or, for the n-th ask of a step (elicitation id
+// ending ".n"), in its n-th.
+func echoes(st wire.Step, a answer) bool {
+	n := askNumber(a.elicitationID)
+	if len(st.CompletedInteractions) < n || st.CompletedInteractions[n-1].Response == nil {
 		return false
 	}
-	r := st.CompletedInteractions[0].Response
+	r := st.CompletedInteractions[n-1].Response
+	switch {
+	case r.FilePermission != nil:
+		return r.FilePermission.Allow == a.accept
+	case r.Elicitation != nil:
+		return (r.Elicitation.Action == messages.ActionAccept) == a.accept
+	}
 	if a.kind == messages.KindQuestion {
 		if !a.accept {
 			return r.AskQuestion.Declined()
@@ -245,9 +267,23 @@ func echoes(st rpc.Step, a answer) bool {
 	return allowed == a.accept
 }
 
+// askNumber is n of an elicitation id c/prompt/i.n (1 without a suffix).
+func askNumber(id string) int {
+	i := strings.LastIndexByte(id, '/')
+	j := strings.LastIndexByte(id, '.')
+	if j <= i {
+		return 1
+	}
+	n, err := strconv.Atoi(id[j+1:])
+	if err != nil || n < 2 {
+		return 1
+	}
+	return n
+}
+
 // truthSummary lists a conversation's ground truth, one step a line, for a
 // problem report.
-func truthSummary(steps []rpc.Step) string {
+func truthSummary(steps []wire.Step) string {
 	var b strings.Builder
 	b.WriteString("\n    ground truth:")
 	for i, st := range steps {
@@ -258,7 +294,7 @@ func truthSummary(steps []rpc.Step) string {
 
 // orderContext shows the ground truth of steps lo..hi and the session's
 // events that name those steps, for an out-of-order report.
-func orderContext(evs []*messages.Event, steps []rpc.Step, conv string, lo, hi int) string {
+func orderContext(evs []*messages.Event, steps []wire.Step, conv string, lo, hi int) string {
 	var b strings.Builder
 	b.WriteString("\n    ground truth:")
 	for i := lo; i <= hi && i < len(steps); i++ {

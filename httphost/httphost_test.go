@@ -1,4 +1,4 @@
-package main
+package httphost
 
 import (
 	"bufio"
@@ -9,11 +9,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
@@ -178,14 +180,75 @@ func (h *feedHost) shutdown() {
 
 // runningHost is server.serve running in-process on a loopback port.
 type runningHost struct {
+	server     *server
 	base       string
 	cancel     context.CancelFunc
 	served     chan error
 	hostCtxErr chan error // the error of shutdownHost's context when it was called
 	stoppedIn  time.Duration
+	client     *http.Client // for request; http.DefaultClient when nil
 }
 
-func startHost(t *testing.T, cfg serverConfig) *runningHost {
+func startHost(t testing.TB, cfg serverConfig) *runningHost {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return startHostOn(t, cfg, ln)
+}
+
+// startPipeHost serves on in-memory connections (net.Pipe), which a
+// synctest bubble can wait on: its requests go through h.client.
+func startPipeHost(t *testing.T, cfg serverConfig) *runningHost {
+	t.Helper()
+	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	h := startHostOn(t, cfg, ln)
+	tr := &http.Transport{DialContext: ln.dial}
+	h.client = &http.Client{Transport: tr}
+	t.Cleanup(tr.CloseIdleConnections)
+	return h
+}
+
+// pipeListener hands out the server's ends of net.Pipe connections.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+func startHostOn(t testing.TB, cfg serverConfig, ln net.Listener) *runningHost {
 	t.Helper()
 	if cfg.token == "" {
 		cfg.token = hostTestToken
@@ -196,11 +259,13 @@ func startHost(t *testing.T, cfg serverConfig) *runningHost {
 	if cfg.attachTimeout == 0 {
 		cfg.attachTimeout = 5 * time.Second
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	s := newServer(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &runningHost{base: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
+	scheme := "http://"
+	if cfg.tls != nil {
+		scheme = "https://"
+	}
+	h := &runningHost{server: s, base: scheme + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
 	go func() {
 		h.served <- s.serve(ctx, ln, nil, func(hctx context.Context) error {
 			h.hostCtxErr <- hctx.Err()
@@ -218,7 +283,7 @@ func startHost(t *testing.T, cfg serverConfig) *runningHost {
 }
 
 // stop ends serve and waits for it.
-func (h *runningHost) stop(t *testing.T) {
+func (h *runningHost) stop(t testing.TB) {
 	t.Helper()
 	if h.cancel == nil {
 		return
@@ -235,7 +300,7 @@ func (h *runningHost) stop(t *testing.T) {
 	}
 }
 
-func (h *runningHost) request(t *testing.T, method, path, body string, header map[string]string) (*http.Response, string) {
+func (h *runningHost) request(t testing.TB, method, path, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, h.base+path, strings.NewReader(body))
 	require.NoError(t, err)
@@ -243,7 +308,11 @@ func (h *runningHost) request(t *testing.T, method, path, body string, header ma
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if h.client != nil {
+		client = h.client
+	}
+	res, err := client.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
@@ -264,7 +333,8 @@ func oneSession(sess *feedSession) *feedHost {
 // rawConn opens a TCP connection to the host.
 func (h *runningHost) rawConn(t *testing.T) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
+	_, addr, _ := strings.Cut(h.base, "://")
+	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -319,10 +389,16 @@ func TestHostCutsOffASlowBodyAndIdleConnections(t *testing.T) {
 	assert.True(t, closed, "an idle keep-alive connection is closed")
 }
 
+// In a synctest bubble, on net.Pipe connections: the attach takes 600 ms
+// of the bubble's time, exactly.
 func TestHostLongRequestsOutliveTheReadTimeout(t *testing.T) {
+	synctest.Test(t, testHostLongRequestsOutliveTheReadTimeout)
+}
+
+func testHostLongRequestsOutliveTheReadTimeout(t *testing.T) {
 	release := make(chan struct{})
 	sess := &feedSession{}
-	h := startHost(t, serverConfig{
+	h := startPipeHost(t, serverConfig{
 		host: &feedHost{newSession: func(spec actors.Spec) *feedSession {
 			<-release // an attach that takes longer than the read timeout
 			sess.id = spec.SessionID
@@ -340,17 +416,21 @@ func TestHostLongRequestsOutliveTheReadTimeout(t *testing.T) {
 }
 
 func TestHostCapsConcurrentConnections(t *testing.T) {
-	h := startHost(t, serverConfig{host: oneSession(&feedSession{}), maxConns: 2})
+	h := startHost(t, serverConfig{host: oneSession(&feedSession{}), maxConns: 2, authGrace: time.Hour})
+	request := "GET /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + hostTestToken + "\r\n\r\n"
+	// Two token holders' connections take the two slots.
 	first, second := h.rawConn(t), h.rawConn(t)
 	for _, c := range []net.Conn{first, second} {
-		_, err := fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, err := fmt.Fprint(c, request)
 		require.NoError(t, err)
 		res, err := http.ReadResponse(bufio.NewReader(c), nil)
 		require.NoError(t, err)
 		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
 	}
+	// A third waits: no connection without the token to evict.
 	third := h.rawConn(t)
-	_, err := fmt.Fprint(third, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, err := fmt.Fprint(third, request)
 	require.NoError(t, err)
 	require.NoError(t, third.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 	_, err = bufio.NewReader(third).ReadByte()
@@ -682,7 +762,7 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 
 	res, body = h.request(t, "GET", "/v1/sessions/s1", "", nil)
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
-	var v sessionView
+	var v SessionView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	assert.Equal(t, []string{"c1/prompt/2"}, v.OpenPrompts, "the session's open prompts")
 	assert.Equal(t, sess.attached.UTC(), v.Created, "created when the session attached")
@@ -695,4 +775,8 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 		res, body := h.request(t, "POST", eidPath("s1", eid), `{"action":"accept"}`, nil)
 		assert.Equal(t, want, res.StatusCode, "%s: %s", eid, body)
 	}
+}
+
+func eidPath(sessionID, eid string) string {
+	return "/v1/sessions/" + sessionID + "/elicitations/" + url.PathEscape(eid) + "/resolve"
 }

@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bytes"
@@ -9,9 +9,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
-
-// Service is the fully qualified connect service agy's language server exposes.
-const Service = "exa.language_server_pb.LanguageServerService"
 
 // Int is an integer read tolerantly from proto3 JSON: agy writes 32-bit
 // integers as numbers and 64-bit ones as strings, and some builds quote both.
@@ -61,7 +58,7 @@ func parseInt(b []byte) (int64, error) {
 		// proto3 JSON allows an integral float such as 1e3 or 3.0.
 		f, ferr := strconv.ParseFloat(string(b), 64)
 		if ferr != nil || f != float64(int64(f)) {
-			return 0, fmt.Errorf("rpc: not an integer: %q", b)
+			return 0, fmt.Errorf("wire: not an integer: %q", b)
 		}
 		return int64(f), nil
 	}
@@ -354,9 +351,35 @@ type Option struct {
 
 // Interaction is requestedInteraction (what a WAITING step asks) and the
 // request half of a completed interaction.
+//
+// agy's schema has more variants (runCommand, mcp, readUrlContent,
+// sendCommandInput, browser actions, deploy, ...): those carry no detail of
+// their own and are read from the step's raw bytes by their key (mapper).
 type Interaction struct {
-	AskQuestion *AskQuestion       `json:"askQuestion,omitempty"`
-	Permission  *PermissionRequest `json:"permission,omitempty"`
+	AskQuestion    *AskQuestion           `json:"askQuestion,omitempty"`
+	Permission     *PermissionRequest     `json:"permission,omitempty"`
+	FilePermission *FilePermissionRequest `json:"filePermission,omitempty"`
+	Elicitation    *ElicitationRequest    `json:"elicitation,omitempty"`
+}
+
+// FilePermissionRequest is requestedInteraction.filePermission: access to a
+// file agy's rules block (outside the workspace, or gitignored). From agy's
+// schema; no live copy was recorded.
+type FilePermissionRequest struct {
+	AbsolutePathURI string `json:"absolutePathUri,omitempty"`
+	IsDirectory     bool   `json:"isDirectory,omitempty"`
+	BlockReason     string `json:"blockReason,omitempty"`
+}
+
+// ElicitationRequest is requestedInteraction.elicitation: an MCP server's
+// elicitation (a form, or a URL to visit). From agy's schema; no live copy
+// was recorded.
+type ElicitationRequest struct {
+	ServerName          string `json:"serverName,omitempty"`
+	Mode                string `json:"mode,omitempty"`
+	Message             string `json:"message,omitempty"`
+	RequestedSchemaJSON string `json:"requestedSchemaJson,omitempty"`
+	URL                 string `json:"url,omitempty"`
 }
 
 // PermissionRequest is requestedInteraction.permission.
@@ -388,6 +411,42 @@ type InteractionResponse struct {
 	StepIndex    Int                `json:"stepIndex,omitempty"`
 	AskQuestion  *QuestionResponses `json:"askQuestion,omitempty"`
 	Permission   *PermissionAnswer  `json:"permission,omitempty"`
+	// The answers of agy's schema for the file-permission and MCP
+	// elicitation variants (never recorded live).
+	FilePermission *FilePermissionAnswer `json:"filePermission,omitempty"`
+	Elicitation    *ElicitationAnswer    `json:"elicitation,omitempty"`
+}
+
+// Variants counts the answer variants set (a valid answer has one).
+func (in *InteractionResponse) Variants() int {
+	n := 0
+	for _, set := range []bool{in.AskQuestion != nil, in.Permission != nil, in.FilePermission != nil, in.Elicitation != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// FilePermissionAnswer answers a filePermission request: allowed or not,
+// for how long (PermissionScopeOnce), and the path it was asked for.
+type FilePermissionAnswer struct {
+	Allow           bool   `json:"allow,omitempty"`
+	Scope           string `json:"scope,omitempty"`
+	AbsolutePathURI string `json:"absolutePathUri,omitempty"`
+}
+
+// Permission scopes of a FilePermissionAnswer.
+const (
+	PermissionScopeOnce         = "PERMISSION_SCOPE_ONCE"
+	PermissionScopeConversation = "PERMISSION_SCOPE_CONVERSATION"
+)
+
+// ElicitationAnswer answers an MCP elicitation: MCP's action ("accept",
+// "decline", "cancel") and, on accept, the form's content as a JSON text.
+type ElicitationAnswer struct {
+	Action      string `json:"action,omitempty"`
+	ContentJSON string `json:"contentJson,omitempty"`
 }
 
 // QuestionResponses is the askQuestion answer variant. No responses at all
@@ -441,4 +500,14 @@ type InvokeSubagent struct {
 // SubagentResult names one child conversation.
 type SubagentResult struct {
 	ConversationID string `json:"conversationId,omitempty"`
+}
+
+// ModelInfo describes one model of GetAvailableModels' catalog; Model is the
+// enum to send as planModel.
+type ModelInfo struct {
+	Model            string `json:"model,omitempty"`
+	DisplayName      string `json:"displayName,omitempty"`
+	Recommended      bool   `json:"recommended,omitempty"`
+	SupportsThinking bool   `json:"supportsThinking,omitempty"`
+	ThinkingBudget   Int    `json:"thinkingBudget,omitempty"`
 }
