@@ -93,4 +93,5 @@ type answerRecord struct {
 	ElicitationID string `json:"elicitation_id"`
 	Action        string `json:"action"`
 	StepIndex     *int   `json:"step_index,omitempty"`
+	Choice        string `json:"choice,omitempty"`
 }

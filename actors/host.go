@@ -63,7 +63,8 @@ type Spec struct {
 	Turns TurnMode
 	// CloseKeys, when not nil, replaces the keys pressed in Terminal after a
 	// prompt was answered over RPC (mapper.CloseKeys: agy's own); an empty,
-	// non-nil slice presses none.
+	// non-nil slice presses none. With it set, permission requests do not
+	// offer agy's "always" rows (they are given with agy's own keys).
 	CloseKeys []string
 	// CSRFToken goes on every call when agy requires one. Never logged.
 	CSRFToken string

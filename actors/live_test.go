@@ -126,10 +126,22 @@ func TestLongConversationIsReadInWindows(t *testing.T) {
 type fakeTerminal struct {
 	srv     *agytest.Server
 	swallow bool // types nothing: as agy's terminal with a dialog left open
+	// onPress, when set, sees every key group pressed (as agy's dialog
+	// would take it).
+	onPress func(keys []string)
 	mu      sync.Mutex
 	typed   []string
 	keys    [][]string
 }
+
+// screenTerminal is a fakeTerminal whose pane shows screen (an
+// actors.Screen).
+type screenTerminal struct {
+	*fakeTerminal
+	screen string
+}
+
+func (s *screenTerminal) Capture(context.Context) (string, error) { return s.screen, nil }
 
 func (f *fakeTerminal) Type(_ context.Context, text string) error {
 	f.mu.Lock()
@@ -143,8 +155,12 @@ func (f *fakeTerminal) Type(_ context.Context, text string) error {
 
 func (f *fakeTerminal) Press(_ context.Context, keys ...string) error {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.keys = append(f.keys, keys)
+	on := f.onPress
+	f.mu.Unlock()
+	if on != nil {
+		on(keys)
+	}
 	return nil
 }
 
@@ -289,11 +305,12 @@ func TestTypedTurnThatNeverShowsIsAnError(t *testing.T) {
 
 // The keys that close agy's dialog are pressed even when agy's frame
 // showing the prompt answered arrives before the answer's reply (a denied
-// command ends at once).
+// command ends at once). A deny presses the digit of the row the pane shows
+// saying "No".
 func TestDialogClosedWhenTheFrameBeatsTheAnswersReply(t *testing.T) {
 	sc := scenario(agytest.Run(agytest.CommandAction{Line: "rm -rf /", Output: "", NeedsApproval: true}), agytest.Say("Not run.", 1))
 	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
-	term := &fakeTerminal{srv: srv}
+	term := &screenTerminal{fakeTerminal: &fakeTerminal{srv: srv}, screen: fourRows}
 	for i := range 2 {
 		r := newRigOn(t, srv, actors.Spec{Terminal: term})
 		seq := r.turn(fmt.Sprintf("clean up %d", i))
@@ -322,6 +339,149 @@ func TestRebindingDoesNotReadTheHistoryAgain(t *testing.T) {
 	r.ev.waitIdleAfter(t, seq)
 	assert.Less(t, srv.StepsServed()-before, int64(history/2), "reads after the move start at the steps that can still change")
 	itemsOnce(t, srv, conv, r.ev.all())
+}
+
+// agy's permission dialogs as the sources word them (docs/DECISIONS.md
+// "agy's options 2 and 3").
+const (
+	fourRows = "Do you want to proceed?\n> 1. Yes\n  2. Yes, and always allow in this conversation for commands that start with 'make'\n" +
+		"  3. Yes, and always allow for commands that start with 'make' (Persist to settings.json)\n  4. No\n"
+	sandboxRows = "Do you want to proceed?\n> 1. Yes\n  2. Yes, and run without sandbox restrictions\n  3. No\n"
+)
+
+// A deny is the "No" row's digit where the pane shows the rows (three rows
+// with agy's sandbox on), and agy's reject key n where it cannot be read.
+func TestDenyPressesTheNoRowOfTheDialogOnScreen(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		term func(*fakeTerminal) actors.Terminal
+		want []string
+	}{
+		{"sandbox's three rows", func(f *fakeTerminal) actors.Terminal { return &screenTerminal{fakeTerminal: f, screen: sandboxRows} }, []string{"3", "Enter"}},
+		{"no screen", func(f *fakeTerminal) actors.Terminal { return f }, []string{"n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := scenario(agytest.Run(agytest.CommandAction{Line: "rm -rf /", NeedsApproval: true}), agytest.Say("Not run.", 1))
+			srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+			f := &fakeTerminal{srv: srv}
+			r := newRigOn(t, srv, actors.Spec{Terminal: tc.term(f)})
+			seq := r.turn("clean up")
+			perm := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+			require.NoError(t, r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Choice: messages.ChoiceDeny}))
+			r.ev.waitIdleAfter(t, perm.Seq)
+			require.Eventually(t, func() bool { return len(f.pressed()) == 1 }, waitLong, time.Millisecond)
+			assert.Equal(t, [][]string{tc.want}, f.pressed())
+		})
+	}
+}
+
+func choiceIDs(cs []messages.Choice) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.ID)
+	}
+	return out
+}
+
+// Where the session owns agy's pane, a permission request offers agy's two
+// "always" rows; one chosen is given with agy's keys in the pane (the row's
+// digit, read from the pane), and no RPC answer is sent: agy's dialog takes
+// it, and the trajectory shows it answered by the harness, with the choice.
+func TestAllowAlwaysIsGivenWithAgysKeysAndNoRPCAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		choice string
+		want   []string
+	}{
+		{messages.ChoiceAllowAlwaysConversation, []string{"2", "Enter"}},
+		{messages.ChoiceAllowAlwaysSettings, []string{"3", "Enter"}},
+	} {
+		t.Run(tc.choice, func(t *testing.T) {
+			sc := scenario(agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}), agytest.Say("Tested.", 1))
+			srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+			f := &fakeTerminal{srv: srv}
+			f.onPress = func(keys []string) {
+				if len(keys) > 0 && keys[0] != "1" && keys[0] != "n" {
+					// agy's dialog: rows 2 and 3 allow (and keep a grant).
+					_ = srv.AnswerFromTerminal(srv.ConversationID(), wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}})
+				}
+			}
+			r := newRigOn(t, srv, actors.Spec{Terminal: &screenTerminal{fakeTerminal: f, screen: fourRows}})
+			seq := r.turn("run the tests")
+			perm := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+			assert.Equal(t, []string{messages.ChoiceAllowOnce, messages.ChoiceAllowAlwaysConversation, messages.ChoiceAllowAlwaysSettings, messages.ChoiceDeny}, choiceIDs(perm.Choices))
+			require.NoError(t, r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Choice: tc.choice}))
+			res := r.ev.waitFor(t, messages.EventElicitationResolved, func(e *messages.Event) bool { return e.ElicitationID == perm.ElicitationID })
+			assert.Equal(t, messages.ActionAccept, res.Action)
+			assert.Equal(t, messages.ByHarness, res.By)
+			assert.Equal(t, tc.choice, res.Choice)
+			r.ev.waitIdleAfter(t, res.Seq)
+			assert.Equal(t, [][]string{tc.want}, f.pressed(), "the row's keys, once: no close keys after")
+			assert.Zero(t, srv.Calls("HandleCascadeUserInteraction"), "no RPC answer beside the dialog's")
+			assert.Empty(t, ofType(r.ev.all(), messages.EventError))
+		})
+	}
+}
+
+// An "always" answer agy does not take within TypedTurnTimeout goes over
+// RPC as allowed once, and an error event says nothing was allowed always.
+func TestAllowAlwaysFallsBackToAllowOnceWhenAgyDoesNotMove(t *testing.T) {
+	sc := scenario(agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}), agytest.Say("Tested.", 1))
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	f := &fakeTerminal{srv: srv} // takes no key: agy's dialog does not move
+	cfg := testConfig()
+	cfg.TypedTurnTimeout = 200 * time.Millisecond
+	r := newRigWith(t, cfg, srv, actors.Spec{Terminal: f})
+	seq := r.turn("run the tests")
+	perm := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Choice: messages.ChoiceAllowAlwaysConversation}))
+	e := r.ev.waitFor(t, messages.EventError, nil)
+	assert.Contains(t, e.Message, "allowed once over RPC instead")
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(e *messages.Event) bool { return e.ElicitationID == perm.ElicitationID })
+	assert.Equal(t, messages.ChoiceAllowOnce, res.Choice)
+	r.ev.waitIdleAfter(t, res.Seq)
+	assert.Equal(t, 1, srv.Calls("HandleCascadeUserInteraction"))
+	require.Eventually(t, func() bool { return len(f.pressed()) == 2 }, waitLong, time.Millisecond)
+	assert.Equal(t, [][]string{{"2", "Enter"}, {"1", "Enter"}}, f.pressed(), "the row tried, then the dialog closed as allowed once")
+}
+
+// Without agy's pane (attach) a permission request offers allow once and
+// deny only, and an "always" answer is refused with a clear error.
+func TestAllowAlwaysIsNotOfferedWithoutThePane(t *testing.T) {
+	sc := scenario(agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}), agytest.Say("Tested.", 1))
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	r := newRigOn(t, srv, actors.Spec{})
+	seq := r.turn("run the tests")
+	perm := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+	assert.Equal(t, []string{messages.ChoiceAllowOnce, messages.ChoiceDeny}, choiceIDs(perm.Choices))
+	err := r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Choice: messages.ChoiceAllowAlwaysSettings})
+	assert.ErrorContains(t, err, "only a session that owns agy's pane")
+	assert.ErrorIs(t, err, actors.ErrBadAnswer)
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: perm.ElicitationID, Choice: messages.ChoiceAllowOnce}))
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(e *messages.Event) bool { return e.ElicitationID == perm.ElicitationID })
+	assert.Equal(t, messages.ActionAccept, res.Action)
+	assert.Equal(t, messages.ChoiceAllowOnce, res.Choice)
+}
+
+// A dialog of several questions is closed one question at a time: a key
+// group per question, single-select by digit, multi-select by arrows and
+// Space, each then Enter.
+func TestQuestionDialogClosedQuestionByQuestion(t *testing.T) {
+	sc := scenario(agytest.Ask(
+		agytest.QuestionSpec{Question: "Which language?", Options: []string{"Go", "Rust", "Zig"}},
+		agytest.QuestionSpec{Question: "Which extras?", Options: []string{"Tests", "Docs", "CI"}, MultiSelect: true},
+	), agytest.Say("Set up.", 1))
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	f := &fakeTerminal{srv: srv}
+	r := newRigOn(t, srv, actors.Spec{Terminal: f})
+	seq := r.turn("start a project")
+	q := r.ev.waitFor(t, messages.EventElicitationRequest, func(e *messages.Event) bool { return e.Seq > seq })
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: q.ElicitationID, Action: messages.ActionAccept, Answers: []messages.Answer{
+		{Question: "Which language?", SelectedOptionIDs: []string{"2"}},
+		{Question: "Which extras?", SelectedOptionIDs: []string{"3", "1"}},
+	}}))
+	r.ev.waitIdleAfter(t, q.Seq)
+	require.Eventually(t, func() bool { return len(f.pressed()) == 2 }, waitLong, time.Millisecond)
+	assert.Equal(t, [][]string{{"2", "Enter"}, {"Space", "Down", "Down", "Space", "Enter"}}, f.pressed())
 }
 
 // After a first turn typed into agy's terminal, the session knows agy's

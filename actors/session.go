@@ -172,6 +172,10 @@ func (s *session) Receive(ctx actor.Context) {
 		s.onAnswerDelivered(ctx, m)
 	case *messages.AnswerFailed:
 		s.onAnswerFailed(ctx, m)
+	case *dialogPressed:
+		s.onDialogPressed(ctx, m)
+	case *dialogAnswerDue:
+		s.onDialogAnswerDue(ctx, m)
 	case *restartNow:
 		if m.gen == s.link.gen {
 			ctx.(actor.Supervisor).RestartChildren(m.pid)

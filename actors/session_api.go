@@ -151,7 +151,7 @@ func (s *Session) Do(ctx context.Context, c messages.Command) error {
 	case messages.CommandTurn:
 		return s.SendTurn(ctx, c.Text, c.Model)
 	case messages.CommandResolve:
-		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Content: c.Content})
+		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Content: c.Content, Choice: c.Choice})
 	case messages.CommandInterrupt:
 		return s.Interrupt(ctx)
 	case messages.CommandDetach:

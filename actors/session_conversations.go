@@ -71,6 +71,13 @@ func (c *conversations) reconcilerOf(elicitationID string) *mapper.Reconciler {
 	return c.root
 }
 
+// paneOwned: the session owns agy's pane with agy's own keys (no
+// Spec.CloseKeys), so its permission requests offer agy's "always" rows,
+// which are given by those keys.
+func (s *session) paneOwned() bool {
+	return s.shared.spec.Terminal != nil && s.shared.spec.CloseKeys == nil
+}
+
 // bindConversation makes conv the session's root conversation, with a fresh
 // reconciler unless it is already the bound one.
 func (s *session) bindConversation(conv string) {
@@ -78,11 +85,15 @@ func (s *session) bindConversation(conv string) {
 		return
 	}
 	s.convs.rootConv = conv
-	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, Window: s.cfg.StepWindow})
+	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, Window: s.cfg.StepWindow, PaneOwned: s.paneOwned()})
 	for _, tt := range s.desk.typed {
 		s.convs.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
 	}
-	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
+	var bound any
+	if s.paneOwned() {
+		bound = map[string]bool{"pane_owned": true} // its permission requests offer agy's "always" rows
+	}
+	s.record("bind", conv, bound, s.now()) // "": agy's port, no conversation yet
 }
 
 func (s *session) setModels(models map[string]wire.ModelInfo) {

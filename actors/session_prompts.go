@@ -3,6 +3,7 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
@@ -81,6 +82,15 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	if !ok {
 		return fmt.Errorf("resolve: %w %q", ErrUnknownElicitation, r.ElicitationID)
 	}
+	if err := r.ApplyChoice(); err != nil {
+		return fmt.Errorf("resolve: %w: %w", mapper.ErrInvalidResolve, err)
+	}
+	if r.Choice != "" && !slices.ContainsFunc(p.Request.Choices, func(c messages.Choice) bool { return c.ID == r.Choice }) {
+		if messages.ChoiceAlways(r.Choice) {
+			return fmt.Errorf("resolve: %w: choice %q is not offered for %s: agy's \"always\" rows are given in its terminal dialog, which only a session that owns agy's pane can answer (launch, acp)", mapper.ErrInvalidResolve, r.Choice, r.ElicitationID)
+		}
+		return fmt.Errorf("resolve: %w: choice %q is not offered for %s", mapper.ErrInvalidResolve, r.Choice, r.ElicitationID)
+	}
 	// Check the answer against the prompt now, so a bad command changes nothing.
 	if _, err := mapper.BuildInteraction(p, r, p.TrajectoryID, p.StepIndex); err != nil {
 		return fmt.Errorf("resolve: %w", err)
@@ -91,8 +101,13 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	}
 	rec := s.convs.reconcilerOf(r.ElicitationID)
 	rec.AnswerInFlight(r.ElicitationID, r.Action)
+	rec.ChoiceInFlight(r.ElicitationID, r.Choice)
+	if messages.ChoiceAlways(r.Choice) && rec == s.convs.root && s.link.terminal != nil && s.paneOwned() {
+		s.answerInDialog(ctx, p, r)
+		return nil
+	}
 	s.prompts.answers[r.ElicitationID] = answerOnItsWay{prompt: *p, resolve: r, root: rec == s.convs.root}
-	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action}, s.now())
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action, Choice: r.Choice}, s.now())
 	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.link.gen, Resolve: r})
 	return nil
 }
@@ -151,15 +166,80 @@ func (s *session) closeDialog(ctx actor.Context, p *mapper.Prompt, r messages.Re
 	if s.link.terminal == nil || p == nil {
 		return
 	}
-	keys := s.shared.spec.CloseKeys
-	if keys == nil {
-		var err error
-		if keys, err = mapper.CloseKeys(p, r); err != nil {
-			s.publishError(ctx, fmt.Sprintf("agy's dialog for %s is left open in its terminal: %v", p.ElicitationID, err), false)
-			return
+	if keys := s.shared.spec.CloseKeys; keys != nil {
+		if len(keys) > 0 {
+			ctx.Send(s.link.terminal, &pressKeys{keys: keys, why: "close the dialog of " + p.ElicitationID})
 		}
+		return
 	}
-	if len(keys) > 0 {
-		ctx.Send(s.link.terminal, &pressKeys{keys: keys, why: "close the dialog of " + p.ElicitationID})
+	// The keys are worked out as they are pressed, from the rows the pane
+	// shows; a bad option id is refused here, so nothing is sent.
+	if _, err := mapper.CloseKeys(p, r, ""); err != nil {
+		s.publishError(ctx, fmt.Sprintf("agy's dialog for %s is left open in its terminal: %v", p.ElicitationID, err), false)
+		return
 	}
+	ctx.Send(s.link.terminal, &pressKeys{dialog: &dialogAnswer{prompt: *p, resolve: r}, why: "close the dialog of " + p.ElicitationID})
+}
+
+// answerInDialog gives an "always" choice (agy's dialog rows 2 and 3) with
+// agy's keys in its pane, and sends no RPC answer: agy's RPC answer has no
+// "always" that anyone recorded, and an RPC allow would close the step as
+// allowed once and leave the keys to land on whatever the dialog shows next
+// (docs/DECISIONS.md "agy's options 2 and 3"). The trajectory confirms it
+// (the step leaves WAITING: elicitation_resolved by the harness with the
+// choice). If the keys cannot be pressed, or agy has not moved within
+// Config.TypedTurnTimeout, the answer goes over RPC as allowed once, and an
+// error event says the grant was not given.
+func (s *session) answerInDialog(ctx actor.Context, p *mapper.Prompt, r messages.Resolve) {
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: r.ElicitationID, Action: r.Action, Choice: r.Choice}, s.now())
+	ctx.Send(s.link.terminal, &pressKeys{dialog: &dialogAnswer{prompt: *p, resolve: r}, why: "give " + r.Choice + " for " + p.ElicitationID})
+	s.t.after(s.cfg.TypedTurnTimeout, ctx.Self(), &dialogAnswerDue{elicitationID: r.ElicitationID, resolve: r})
+}
+
+// dialogAnswerDue: the time an "always" answer given in agy's dialog had to
+// show in the trajectory is up.
+type dialogAnswerDue struct {
+	elicitationID string
+	resolve       messages.Resolve
+}
+
+// onDialogPressed: the keys of an answer in agy's dialog were not pressed.
+// An "always" answer falls back to the RPC (allowed once); the keys that
+// close a dialog after an RPC answer are only reported.
+func (s *session) onDialogPressed(ctx actor.Context, m *dialogPressed) {
+	if messages.ChoiceAlways(m.resolve.Choice) {
+		s.alwaysFallback(ctx, m.elicitationID, m.resolve, m.err)
+		return
+	}
+	s.publishError(ctx, fmt.Sprintf("agy's dialog for %s is left open in its terminal: %v", m.elicitationID, m.err), false)
+}
+
+// onDialogAnswerDue falls back to the RPC when agy still waits on a prompt
+// whose "always" answer was given in its dialog.
+func (s *session) onDialogAnswerDue(ctx actor.Context, m *dialogAnswerDue) {
+	s.alwaysFallback(ctx, m.elicitationID, m.resolve, fmt.Errorf("agy did not take the answer within %s", s.cfg.TypedTurnTimeout))
+}
+
+// alwaysFallback delivers an "always" answer over RPC as allowed once, if
+// its prompt is still open and has no answer on its way yet.
+func (s *session) alwaysFallback(ctx actor.Context, id string, r messages.Resolve, why error) {
+	rec := s.convs.reconcilerOf(id)
+	p, ok := rec.Prompt(id)
+	if !ok {
+		return // agy took it
+	}
+	if _, busy := s.prompts.answers[id]; busy {
+		return
+	}
+	pid, ok := s.prompts.interactions[id]
+	if !ok {
+		return
+	}
+	s.publishError(ctx, fmt.Sprintf("%s for %s was not given in agy's dialog (%v): allowed once over RPC instead, and nothing is allowed always", r.Choice, id, why), false)
+	once := messages.Resolve{ElicitationID: id, Action: messages.ActionAccept, Choice: messages.ChoiceAllowOnce}
+	s.record("delivering", s.conv(), answerRecord{ElicitationID: id, Action: once.Action, Choice: once.Choice}, s.now())
+	rec.AnswerInFlight(id, once.Action)
+	rec.ChoiceInFlight(id, once.Choice)
+	s.prompts.answers[id] = answerOnItsWay{prompt: *p, resolve: once, root: rec == s.convs.root}
+	ctx.Send(pid, &messages.DeliverAnswer{Gen: s.link.gen, Resolve: once})
 }

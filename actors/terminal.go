@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/asynkron/protoactor-go/actor"
 )
@@ -22,6 +23,15 @@ type Terminal interface {
 	Type(ctx context.Context, text string) error
 	// Press presses keys, tmux key names ("1", "Enter", "Escape"), in one go.
 	Press(ctx context.Context, keys ...string) error
+}
+
+// Screen is a Terminal that can also read what agy's pane shows (a
+// *tmuxpane.Session can): the harness then reads the rows of agy's dialog
+// before it answers there (mapper.CloseKeys), and sees a question dialog
+// draw its next question.
+type Screen interface {
+	// Capture returns the pane's visible text.
+	Capture(ctx context.Context) (string, error)
 }
 
 // TurnMode says how a session's turns reach agy.
@@ -66,11 +76,38 @@ type typeTurn struct {
 	reply *actor.PID
 }
 
-// pressKeys asks the terminal writer to press keys. No reply.
+// pressKeys asks the terminal writer to press keys: keys as they are, or
+// (dialog set) the keys that give an answer in agy's dialog, worked out
+// from what the pane shows when it is pressed (mapper.CloseKeys). A dialog
+// press that fails is told to the session (*dialogPressed); a plain one is
+// logged.
 type pressKeys struct {
-	keys []string
-	why  string // for the log
+	keys   []string
+	dialog *dialogAnswer
+	why    string // for the log
 }
+
+// dialogAnswer is an answer to give in agy's dialog.
+type dialogAnswer struct {
+	prompt  mapper.Prompt
+	resolve messages.Resolve
+}
+
+// dialogPressed tells the session that the keys of a dialog answer were
+// not pressed (or not all): err says why.
+type dialogPressed struct {
+	elicitationID string
+	resolve       messages.Resolve
+	err           error
+}
+
+// groupPause is the longest wait between the key groups of one dialog (a
+// question dialog's questions): a Screen ends it as soon as the pane shows
+// something new, a Terminal without one always waits that long.
+const groupPause = 100 * time.Millisecond
+
+// groupWait bounds the wait for a Screen to change between key groups.
+const groupWait = time.Second
 
 // turnTyped is sent by the terminal writer to its session once it typed
 // the turn id, or failed to (err: the requester was told).
@@ -109,6 +146,75 @@ func (w *terminalWriter) Receive(ctx actor.Context) {
 	}
 }
 
+// answerDialog presses the keys that give an answer in agy's dialog, read
+// from the pane where the terminal is a Screen: a group per screen of the
+// dialog, waiting between groups for the dialog to draw its next one.
+func (w *terminalWriter) answerDialog(ctx context.Context, d *dialogAnswer) error {
+	screen, _ := w.capture(ctx)
+	groups, err := mapper.CloseKeys(&d.prompt, d.resolve, screen)
+	if err != nil {
+		return err
+	}
+	for i, keys := range groups {
+		if i > 0 {
+			w.awaitChange(ctx, screen)
+			screen, _ = w.capture(ctx)
+		}
+		if err := w.term.Press(ctx, keys...); err != nil {
+			return fmt.Errorf("pressing %v: %w", keys, err)
+		}
+	}
+	return nil
+}
+
+// capture reads the pane when the terminal can ("" when it cannot).
+func (w *terminalWriter) capture(ctx context.Context) (string, error) {
+	sc, ok := w.term.(Screen)
+	if !ok {
+		return "", nil
+	}
+	text, err := sc.Capture(ctx)
+	if err != nil {
+		return "", err
+	}
+	return text, nil
+}
+
+// awaitChange waits, after a key group, until the pane differs from before
+// (up to groupWait), or for groupPause where the pane cannot be read.
+func (w *terminalWriter) awaitChange(ctx context.Context, before string) {
+	pause := time.NewTimer(groupPause)
+	defer pause.Stop()
+	if _, ok := w.term.(Screen); !ok {
+		select {
+		case <-ctx.Done():
+		case <-pause.C:
+		}
+		return
+	}
+	deadline := time.NewTimer(groupWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			return
+		case <-tick.C:
+			if now, err := w.capture(ctx); err != nil || now != before {
+				// Let the dialog finish drawing what the keys did.
+				select {
+				case <-ctx.Done():
+				case <-pause.C:
+				}
+				return
+			}
+		}
+	}
+}
+
 func (w *terminalWriter) next(ctx actor.Context) {
 	if w.busy || len(w.queue) == 0 {
 		return
@@ -131,6 +237,13 @@ func (w *terminalWriter) next(ctx actor.Context) {
 			// The requester gets its answer even if this actor stops meanwhile.
 			root.Send(q.reply, &res)
 		case *pressKeys:
+			if q.dialog != nil {
+				if err := w.answerDialog(c, q.dialog); err != nil {
+					log.Warn("answering in agy's dialog", "why", q.why, "err", err)
+					root.Send(session, &dialogPressed{elicitationID: q.dialog.prompt.ElicitationID, resolve: q.dialog.resolve, err: err})
+				}
+				break
+			}
 			if err := w.term.Press(c, q.keys...); err != nil {
 				log.Warn("pressing keys in agy's terminal", "why", q.why, "keys", q.keys, "err", err)
 			}

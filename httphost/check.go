@@ -17,21 +17,21 @@ func CheckCommand(c messages.Command) error {
 		if strings.TrimSpace(c.Text) == "" {
 			return errors.New(`turn: "text" is required`)
 		}
-		if c.ElicitationID != "" || c.Action != "" || len(c.Answers) > 0 {
+		if c.ElicitationID != "" || c.Action != "" || c.Choice != "" || len(c.Answers) > 0 || len(c.Content) > 0 {
 			return errors.New(`turn: only "text" and "model" apply`)
 		}
 	case messages.CommandResolve:
 		if c.ElicitationID == "" {
 			return errors.New(`resolve: "elicitation_id" is required`)
 		}
-		if err := CheckResolve(messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Content: c.Content}); err != nil {
+		if err := CheckResolve(messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Content: c.Content, Choice: c.Choice}); err != nil {
 			return err
 		}
 		if c.Text != "" || c.Model != "" {
-			return errors.New(`resolve: only "elicitation_id", "action", "answers" and "content" apply`)
+			return errors.New(`resolve: only "elicitation_id", "action", "choice", "answers" and "content" apply`)
 		}
 	case messages.CommandInterrupt, messages.CommandDetach:
-		if c.Text != "" || c.Model != "" || c.ElicitationID != "" || c.Action != "" || len(c.Answers) > 0 || len(c.Content) > 0 {
+		if c.Text != "" || c.Model != "" || c.ElicitationID != "" || c.Action != "" || c.Choice != "" || len(c.Answers) > 0 || len(c.Content) > 0 {
 			return fmt.Errorf("%s: takes no fields", c.Type)
 		}
 	case "":
@@ -42,8 +42,12 @@ func CheckCommand(c messages.Command) error {
 	return nil
 }
 
-// CheckResolve validates a resolve's action and the shape of its answers.
+// CheckResolve validates a resolve's choice, action and the shape of its
+// answers.
 func CheckResolve(r messages.Resolve) error {
+	if err := r.ApplyChoice(); err != nil {
+		return fmt.Errorf("resolve: %w", err)
+	}
 	switch r.Action {
 	case messages.ActionAccept:
 	case messages.ActionDecline, messages.ActionCancel:

@@ -549,6 +549,7 @@ func (s *server) turn(w http.ResponseWriter, r *http.Request, sess servedSession
 type resolveRequest struct {
 	Action  string            `json:"action"`
 	Answers []messages.Answer `json:"answers,omitempty"`
+	Choice  string            `json:"choice,omitempty"`
 	Content json.RawMessage   `json:"content,omitempty"`
 }
 
@@ -558,14 +559,14 @@ func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSess
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	res := messages.Resolve{ElicitationID: eid, Action: req.Action, Answers: req.Answers, Content: req.Content}
+	res := messages.Resolve{ElicitationID: eid, Action: req.Action, Answers: req.Answers, Content: req.Content, Choice: req.Choice}
 	if err := CheckResolve(res); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
 	// The session says whether the prompt is open, or was and is resolved,
 	// and whether the answer fits it.
-	err := sess.Do(r.Context(), messages.Command{Type: messages.CommandResolve, ElicitationID: eid, Action: req.Action, Answers: req.Answers})
+	err := sess.Do(r.Context(), messages.Command{Type: messages.CommandResolve, ElicitationID: eid, Action: req.Action, Answers: req.Answers, Choice: req.Choice})
 	switch {
 	case errors.Is(err, actors.ErrElicitationResolved):
 		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %q is already resolved", eid))

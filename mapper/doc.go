@@ -130,7 +130,8 @@
 //
 // Interactions beyond a permission or a question are prompts too:
 // filePermission (kind permission, resource read_file or write_file on its
-// path), elicitation (an MCP server's: kind elicitation), any other key
+// path; its choices are allow once and deny only, CloseKeys 1 or 3 then
+// Enter in agy's three-row file-access dialog), elicitation (an MCP server's: kind elicitation), any other key
 // (kind other: agy's name for it, its text, its raw request; not
 // answerable, withdrawn when its step leaves WAITING).
 package mapper

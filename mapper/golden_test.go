@@ -203,7 +203,7 @@ func promptExpired() scenario {
 	s.push(userStep("Show my hosts file", "MODEL_M20"))
 	g := s.push(genericStep(wire.StatusWaiting, "read_file", `{"path":"/etc/hosts"}`, ""))
 	st := s.steps[g]
-	st.RequestedInteraction = &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &wire.Resource{Action: "read", Target: "/etc/hosts"}}}
+	st.RequestedInteraction = &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &wire.Resource{Action: "read_file", Target: "/etc/hosts"}}}
 	s.set(g, st)
 	s.now(wire.RunRunning)
 	st.Status = wire.StatusError
@@ -213,7 +213,7 @@ func promptExpired() scenario {
 	s.now(wire.RunIdle)
 	return scenario{name: "prompt_expired", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		req := findEvent(t, evs, messages.EventElicitationRequest)
-		assert.Equal(t, &messages.Resource{Action: "read", Target: "/etc/hosts"}, req.Resource)
+		assert.Equal(t, &messages.Resource{Action: "read_file", Target: "/etc/hosts"}, req.Resource)
 		assert.Nil(t, req.Command)
 		res := findEvent(t, evs, messages.EventElicitationResolved)
 		assert.Equal(t, messages.ByExpired, res.By)

@@ -25,6 +25,7 @@ type Prompt struct {
 	Questions     []messages.Question   // question prompts
 	Command       *messages.CommandLine // run_command permission prompts
 	Resource      *messages.Resource    // permission prompts: requestedInteraction.permission.resource
+	Pattern       string                // permission prompts: suggestedPersistPattern, the prefix agy offers to allow always
 	Request       messages.Event        // the elicitation_request event
 }
 
@@ -71,6 +72,7 @@ func promptOf(step *wire.Step, index int) (*Prompt, bool) {
 		if res := ri.Permission.Resource; res != nil {
 			p.Resource = &messages.Resource{Action: res.Action, Target: res.Target}
 		}
+		p.Pattern = ri.Permission.SuggestedPersistPattern
 		if rc := step.RunCommand; rc != nil {
 			line := rc.CommandLine
 			if line == "" {

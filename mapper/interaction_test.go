@@ -104,33 +104,89 @@ func TestCloseKeys(t *testing.T) {
 	qp, _ := PendingInteraction(&q, 5)
 	c := commandStep(wire.StatusWaiting, "pwd")
 	cp, _ := PendingInteraction(&c, 5)
+	accept, decline := messages.Resolve{Action: messages.ActionAccept}, messages.Resolve{Action: messages.ActionDecline}
+	choice := func(c string) messages.Resolve { return messages.Resolve{Action: messages.ChoiceAction(c), Choice: c} }
+	four := "agy asks\n| run pwd\n| Do you want to proceed?\n| > 1. Yes\n|   2. Yes, and always allow in this conversation for commands that start with 'pwd'\n" +
+		"|   3. Yes, and always allow for commands that start with 'pwd' (Persist to settings.json)\n|   4. No\n> "
+	sandbox := "Steps:\n1. read\n2. run\nDo you want to proceed?\n \u276f 1.Yes\n   2.Yes, and run without sandbox restrictions\n   3.No\n"
+	file := "Read: /etc/hosts\nReason: outside workspace\nAllow access to this file?\n1. Yes, allow access\n2. Yes, and always allow non-workspace access\n3. No, deny access\n"
 	for _, tc := range []struct {
-		name string
-		p    *Prompt
-		r    messages.Resolve
-		want []string
+		name   string
+		p      *Prompt
+		r      messages.Resolve
+		screen string
+		want   [][]string
 	}{
-		{"permission allowed", cp, messages.Resolve{Action: messages.ActionAccept}, []string{"1", "Enter"}},
-		{"permission denied", cp, messages.Resolve{Action: messages.ActionDecline}, []string{"4", "Enter"}},
-		{"permission cancelled", cp, messages.Resolve{Action: messages.ActionCancel}, []string{"4", "Enter"}},
-		{"question: the first question's options", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
-			{Question: "Which extras?", SelectedOptionIDs: []string{"1", "2"}},
+		{"permission allowed", cp, accept, "", [][]string{{"1", "Enter"}}},
+		{"permission allowed once by choice", cp, choice(messages.ChoiceAllowOnce), four, [][]string{{"1", "Enter"}}},
+		{"permission denied, no screen: agy's reject key", cp, decline, "", [][]string{{"n"}}},
+		{"permission cancelled, no screen", cp, messages.Resolve{Action: messages.ActionCancel}, "", [][]string{{"n"}}},
+		{"permission denied, four rows", cp, decline, four, [][]string{{"4", "Enter"}}},
+		{"permission denied, sandbox's three rows", cp, choice(messages.ChoiceDeny), sandbox, [][]string{{"3", "Enter"}}},
+		{"permission denied, file access's three rows", cp, decline, file, [][]string{{"3", "Enter"}}},
+		{"always in this conversation, no screen", cp, choice(messages.ChoiceAllowAlwaysConversation), "", [][]string{{"2", "Enter"}}},
+		{"always in settings, no screen", cp, choice(messages.ChoiceAllowAlwaysSettings), "", [][]string{{"3", "Enter"}}},
+		{"always in this conversation, four rows", cp, choice(messages.ChoiceAllowAlwaysConversation), four, [][]string{{"2", "Enter"}}},
+		{"always in settings, four rows", cp, choice(messages.ChoiceAllowAlwaysSettings), four, [][]string{{"3", "Enter"}}},
+		{"question: each question in its order, multi-select by arrows and Space", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+			{Question: "Which extras?", SelectedOptionIDs: []string{"2", "1"}},
 			{Question: "Which language?", SelectedOptionIDs: []string{"3"}},
-		}}, []string{"3", "Enter"}},
-		{"question by order, several options", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
-			{SelectedOptionIDs: []string{"1", "2"}}, {SelectedOptionIDs: []string{"1"}},
-		}}, []string{"1", "2", "Enter"}},
-		{"question declined", qp, messages.Resolve{Action: messages.ActionDecline}, []string{"Escape"}},
-		{"question cancelled", qp, messages.Resolve{Action: messages.ActionCancel}, []string{"Escape"}},
-		{"question with a write-in only", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{{WriteIn: "Zig"}}}, []string{"Escape"}},
-		{"no prompt", nil, messages.Resolve{Action: messages.ActionAccept}, nil},
+		}}, "", [][]string{{"3", "Enter"}, {"Space", "Down", "Space", "Enter"}}},
+		{"question by order, one extra", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+			{SelectedOptionIDs: []string{"1"}}, {SelectedOptionIDs: []string{"2"}},
+		}}, "", [][]string{{"1", "Enter"}, {"Down", "Space", "Enter"}}},
+		{"question declined", qp, decline, "", [][]string{{"Escape"}}},
+		{"question cancelled", qp, messages.Resolve{Action: messages.ActionCancel}, "", [][]string{{"Escape"}}},
+		{"question with a write-in first", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+			{Question: "Which language?", WriteIn: "Zig"}, {Question: "Which extras?", SelectedOptionIDs: []string{"1"}},
+		}}, "", [][]string{{"Escape"}}},
+		{"question with a write-in second", qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
+			{Question: "Which language?", SelectedOptionIDs: []string{"2"}}, {Question: "Which extras?", WriteIn: "CI"},
+		}}, "", [][]string{{"2", "Enter"}, {"Escape"}}},
+		{"no prompt", nil, accept, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			keys, err := CloseKeys(tc.p, tc.r)
+			keys, err := CloseKeys(tc.p, tc.r, tc.screen)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, keys)
 		})
 	}
+}
+
+// An "always" choice the dialog on screen has no row for (the sandbox's
+// three rows) is an error: no key is pressed for something else.
+func TestCloseKeysRefusesAChoiceTheDialogLacks(t *testing.T) {
+	c := commandStep(wire.StatusWaiting, "pwd")
+	cp, _ := PendingInteraction(&c, 5)
+	sandbox := "Do you want to proceed?\n1. Yes\n2. Yes, and run without sandbox restrictions\n3. No\n"
+	keys, err := CloseKeys(cp, messages.Resolve{Action: messages.ActionAccept, Choice: messages.ChoiceAllowAlwaysSettings}, sandbox)
+	assert.ErrorContains(t, err, "no row for allow_always_settings")
+	assert.Nil(t, keys)
+}
+
+func TestDialogRowsReadsTheLastNumberedRun(t *testing.T) {
+	screen := "Plan:\n1. read\n2. edit\nsome text\n| * 1. Yes\n|   2. No, deny access\n> draft 1. x"
+	assert.Equal(t, []string{"Yes", "No, deny access"}, DialogRows(screen))
+	assert.Nil(t, DialogRows("nothing numbered\n1. alone"))
+}
+
+func TestPermissionChoices(t *testing.T) {
+	c := commandStep(wire.StatusWaiting, "git status")
+	c.RequestedInteraction.Permission.SuggestedPersistPattern = "git"
+	cp, _ := PendingInteraction(&c, 5)
+	ids := func(cs []messages.Choice) (out []string) {
+		for _, c := range cs {
+			out = append(out, c.ID+"="+c.Action)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"allow_once=accept", "deny=decline"}, ids(PermissionChoices(cp, false)))
+	owned := PermissionChoices(cp, true)
+	assert.Equal(t, []string{"allow_once=accept", "allow_always_conversation=accept", "allow_always_settings=accept", "deny=decline"}, ids(owned))
+	assert.Equal(t, "Yes, and always allow in this conversation for commands that start with 'git'", owned[1].Text)
+	assert.Equal(t, "Yes, and always allow for commands that start with 'git' (Persist to settings.json)", owned[2].Text)
+	edit := &Prompt{Kind: messages.KindPermission, Resource: &messages.Resource{Action: "write_file", Target: "/w/a.go"}}
+	assert.Equal(t, "Yes, and always allow 'write_file(/w/a.go)' in this conversation", PermissionChoices(edit, true)[1].Text)
 }
 
 // Only plain digits are pressed for an option: an id from agy that is a
@@ -139,10 +195,10 @@ func TestCloseKeys(t *testing.T) {
 func TestCloseKeysRefusesAnOptionIDThatIsNotDigits(t *testing.T) {
 	q := questionStep(wire.StatusWaiting, qLang, qExtra)
 	qp, _ := PendingInteraction(&q, 5)
-	for _, id := range []string{"Enter", "C-c", "q", "-l", "1;", ";", "#{pane_pid}", " 1", "1 ", "", "1234", "١"} {
+	for _, id := range []string{"Enter", "C-c", "q", "-l", "1;", ";", "#{pane_pid}", " 1", "1 ", "", "1234", "\u0661"} {
 		keys, err := CloseKeys(qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
-			{SelectedOptionIDs: []string{"1", id}},
-		}})
+			{SelectedOptionIDs: []string{"1", id}}, {SelectedOptionIDs: []string{"1"}},
+		}}, "")
 		assert.ErrorContains(t, err, "mapper: option id ", "%q", id)
 		assert.ErrorContains(t, err, "is not plain digits", "%q", id)
 		assert.Nil(t, keys, "%q", id)

@@ -205,6 +205,9 @@ func (r *Reconciler) openNew(p *Prompt, suffix string) {
 	h := r.event(messages.EventElicitationRequest, p.ElicitationID+"/request")
 	req.Type, req.ID, req.ConversationID, req.ParentConversationID, req.Time = h.Type, h.ID, h.ConversationID, h.ParentConversationID, h.Time
 	req.ElicitationID = p.ElicitationID
+	if p.Kind == messages.KindPermission {
+		req.Choices = PermissionChoices(p, r.cfg.PaneOwned)
+	}
 	p.Request = req
 	ps := &promptState{Prompt: *p}
 	r.prompts = append(r.prompts, ps)
@@ -309,6 +312,15 @@ func (r *Reconciler) AnswerInFlight(elicitationID, action string) {
 	}
 }
 
+// ChoiceInFlight records the permission choice (messages.Choice*) of the
+// answer AnswerInFlight records: the prompt's elicitation_resolved by the
+// harness carries it.
+func (r *Reconciler) ChoiceInFlight(elicitationID, choice string) {
+	if p, ok := r.promptIDs[elicitationID]; ok && !p.closed {
+		p.choice = choice
+	}
+}
+
 // closePrompt reports a prompt closed (not by the harness: MarkResolved does
 // that) and goes back to running when it was the last one open.
 func (r *Reconciler) closePrompt(p *promptState, action, by string, delivered *int) {
@@ -317,6 +329,9 @@ func (r *Reconciler) closePrompt(p *promptState, action, by string, delivered *i
 	e.ElicitationID = p.ElicitationID
 	e.Action = action
 	e.By = by
+	if by == messages.ByHarness {
+		e.Choice = p.choice
+	}
 	e.DeliveredStepIndex = delivered
 	r.emit(e)
 	if !r.closingTurn && !r.idleBound() {
@@ -375,6 +390,7 @@ func (r *Reconciler) MarkResolved(elicitationID, action string, deliveredStepInd
 	e.ElicitationID = p.ElicitationID
 	e.Action = action
 	e.By = messages.ByHarness
+	e.Choice = p.choice
 	e.DeliveredStepIndex = messages.Ptr(deliveredStepIndex)
 	r.resume = true
 	return e, true

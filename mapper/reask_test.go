@@ -182,7 +182,7 @@ func TestOtherInteractionKinds(t *testing.T) {
 	_, err := BuildInteraction(p, messages.Resolve{ElicitationID: p.ElicitationID, Action: messages.ActionAccept}, testTraj, 1)
 	require.ErrorIs(t, err, ErrInvalidResolve)
 	require.Contains(t, err.Error(), OtherKindHint)
-	keys, err := CloseKeys(p, messages.Resolve{Action: messages.ActionAccept})
+	keys, err := CloseKeys(p, messages.Resolve{Action: messages.ActionAccept}, "")
 	require.NoError(t, err)
 	require.Empty(t, keys)
 
@@ -241,8 +241,14 @@ func TestFilePermissionPrompt(t *testing.T) {
 	in, err = BuildInteraction(p, messages.Resolve{Action: messages.ActionDecline}, testTraj, 1)
 	require.NoError(t, err)
 	require.False(t, in.FilePermission.Allow)
-	keys, _ := CloseKeys(p, messages.Resolve{Action: messages.ActionDecline})
-	require.Equal(t, []string{"3", "Enter"}, keys)
+	keys, _ := CloseKeys(p, messages.Resolve{Action: messages.ActionDecline}, "")
+	require.Equal(t, [][]string{{"3", "Enter"}}, keys)
+	keys, _ = CloseKeys(p, messages.Resolve{Action: messages.ActionAccept}, "")
+	require.Equal(t, [][]string{{"1", "Enter"}}, keys)
+	_, err = CloseKeys(p, messages.Resolve{Action: messages.ActionAccept, Choice: messages.ChoiceAllowAlwaysConversation}, "")
+	require.ErrorContains(t, err, "no row for allow_always_conversation")
+	require.Equal(t, []string{messages.ChoiceAllowOnce, messages.ChoiceDeny}, []string{PermissionChoices(p, true)[0].ID, PermissionChoices(p, true)[1].ID})
+	require.Len(t, PermissionChoices(p, true), 2)
 }
 
 // TestMCPElicitationPrompt: an MCP elicitation shows its server, message

@@ -25,6 +25,10 @@ type Config struct {
 	// (DefaultFingerprints when 0): a copy of an older one is taken as
 	// delivered.
 	Fingerprints int
+	// PaneOwned: the session owns agy's terminal pane (launch, acp), so a
+	// permission request also offers agy's two "always" rows, which only
+	// its dialog can give (messages.ChoiceAllowAlways*).
+	PaneOwned bool
 }
 
 // Reconciler maps the observations of one conversation to events, each
@@ -124,6 +128,7 @@ type promptState struct {
 	closed   bool
 	timedOut bool   // its freshest step went ERROR: kept open, a retry may follow
 	inFlight string // the action of an answer the harness is delivering
+	choice   string // the permission choice of that answer (messages.Choice*), "" for none
 	// superseded: its step asked something new since (Superseded)
 	superseded bool
 }

@@ -86,7 +86,7 @@ func TestBackgroundCommandHasNoExitCode(t *testing.T) {
 // without running: its output says so, whatever its body.
 func TestDeniedToolSaysSo(t *testing.T) {
 	s := stepOf(t, wire.StepCodeAction, wire.StatusDone, "", `"codeAction":{"actionSpec":{"command":{"replacementChunks":[{"targetContent":"a","replacementContent":"b"}],"file":{"absoluteUri":"file:///w/x.go"}}}},`+
-		`"requestedInteraction":{"permission":{"resource":{"action":"write","target":"/w/x.go"}}},"completedInteractions":[{"response":{"permission":{}}}]`)
+		`"requestedInteraction":{"permission":{"resource":{"action":"write_file","target":"/w/x.go"}}},"completedInteractions":[{"response":{"permission":{}}}]`)
 	evs := newTestReconciler().Apply(FromSnapshot([]wire.Step{s}, "", at(0)))
 	require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 	assert.Equal(t, "the tool call was not allowed", evs[1].Output)

@@ -2,7 +2,10 @@ package messages
 
 // Public contract: the commands a driver sends (docs/EVENTS.md, "Commands").
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // CommandType names a driver command (docs/EVENTS.md, "Commands").
 type CommandType string
@@ -29,6 +32,9 @@ type Command struct {
 	Action        string          `json:"action,omitempty"`
 	Answers       []Answer        `json:"answers,omitempty"`
 	Content       json.RawMessage `json:"content,omitempty"`
+	// Choice names one of a permission request's choices (Choice*); the
+	// action may then be left out.
+	Choice string `json:"choice,omitempty"`
 }
 
 // Answer answers one question of a question elicitation: the question text
@@ -48,4 +54,25 @@ type Resolve struct {
 	// Content is an MCP elicitation's form content (a JSON object), given
 	// with accept; no other prompt takes it.
 	Content json.RawMessage `json:"content,omitempty"`
+	// Choice is the permission choice (Choice*), "" for a plain accept
+	// (allow once) or decline (deny).
+	Choice string `json:"choice,omitempty"`
+}
+
+// ApplyChoice checks a resolve's Choice and sets the action it stands for:
+// an unknown choice, or one whose action contradicts Action, is an error.
+// A resolve without a choice is left as it is.
+func (r *Resolve) ApplyChoice() error {
+	if r.Choice == "" {
+		return nil
+	}
+	a := ChoiceAction(r.Choice)
+	switch {
+	case a == "":
+		return fmt.Errorf("unknown choice %q (want %s, %s, %s or %s)", r.Choice, ChoiceAllowOnce, ChoiceAllowAlwaysConversation, ChoiceAllowAlwaysSettings, ChoiceDeny)
+	case r.Action != "" && r.Action != a:
+		return fmt.Errorf("choice %q is an %s, not %s", r.Choice, a, r.Action)
+	}
+	r.Action = a
+	return nil
 }

@@ -10,7 +10,7 @@
 //
 //   - Event, the unit of a session's output, and EventType with its
 //     constants (EventStatus, EventMessage, ...); the values events carry:
-//     Question, Option, CommandLine, Resource, Location, FileDiff, Hit,
+//     Question, Option, CommandLine, Resource, Choice, Location, FileDiff, Hit,
 //     MCPElicitation (and MaxInteractionRaw, the bound of Event.Raw); the
 //     states, origins, kinds, tool kinds, actions and resolvers
 //     (StateRunning, OriginHarness, KindQuestion, ToolRead, ActionAccept,

@@ -94,6 +94,45 @@ const (
 	ActionCancel  = "cancel"
 )
 
+// Choices of a permission elicitation (Event.Choices, Resolve.Choice):
+// agy's own dialog rows. ChoiceAllowOnce and ChoiceDeny are the RPC's
+// allow true/false and are offered on every permission request; the two
+// "always" rows exist only in agy's terminal dialog, so they are offered
+// only where the session owns agy's pane (launch, acp) and are answered
+// with agy's keys there (docs/DECISIONS.md "agy's options 2 and 3").
+const (
+	ChoiceAllowOnce               = "allow_once"                // agy's "Yes"
+	ChoiceAllowAlwaysConversation = "allow_always_conversation" // "Yes, and always allow in this conversation ..."
+	ChoiceAllowAlwaysSettings     = "allow_always_settings"     // "Yes, and always allow ... (Persist to settings.json)"
+	ChoiceDeny                    = "deny"                      // agy's "No"
+)
+
+// ChoiceAction is the resolve action a choice stands for: accept for the
+// allow choices, decline for deny, "" for an unknown choice.
+func ChoiceAction(choice string) string {
+	switch choice {
+	case ChoiceAllowOnce, ChoiceAllowAlwaysConversation, ChoiceAllowAlwaysSettings:
+		return ActionAccept
+	case ChoiceDeny:
+		return ActionDecline
+	}
+	return ""
+}
+
+// ChoiceAlways reports whether a choice is one of agy's "always" rows,
+// which only agy's terminal dialog can give.
+func ChoiceAlways(choice string) bool {
+	return choice == ChoiceAllowAlwaysConversation || choice == ChoiceAllowAlwaysSettings
+}
+
+// Choice is one row of a permission elicitation: its id (Choice*), the
+// action it stands for, and agy's words for it.
+type Choice struct {
+	ID     string `json:"id"`
+	Action string `json:"action"`
+	Text   string `json:"text"`
+}
+
 // Who resolved an elicitation.
 const (
 	ByHarness  = "harness"
@@ -164,6 +203,11 @@ type Event struct {
 	Action             string       `json:"action,omitempty"`
 	By                 string       `json:"by,omitempty"`
 	DeliveredStepIndex *int         `json:"delivered_step_index,omitempty"`
+	// Choices are a permission request's rows (allow once, deny, and where
+	// the session owns agy's pane the two "always" rows); Choice on
+	// elicitation_resolved is the one the harness gave.
+	Choices []Choice `json:"choices,omitempty"`
+	Choice  string   `json:"choice,omitempty"`
 	// Interaction is agy's name for what it asks (the key of the step's
 	// requestedInteraction: "filePermission", "elicitation", "runCommand",
 	// "browserAction", ...), set on elicitation_request for the kinds beyond

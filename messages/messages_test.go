@@ -20,7 +20,7 @@ var (
 	contract = []reflect.Type{
 		reflect.TypeFor[messages.Event](), reflect.TypeFor[messages.EventType](),
 		reflect.TypeFor[messages.Question](), reflect.TypeFor[messages.Option](),
-		reflect.TypeFor[messages.CommandLine](), reflect.TypeFor[messages.Resource](),
+		reflect.TypeFor[messages.CommandLine](), reflect.TypeFor[messages.Resource](), reflect.TypeFor[messages.Choice](),
 		reflect.TypeFor[messages.Location](), reflect.TypeFor[messages.FileDiff](),
 		reflect.TypeFor[messages.Hit](),
 		reflect.TypeFor[messages.MCPElicitation](),

@@ -386,6 +386,9 @@ type ElicitationRequest struct {
 type PermissionRequest struct {
 	Resource          *Resource `json:"resource,omitempty"`
 	ActionDescription string    `json:"actionDescription,omitempty"`
+	// SuggestedPersistPattern is the command prefix agy's dialog offers to
+	// allow always ("pwd" for pwd, recorded).
+	SuggestedPersistPattern string `json:"suggestedPersistPattern,omitempty"`
 }
 
 // Resource is what a permission prompt asks about.

@@ -133,6 +133,31 @@ func TestPendingPromptPermission(t *testing.T) {
 	assert.Empty(t, p.resolve().Answers)
 }
 
+// Where the session owns agy's pane, a permission offers agy's four rows:
+// a number picks one, y and n stay allow once and deny.
+func TestPendingPromptPermissionWithAgysAlwaysRows(t *testing.T) {
+	ev := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p", Kind: messages.KindPermission, Choices: []messages.Choice{
+		{ID: messages.ChoiceAllowOnce, Action: "accept", Text: "Yes"},
+		{ID: messages.ChoiceAllowAlwaysConversation, Action: "accept", Text: "Yes, and always allow in this conversation"},
+		{ID: messages.ChoiceAllowAlwaysSettings, Action: "accept", Text: "Yes, and always allow (Persist to settings.json)"},
+		{ID: messages.ChoiceDeny, Action: "decline", Text: "No"},
+	}}
+	p := &pendingPrompt{ev: ev}
+	assert.Equal(t, "allow? [y/n], or a number 1-4", p.hint())
+	_, err := p.input("5")
+	assert.ErrorContains(t, err, "a number 1-4")
+	done, err := p.input("3")
+	require.NoError(t, err)
+	assert.True(t, done)
+	assert.Equal(t, messages.Resolve{ElicitationID: "p", Action: messages.ActionAccept, Choice: messages.ChoiceAllowAlwaysSettings}, p.resolve())
+	p = &pendingPrompt{ev: ev}
+	_, _ = p.input("4")
+	assert.Equal(t, messages.Resolve{ElicitationID: "p", Action: messages.ActionDecline, Choice: messages.ChoiceDeny}, p.resolve())
+	p = &pendingPrompt{ev: ev}
+	_, _ = p.input("y")
+	assert.Equal(t, messages.Resolve{ElicitationID: "p", Action: messages.ActionAccept}, p.resolve())
+}
+
 func TestAutoResolve(t *testing.T) {
 	r, ok := autoResolve(question("e", false, false, "first", "second"))
 	assert.True(t, ok)

@@ -316,8 +316,78 @@ func TestLaunchWithoutCloseKeysLeavesTheDialog(t *testing.T) {
 
 	l.pane.keys("Escape")
 	l.waitScreen("the question once the person closed the stale dialog",
-		func(s string) bool { return shows("|   1. The Go code")(s) && showsNone("Do you want to proceed?")(s) })
+		func(s string) bool { return shows("| > 1. The Go code")(s) && showsNone("Do you want to proceed?")(s) })
 
+	l.send(`{"type":"detach"}`)
+	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
+}
+
+// launch offers agy's "always" rows and gives one with agy's keys in its
+// pane: agy's dialog allows the command and keeps the grant, so the same
+// command asked again runs with no dialog. A dialog of two questions
+// answered over JSON is closed question by question (a digit and Enter,
+// then Space/Down and Enter for the multi-select one): after it, a turn
+// typed in the pane is a turn.
+func TestLaunchAllowAlwaysAndAQuestionDialogOfTwo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scenario.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"name": "always", "turns": [
+  {"match": "hello", "actions": [{"say": "Hello, person.", "chunks": 2}]},
+  {"actions": [
+    {"run_command": {"line": "make test", "output": "ok\n", "needs_approval": true}},
+    {"run_command": {"line": "make test", "output": "ok again\n", "needs_approval": true}},
+    {"ask": {"questions": [
+      {"question": "Which language?", "options": ["Go", "Rust", "Zig"]},
+      {"question": "Which extras?", "options": ["Tests", "Docs", "CI"], "multi_select": true}]}},
+    {"say": "Set up.", "chunks": 2}
+  ]}
+]}`), 0o600))
+	l := startLaunch(t, nil, []string{"--conversation", "--scenario", path})
+	l.send(messages.Command{Type: messages.CommandTurn, Text: "test it twice"})
+	perm := l.er.until(wait, "permission prompt", isType(messages.EventElicitationRequest))
+	var ids []string
+	for _, c := range perm.Choices {
+		ids = append(ids, c.ID)
+	}
+	assert.Equal(t, []string{messages.ChoiceAllowOnce, messages.ChoiceAllowAlwaysConversation, messages.ChoiceAllowAlwaysSettings, messages.ChoiceDeny}, ids)
+	l.waitScreen("agy's four rows", shows("|   2. Yes, and always allow in this conversation for commands that start with 'make'", "|   4. No"))
+	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: perm.ElicitationID, Choice: messages.ChoiceAllowAlwaysConversation})
+	res := l.er.until(wait, "permission resolved", isType(messages.EventElicitationResolved))
+	assert.Equal(t, perm.ElicitationID, res.ElicitationID)
+	assert.Equal(t, messages.ByHarness, res.By)
+	assert.Equal(t, messages.ChoiceAllowAlwaysConversation, res.Choice)
+
+	// The second make test may show WAITING for a moment: agy's terminal
+	// allows it at once (the grant), and the harness never answers it.
+	q := l.er.until(wait, "the question prompt", func(ev *messages.Event) bool {
+		return ev.Type == messages.EventElicitationRequest && ev.Kind == messages.KindQuestion
+	})
+	l.waitScreen("the question dialog, one question at a time", shows("| (question 1 of 2)", "| Which language?"))
+	l.send(messages.Command{Type: messages.CommandResolve, ElicitationID: q.ElicitationID, Action: messages.ActionAccept, Answers: []messages.Answer{
+		{Question: "Which language?", SelectedOptionIDs: []string{"2"}},
+		{Question: "Which extras?", SelectedOptionIDs: []string{"1", "3"}},
+	}})
+	l.er.until(wait, "question resolved", isType(messages.EventElicitationResolved))
+	l.er.until(wait, "idle", isStatus(messages.StateIdle))
+	l.waitScreen("both questions' keys closed the dialog", func(s string) bool {
+		return shows("$ make test\n  ok\n$ make test\n  ok again\n", "? Which extras? -> Tests, CI")(s) && showsNone("agy asks")(s)
+	})
+
+	for _, ev := range l.er.events {
+		if ev.Type == messages.EventElicitationResolved && ev.ElicitationID != perm.ElicitationID && ev.ElicitationID != q.ElicitationID {
+			assert.Equal(t, messages.ByTerminal, ev.By, "the granted command: allowed in agy's terminal, not asked")
+			assert.Equal(t, messages.ActionAccept, ev.Action)
+		}
+	}
+	l.pane.keys("hello from the pane", "Enter")
+	typed := l.er.until(wait, "the person's turn", isType(messages.EventUserMessage))
+	assert.Equal(t, messages.OriginTerminal, typed.Origin)
+	assert.Equal(t, "hello from the pane", typed.Text, "no stale dialog swallowed it")
+	l.er.until(wait, "idle", isStatus(messages.StateIdle))
+	for _, ev := range l.er.events {
+		if ev.Type == messages.EventError {
+			t.Errorf("unexpected error event: %s", ev.Message)
+		}
+	}
 	l.send(`{"type":"detach"}`)
 	assert.Equal(t, 0, l.exit(wait), "stderr:\n%s", l.stderr.String())
 }

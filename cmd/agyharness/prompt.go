@@ -39,13 +39,17 @@ type pendingPrompt struct {
 	ev       *messages.Event
 	q        int // the question being asked
 	answers  []messages.Answer
-	declined bool // a permission answered "n"
+	declined bool   // a permission answered "n"
+	choice   string // a permission's choice picked by its number
 }
 
 // hint says what to type for the current question.
 func (p *pendingPrompt) hint() string {
 	switch p.ev.Kind {
 	case messages.KindPermission:
+		if len(p.ev.Choices) > 2 {
+			return fmt.Sprintf("allow? [y/n], or a number 1-%d", len(p.ev.Choices))
+		}
 		return "allow? [y/n]"
 	case messages.KindElicitation:
 		return "accept? [y/n]"
@@ -85,6 +89,14 @@ func (p *pendingPrompt) input(line string) (bool, error) {
 			p.declined = true
 			return true, nil
 		}
+		if len(p.ev.Choices) > 2 {
+			if n, ok := optionNumbers(line, len(p.ev.Choices)); ok && len(n) == 1 {
+				c := p.ev.Choices[n[0]-1]
+				p.choice, p.declined = c.ID, c.Action != messages.ActionAccept
+				return true, nil
+			}
+			return false, fmt.Errorf("type y, n or a number 1-%d", len(p.ev.Choices))
+		}
 		return false, errors.New("type y or n")
 	}
 	if line == "" {
@@ -119,6 +131,7 @@ func (p *pendingPrompt) resolve() messages.Resolve {
 		if p.declined {
 			r.Action = messages.ActionDecline
 		}
+		r.Choice = p.choice
 		return r
 	}
 	r.Answers = p.answers

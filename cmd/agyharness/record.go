@@ -47,6 +47,7 @@ type resolvedPayload struct {
 	ElicitationID string `json:"elicitation_id"`
 	Action        string `json:"action"`
 	StepIndex     int    `json:"step_index"`
+	Choice        string `json:"choice,omitempty"`
 }
 
 // recorder writes a capture. Record never blocks on the file: records are

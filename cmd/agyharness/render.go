@@ -252,6 +252,12 @@ func (r *renderer) resolved(ev *messages.Event) {
 	if verb == "" {
 		verb = termtext.Clean(ev.Action)
 	}
+	switch ev.Choice {
+	case messages.ChoiceAllowAlwaysConversation:
+		verb = "allowed always in this conversation"
+	case messages.ChoiceAllowAlwaysSettings:
+		verb = "allowed always (agy's settings.json)"
+	}
 	switch ev.By {
 	case messages.ByTerminal:
 		verb += " in agy's terminal"
@@ -345,9 +351,15 @@ func (r *renderer) prompt(ev *messages.Event) {
 				what += "   (in " + termtext.Clean(ev.Command.Cwd) + ")"
 			}
 		case ev.Resource != nil:
-			what = fmt.Sprintf("agy wants to %s %s", termtext.Clean(ev.Resource.Action), termtext.Clean(ev.Resource.Target))
+			what = fmt.Sprintf("agy wants to %s %s", termtext.Clean(actionWord(ev.Resource.Action)), termtext.Clean(ev.Resource.Target))
 		}
 		r.line("%s%s%s? %s%s", pre, p.yellow, p.bold, what, p.reset)
+		if len(ev.Choices) > 2 {
+			// agy's "always" rows are offered (the session owns its pane).
+			for i, c := range ev.Choices {
+				r.line("  %d) %s", i+1, termtext.Clean(c.Text))
+			}
+		}
 		if len(ev.Diffs) > 0 {
 			if c := r.call(ev.CallID); !c.diffShown {
 				// What the edit would change, when its call did not show it.
@@ -391,6 +403,18 @@ func (r *renderer) prompt(ev *messages.Event) {
 			}
 		}
 	}
+}
+
+// actionWord is a permission's action as a verb: agy's grants name reads and
+// edits read_file and write_file.
+func actionWord(action string) string {
+	switch action {
+	case "read_file":
+		return "read"
+	case "write_file":
+		return "write"
+	}
+	return action
 }
 
 // ask draws the input hint for the question being answered (which can

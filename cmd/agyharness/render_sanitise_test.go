@@ -140,7 +140,7 @@ var renderedFields = []struct {
 	}, false},
 	{"diff of a permission", func(s string) []*messages.Event {
 		return []*messages.Event{{Type: messages.EventElicitationRequest, ElicitationID: "p1", CallID: "c9", Kind: messages.KindPermission,
-			Resource: &messages.Resource{Action: "write", Target: "/w/a"}, Diffs: []messages.FileDiff{{Path: s, NewText: s + "\n"}}}}
+			Resource: &messages.Resource{Action: "write_file", Target: "/w/a"}, Diffs: []messages.FileDiff{{Path: s, NewText: s + "\n"}}}}
 	}, false},
 	{"error from agy", func(s string) []*messages.Event {
 		return []*messages.Event{{Type: messages.EventError, Message: s}}

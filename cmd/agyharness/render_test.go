@@ -108,9 +108,32 @@ func TestRenderCommandOutputAsItGrows(t *testing.T) {
 	assert.NotContains(t, got, "line 20")
 }
 
+// agy's "always" rows, when offered, are listed numbered, their text
+// cleaned like all of agy's.
+func TestRenderPermissionListsAgysRows(t *testing.T) {
+	req := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", Kind: messages.KindPermission,
+		Command: &messages.CommandLine{Line: "pwd"},
+		Choices: []messages.Choice{{ID: "allow_once", Text: "Yes"}, {ID: "allow_always_conversation", Text: "Yes, and always allow 'p\x1b[2Jwd'"},
+			{ID: "allow_always_settings", Text: "Yes, persist"}, {ID: "deny", Text: "No"}}}
+	got := renderEvents(false, req)
+	assert.Contains(t, got, "  1) Yes\n  2) Yes, and always allow 'p")
+	assert.Contains(t, got, "  4) No\n")
+	assert.NotContains(t, got, "\x1b[2J")
+	two := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p2", Kind: messages.KindPermission,
+		Command: &messages.CommandLine{Line: "pwd"}, Choices: []messages.Choice{{ID: "allow_once", Text: "Yes"}, {ID: "deny", Text: "No"}}}
+	assert.NotContains(t, renderEvents(false, two), "1) Yes", "allow once and deny are y and n")
+}
+
+func TestRenderSaysAPermissionWasAllowedAlways(t *testing.T) {
+	req := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", Kind: messages.KindPermission, Command: &messages.CommandLine{Line: "pwd"}}
+	res := &messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "p1", Action: messages.ActionAccept, By: messages.ByHarness,
+		Choice: messages.ChoiceAllowAlwaysConversation}
+	assert.Contains(t, renderEvents(false, req, res), "✓ allowed always in this conversation: $ pwd\n")
+}
+
 func TestRenderPermissionShowsTheEditItWouldMake(t *testing.T) {
 	req := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", CallID: "e9", Kind: messages.KindPermission,
-		Resource: &messages.Resource{Action: "write", Target: "/w/x.go"},
+		Resource: &messages.Resource{Action: "write_file", Target: "/w/x.go"},
 		Diffs:    []messages.FileDiff{{Path: "/w/x.go", OldText: messages.Ptr("a\n"), NewText: "b\n", Line: 2}}}
 	got := renderEvents(false, req)
 	assert.Equal(t, "? agy wants to write /w/x.go\n  /w/x.go\n  @@ -2,1 +2,1 @@\n  -a\n  +b\n", got)

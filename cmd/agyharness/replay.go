@@ -101,6 +101,7 @@ type replayer struct {
 	header    bool
 	unbound   []string // turns the session typed before agy had a conversation
 	noConv    bool     // the session's no_conversation status was published
+	paneOwned bool     // the session owned agy's pane (a bind record says so)
 }
 
 func newReplayer(sessionID string, emit func(*messages.Event)) *replayer {
@@ -132,7 +133,7 @@ func (p *replayer) bind(conv string, t messages.Event) {
 		p.publish(t)
 	}
 	p.root = conv
-	p.recs[conv] = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: p.models})
+	p.recs[conv] = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: p.models, PaneOwned: p.paneOwned})
 	for _, text := range p.unbound {
 		p.recs[conv].ExpectTurn(text) // typed into a fresh agy before it had a conversation
 	}
@@ -151,6 +152,13 @@ func (p *replayer) apply(rec captureRecord) error {
 		}
 		p.header = true
 	case "bind":
+		var b struct {
+			PaneOwned bool `json:"pane_owned"`
+		}
+		if len(rec.Payload) > 0 {
+			_ = json.Unmarshal(rec.Payload, &b) // an older capture's bind has none
+		}
+		p.paneOwned = b.PaneOwned
 		p.bind(rec.ConversationID, stamp)
 	case "models":
 		var models map[string]wire.ModelInfo
@@ -209,6 +217,7 @@ func (p *replayer) apply(rec captureRecord) error {
 		for _, r := range p.recs {
 			if _, ok := r.Prompt(res.ElicitationID); ok {
 				r.AnswerInFlight(res.ElicitationID, res.Action)
+				r.ChoiceInFlight(res.ElicitationID, res.Choice)
 				break
 			}
 		}

@@ -263,6 +263,11 @@ func TestServeTwoSessionsSSEResume(t *testing.T) {
 			lastID = e.id
 		}
 	}
+	// serve owns no pane of agy's: allow once and deny only.
+	require.Len(t, perm.Choices, 2)
+	assert.Equal(t, []string{messages.ChoiceAllowOnce, messages.ChoiceDeny}, []string{perm.Choices[0].ID, perm.Choices[1].ID})
+	assert.Equal(t, http.StatusUnprocessableEntity, h.do("POST", eidPath(s1.ID, perm.ElicitationID), `{"choice":"allow_always_settings"}`, true, nil))
+	assert.Equal(t, http.StatusUnprocessableEntity, h.do("POST", eidPath(s1.ID, perm.ElicitationID), `{"choice":"always"}`, true, nil))
 	require.Equal(t, http.StatusAccepted, h.do("POST", eidPath(s1.ID, perm.ElicitationID), `{"action":"accept"}`, true, nil))
 
 	resumed := h.events(s1.ID, strconv.FormatUint(lastID, 10))

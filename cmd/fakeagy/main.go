@@ -36,9 +36,9 @@
 //	+-- agy asks --------------------------------
 //	| command ls -la                     agy's permission dialog; a question
 //	| Do you want to proceed?            lists its options 1. 2. ... instead
-//	|   1. Yes
-//	|   2. Yes, and always allow this in this conversation
-//	|   3. Yes, and always allow this
+//	| > 1. Yes
+//	|   2. Yes, and always allow in this conversation for commands that start with 'ls'
+//	|   3. Yes, and always allow for commands that start with 'ls' (Persist to settings.json)
 //	|   4. No
 //	| [1-4 then Enter; Esc declines]
 //	+--------------------------------------------
@@ -49,11 +49,17 @@
 // agy's conversation). It asks for bracketed paste: a paste (ESC[200~ ...
 // ESC[201~, what tmux paste-buffer -p sends) goes into the draft, line
 // breaks included; C-a goes to the start of the draft's line, C-e to its
-// end, C-k kills to its end. While a dialog is drawn it takes the keyboard:
-// a digit picks an option (several, for a multi-select question), Enter
-// acts on it (agytest.Server.AnswerFromTerminal: permission options 1 to 3
-// allow, 4 denies; a question gets the options picked), Escape declines
-// the prompt (a question with no responses, a permission denied). Ctrl-C,
+// end, C-k kills to its end. While a dialog is drawn it takes the keyboard
+// (tui_dialog.go): a digit or Up/Down moves the cursor to a row (a digit or
+// Space toggles one, in a multi-select question), Enter takes it
+// (agytest.Server.AnswerFromTerminal: a permission's "No" row denies, the
+// others allow, rows 2 and 3 also allow later matching prompts without a
+// dialog; a dialog of several questions shows them one at a time, Left goes
+// back, the last Enter answers them all), y and n allow once and deny a
+// permission, Escape declines the prompt (a question with no responses, a
+// permission denied). --sandbox gives a command's dialog agy's three rows
+// of a terminal sandbox; a file read or write outside the working directory
+// gets agy's three-row file-access dialog. Ctrl-C,
 // SIGINT, SIGTERM and SIGHUP (the terminal gone, e.g. its tmux session
 // killed) exit and restore the terminal.
 //
@@ -111,6 +117,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "log server activity to stderr")
 	tuiMode := fs.Bool("tui", false, "draw agy's terminal UI on stdout and take keys on stdin (needs a terminal)")
 	refresh := fs.Duration("tui-refresh", 50*time.Millisecond, "how often --tui reads the server for changes")
+	sandbox := fs.Bool("sandbox", false, "--tui: agy's terminal sandbox is on (a command's dialog has three rows: Yes, run without sandbox restrictions, No)")
 	logFile := fs.String("log", "", "write the log lines to this file instead of stderr")
 	conversation := &conversationFlag{}
 	fs.Var(conversation, "conversation", "start with one root conversation (default: none until the first turn is typed, as a fresh agy); --conversation ID resumes conversation ID of an earlier run, as agy's --conversation ID does")
@@ -220,7 +227,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	if tty != nil {
 		term := newTerminal(srv, stdout, *refresh)
 		term.height = tty.rows
+		term.dialogs.sandbox = *sandbox
 		dir, _ := os.Getwd()
+		term.dialogs.workspace = dir
 		term.start = newStartup(*start, dir)
 		tuiDone = make(chan error, 1)
 		go func() { tuiDone <- term.run(ctx, stdin) }()

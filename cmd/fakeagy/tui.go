@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -41,6 +39,12 @@ const (
 
 	keyPasteStart rune = -1
 	keyPasteEnd   rune = -2
+
+	// The arrow keys (ESC [ A..D, or ESC O A..D in application mode).
+	keyUp    rune = -3
+	keyDown  rune = -4
+	keyRight rune = -5
+	keyLeft  rune = -6
 )
 
 // clearScreen homes the cursor and clears the screen: every draw is a whole
@@ -52,16 +56,6 @@ const (
 	bracketedPasteOn  = "\x1b[?2004h"
 	bracketedPasteOff = "\x1b[?2004l"
 )
-
-// permissionOptions are the options of agy's permission dialog. agy's
-// are "1. Yes" ... "4. No" (recorded live); the words of 2 and 3, two
-// "always allow" variants, were not recorded: these are a guess.
-var permissionOptions = []string{
-	"Yes",
-	"Yes, and always allow this in this conversation",
-	"Yes, and always allow this",
-	"No",
-}
 
 // terminal is the minimal TUI of agy that fakeagy --tui draws: the active
 // conversation, a status line, the open prompt's dialog and the draft being
@@ -87,6 +81,9 @@ type terminal struct {
 	shown   map[promptKey]bool
 	history map[string]int
 
+	dialogs dialogOptions // how agy's dialogs look (tui_dialog.go)
+	grants  grants        // what agy's "always" rows allowed
+
 	start *startup // startup screens and the survey (startup.go); nil: none
 }
 
@@ -95,30 +92,6 @@ type promptKey struct {
 	conv  string
 	index int
 }
-
-// dialog is agy's prompt dialog on screen. Like agy's, it takes the
-// keyboard while drawn (what is typed goes into it, never into a turn), and
-// it stays drawn after its prompt was answered elsewhere (stale) until the
-// keys that close it: an option's digit(s) then Enter, or Escape.
-type dialog struct {
-	key    promptKey
-	ask    wire.Interaction
-	multi  bool   // its (first) question takes several options
-	stale  bool   // answered elsewhere
-	picked []int  // the options picked (1-based), in order
-	typed  []rune // text typed into the dialog: agy's filter/amend line, lost on Enter
-	// done is how many asks of its step were answered when it was drawn:
-	// agy asks again on the same step (a compound command's next segment)
-	// and redraws its dialog for the new ask.
-	done int
-	// kind is agy's name for what it asks when it is neither a permission
-	// nor a question ("filePermission", "elicitation", "browserAction", ...).
-	kind string
-}
-
-// fileAccessOptions are the rows of agy's dialog for a file outside the
-// workspace (antigravity-cli issues 289 and 324).
-var fileAccessOptions = []string{"Yes, allow access", "Yes, and always allow non-workspace access", "No, deny access"}
 
 func newTerminal(srv agyServer, out io.Writer, refresh time.Duration) *terminal {
 	if refresh <= 0 {
@@ -192,16 +165,17 @@ func (t *terminal) run(ctx context.Context, in io.Reader) error {
 	}
 }
 
-// key is one key press: a rune, Escape (keyEscape), or an end of a
-// bracketed paste. Other escape sequences (arrows, function keys) are
-// dropped.
+// key is one key press: a rune, Escape (keyEscape), an arrow (keyUp ...),
+// or an end of a bracketed paste. Other escape sequences (function keys)
+// are dropped.
 type key struct{ r rune }
 
 // parseKeys splits input into keys, and returns what is left of it: an
 // escape sequence or a UTF-8 character cut short by the end of the input,
 // to be completed by the next read. A lone ESC (or ESC before anything but
 // '[' or 'O') is Escape; ESC [ 200~ and ESC [ 201~ start and end a
-// bracketed paste; other ESC [ ... and ESC O x sequences are dropped.
+// bracketed paste; ESC [ A..D and ESC O A..D are the arrows; other
+// ESC [ ... and ESC O x sequences are dropped.
 func parseKeys(b []byte) ([]key, []byte) {
 	var keys []key
 	for len(b) > 0 {
@@ -219,6 +193,8 @@ func parseKeys(b []byte) ([]key, []byte) {
 					keys = append(keys, key{keyPasteStart})
 				case "201~":
 					keys = append(keys, key{keyPasteEnd})
+				case "A", "B", "C", "D":
+					keys = append(keys, key{arrow(b[i])})
 				}
 				b = b[i+1:]
 				continue
@@ -226,6 +202,9 @@ func parseKeys(b []byte) ([]key, []byte) {
 			if len(b) > 1 && b[1] == 'O' {
 				if len(b) == 2 {
 					return keys, b
+				}
+				if b[2] >= 'A' && b[2] <= 'D' {
+					keys = append(keys, key{arrow(b[2])})
 				}
 				b = b[3:]
 				continue
@@ -242,6 +221,11 @@ func parseKeys(b []byte) ([]key, []byte) {
 		b = b[n:]
 	}
 	return keys, nil
+}
+
+// arrow is the key of an arrow sequence's final byte (A up .. D left).
+func arrow(c byte) rune {
+	return [...]rune{keyUp, keyDown, keyRight, keyLeft}[c-'A']
 }
 
 // handle applies one key: to the dialog when one is drawn (as agy's dialogs
@@ -339,131 +323,6 @@ func (t *terminal) paste(r rune) {
 	t.insert(r)
 }
 
-// dialogKey applies a key to the dialog: a digit picks an option (toggles
-// it in a multi-select question), Enter acts on what was picked (answers
-// the prompt, or closes a stale dialog), Escape declines the prompt (or
-// closes a stale dialog). Anything else typed goes into the dialog's line,
-// and Enter then only clears that line: the dialog swallows it.
-func (t *terminal) dialogKey(k key) {
-	t.checkStale()
-	d := t.dialog
-	switch {
-	case k.r == keyEscape:
-		if !d.stale {
-			t.decline()
-		}
-		t.dialog = nil
-	case k.r == '\r' || k.r == '\n':
-		t.confirm()
-	case k.r == keyBackspace || k.r == keyCtrlH:
-		if len(d.typed) > 0 {
-			d.typed = d.typed[:len(d.typed)-1]
-		}
-	case k.r == keyCtrlK:
-		d.typed = d.typed[:0]
-	case len(d.typed) == 0 && k.r >= '1' && k.r <= '9':
-		n := int(k.r - '0')
-		switch {
-		case n > len(d.options()):
-			t.notice = fmt.Sprintf("no option %d", n)
-		case !d.multi:
-			d.picked = []int{n}
-		case slices.Contains(d.picked, n):
-			d.picked = slices.DeleteFunc(d.picked, func(p int) bool { return p == n })
-		default:
-			d.picked = append(d.picked, n)
-		}
-	case printable(k.r):
-		d.typed = append(d.typed, k.r)
-	}
-}
-
-// confirm is Enter in the dialog.
-func (t *terminal) confirm() {
-	d := t.dialog
-	switch {
-	case len(d.typed) > 0:
-		d.typed = d.typed[:0] // what was typed into the dialog is lost
-	case len(d.picked) == 0:
-		t.notice = fmt.Sprintf("pick an option (1-%d), or Esc", len(d.options()))
-	case d.stale:
-		t.dialog = nil
-	case d.ask.Permission != nil:
-		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: d.picked[0] != len(permissionOptions)}})
-	case d.ask.AskQuestion == nil:
-		t.answer(d.kindAnswer(d.picked[0] != len(d.options())))
-	default:
-		q := d.ask.AskQuestion.Questions[0]
-		var ids []string
-		for _, n := range d.picked {
-			ids = append(ids, q.Options[n-1].ID)
-		}
-		t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{{
-			Question: q.Question, SelectedOptionIDs: ids,
-		}}}})
-	}
-}
-
-// decline is Escape on an open prompt: agy declines it (a question with no
-// responses; a permission denied, as agy reports "User declined the tool
-// call").
-func (t *terminal) decline() {
-	if d := t.dialog; d.ask.Permission == nil && d.ask.AskQuestion == nil {
-		t.answer(d.kindAnswer(false))
-		return
-	}
-	if t.dialog.ask.Permission != nil {
-		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{}})
-		return
-	}
-	t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{}}})
-}
-
-// kindAnswer is the answer of a dialog for an interaction beyond a
-// permission or a question, in the shape of agy's schema.
-func (d *dialog) kindAnswer(yes bool) wire.InteractionResponse {
-	switch {
-	case d.ask.FilePermission != nil:
-		return wire.InteractionResponse{FilePermission: &wire.FilePermissionAnswer{Allow: yes, Scope: wire.PermissionScopeOnce, AbsolutePathURI: d.ask.FilePermission.AbsolutePathURI}}
-	case d.ask.Elicitation != nil:
-		action := "decline"
-		if yes {
-			action = "accept"
-		}
-		return wire.InteractionResponse{Elicitation: &wire.ElicitationAnswer{Action: action}}
-	}
-	// Any other kind: the fake takes any answer from its terminal.
-	return wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: yes}}
-}
-
-// answer answers the dialog's prompt from this terminal, and closes the
-// dialog, as agy's closes when the person answers in it. An answer agy
-// refuses (the prompt was answered elsewhere meanwhile) closes it too.
-func (t *terminal) answer(resp wire.InteractionResponse) {
-	if err := t.srv.AnswerFromTerminal(t.dialog.key.conv, resp); err != nil {
-		t.notice = err.Error()
-	}
-	t.dialog = nil
-}
-
-// checkStale marks the dialog stale once its step left WAITING (answered
-// over RPC, or gone).
-func (t *terminal) checkStale() {
-	d := t.dialog
-	if d == nil || d.stale {
-		return
-	}
-	s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index)
-	switch {
-	case !ok || s.Status != wire.StatusWaiting:
-		d.stale = true
-	case len(s.CompletedInteractions) != d.done && s.RequestedInteraction != nil:
-		// The same step asks again: agy redraws its dialog for the new ask
-		// (keys pressed now answer that one).
-		t.dialog = newDialog(d.key.conv, s)
-	}
-}
-
 func stepAt(steps []wire.Step, index int) (wire.Step, bool) {
 	for _, s := range steps {
 		if s.Index() == index {
@@ -471,67 +330,6 @@ func stepAt(steps []wire.Step, index int) (wire.Step, bool) {
 		}
 	}
 	return wire.Step{}, false
-}
-
-// options are the dialog's options: a permission's four, or its first
-// question's (agy's dialog shows one question at a time).
-func (d *dialog) options() []string {
-	switch {
-	case d.ask.Permission != nil:
-		return permissionOptions
-	case d.ask.FilePermission != nil:
-		return fileAccessOptions
-	case d.ask.AskQuestion == nil:
-		return []string{"Yes", "No"}
-	}
-	var texts []string
-	if qs := d.ask.AskQuestion.Questions; len(qs) > 0 {
-		for _, o := range qs[0].Options {
-			texts = append(texts, o.Text)
-		}
-	}
-	return texts
-}
-
-// newDialog is the dialog of a WAITING step.
-// nextDialog is the dialog of the first prompt not shown yet: one WAITING,
-// or one answered elsewhere since (shown stale, as agy's terminal keeps it).
-func (t *terminal) nextDialog(conv string, steps []wire.Step) *dialog {
-	for _, s := range steps {
-		key := promptKey{conv, s.Index()}
-		if s.RequestedInteraction == nil || t.shown[key] {
-			continue
-		}
-		answered := len(s.CompletedInteractions) > 0 && s.Index() >= t.history[conv]
-		if s.Status != wire.StatusWaiting && !answered {
-			continue
-		}
-		t.shown[key] = true
-		d := newDialog(conv, s)
-		d.stale = s.Status != wire.StatusWaiting
-		return d
-	}
-	return nil
-}
-
-func newDialog(conv string, s wire.Step) *dialog {
-	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction, done: len(s.CompletedInteractions)}
-	if d.ask.Permission == nil && d.ask.AskQuestion == nil {
-		d.kind = interactionName(s)
-	}
-	if d.ask.AskQuestion != nil && s.Metadata.ToolCall != nil {
-		// Whether a question takes several options is only in the tool
-		// call's arguments, as agy records it.
-		var args struct {
-			Questions []struct {
-				MultiSelect bool `json:"is_multi_select"`
-			} `json:"questions"`
-		}
-		if json.Unmarshal([]byte(s.Metadata.ToolCall.ArgumentsJSON), &args) == nil && len(args.Questions) > 0 {
-			d.multi = args.Questions[0].MultiSelect
-		}
-	}
-	return d
 }
 
 // update reads the server, opens the dialog of a prompt, marks a dialog
@@ -672,73 +470,4 @@ func statusWord(st wire.RunStatus) string {
 		return "idle"
 	}
 	return strings.ToLower(strings.TrimPrefix(string(st), "CASCADE_RUN_STATUS_"))
-}
-
-// dialogLines draws agy's prompt dialog: a permission asks "Do you want to
-// proceed?" with options 1 to 4, a question lists its options 1 to N (its
-// first question: agy's dialog shows one at a time); a picked option is
-// marked with *, text typed into the dialog shows on its own line.
-func dialogLines(d *dialog) []string {
-	lines := []string{"+-- agy asks ---------------------------------"}
-	opts := d.options()
-	switch {
-	case d.ask.Permission != nil:
-		what := d.ask.Permission.ActionDescription
-		if r := d.ask.Permission.Resource; r != nil {
-			what = strings.TrimSpace(r.Action + " " + r.Target)
-		}
-		lines = append(lines, "| "+what, "| Do you want to proceed?")
-	case d.ask.FilePermission != nil:
-		lines = append(lines, "| Read: "+strings.TrimPrefix(d.ask.FilePermission.AbsolutePathURI, "file://"), "| Reason: outside workspace", "| Allow access to this file?")
-	case d.ask.Elicitation != nil:
-		lines = append(lines, "| "+d.ask.Elicitation.ServerName+" (MCP) asks: "+d.ask.Elicitation.Message)
-	case d.ask.AskQuestion == nil:
-		lines = append(lines, "| agy asks: "+d.kind, "| Do you want to proceed?")
-	case d.ask.AskQuestion != nil && len(d.ask.AskQuestion.Questions) > 0:
-		qs := d.ask.AskQuestion.Questions
-		if len(qs) > 1 {
-			lines = append(lines, fmt.Sprintf("| (question 1 of %d)", len(qs)))
-		}
-		lines = append(lines, "| "+qs[0].Question)
-	}
-	for i, o := range opts {
-		mark := " "
-		if slices.Contains(d.picked, i+1) {
-			mark = "*"
-		}
-		lines = append(lines, fmt.Sprintf("| %s %d. %s", mark, i+1, o))
-	}
-	if len(d.typed) > 0 {
-		lines = append(lines, "| > "+strings.ReplaceAll(string(d.typed), "\n", " "))
-	}
-	several := ""
-	if d.multi {
-		several = ", several"
-	}
-	if d.stale {
-		lines = append(lines, fmt.Sprintf("| (answered elsewhere: 1-%d%s then Enter, or Esc, closes this)", len(opts), several))
-	} else {
-		lines = append(lines, fmt.Sprintf("| [1-%d%s then Enter; Esc declines]", len(opts), several))
-	}
-	return append(lines, "+---------------------------------------------")
-}
-
-// interactionName is the key of a step's requestedInteraction as agy sent
-// it ("" when there is none).
-func interactionName(s wire.Step) string {
-	var v struct {
-		RI map[string]json.RawMessage `json:"requestedInteraction"`
-	}
-	if json.Unmarshal(s.Raw, &v) != nil {
-		return ""
-	}
-	names := make([]string, 0, len(v.RI))
-	for k := range v.RI {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	if len(names) == 0 {
-		return ""
-	}
-	return names[0]
 }

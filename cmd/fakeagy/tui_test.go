@@ -157,7 +157,9 @@ func countUserInputs(srv *agytest.Server) int {
 	return n
 }
 
-const permissionDialog = "| command ls -la\n| Do you want to proceed?\n|   1. Yes\n|   2. Yes, and always allow this in this conversation\n|   3. Yes, and always allow this\n|   4. No\n"
+const permissionDialog = "| command ls -la\n| Do you want to proceed?\n| > 1. Yes\n" +
+	"|   2. Yes, and always allow in this conversation for commands that start with 'ls'\n" +
+	"|   3. Yes, and always allow for commands that start with 'ls' (Persist to settings.json)\n|   4. No\n"
 
 func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
@@ -169,10 +171,10 @@ func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	assert.Contains(t, screen, "$ ls -la")
 	assert.Contains(t, screen, "-- running --")
 
-	press(term, "\r")
-	assert.Contains(t, out.screen(), "! pick an option (1-4), or Esc")
+	press(term, "\x1b[B")
+	assert.Contains(t, out.screen(), "|   1. Yes\n| > 2. Yes, and always", "Down moves the cursor")
 	press(term, "1")
-	assert.Contains(t, out.screen(), "| * 1. Yes", "a digit picks its option")
+	assert.Contains(t, out.screen(), "| > 1. Yes", "a digit moves the cursor to its row")
 	press(term, "\r")
 	assert.NotContains(t, out.screen(), "Do you want to proceed?", "answering in the dialog closes it")
 	got := committed(t, srv, perm.Index())
@@ -184,12 +186,12 @@ func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	q := openPrompt(t, srv, wire.StepAskQuestion)
 	term.update()
 	screen = out.screen()
-	assert.Contains(t, screen, "| Which part should I focus on?\n|   1. The Go code\n|   2. The build setup\n|   3. The tests\n| [1-3 then Enter; Esc declines]")
+	assert.Contains(t, screen, "| Which part should I focus on?\n| > 1. The Go code\n|   2. The build setup\n|   3. The tests\n| [1-3 then Enter; Esc declines]")
 	press(term, "4")
 	assert.Contains(t, out.screen(), "! no option 4")
 	press(term, "3")
 	press(term, "2")
-	assert.Contains(t, out.screen(), "|   3. The tests", "a single-choice question keeps the last digit")
+	assert.Contains(t, out.screen(), "| > 2. The build setup\n|   3. The tests", "a single-choice question keeps the last digit")
 	press(term, "\r")
 	assert.NotContains(t, out.screen(), "[1-3")
 	got = committed(t, srv, q.Index())
@@ -220,10 +222,10 @@ func TestMultiSelectQuestionTakesSeveralDigits(t *testing.T) {
 	require.NoError(t, srv.TypeTurn("check it"))
 	q := openPrompt(t, srv, wire.StepAskQuestion)
 	term.update()
-	assert.Contains(t, out.screen(), "| [1-3, several then Enter; Esc declines]")
+	assert.Contains(t, out.screen(), "| [1-3, several (arrows, Space) then Enter; Esc declines]")
 	press(term, "132")
 	press(term, "3")
-	assert.Contains(t, out.screen(), "| * 1. vet\n| * 2. lint\n|   3. test", "a digit again unpicks its option")
+	assert.Contains(t, out.screen(), "| * 1. vet\n| * 2. lint\n| > 3. test", "a digit again unpicks its option")
 	press(term, "\r")
 	got := committed(t, srv, q.Index())
 	assert.Equal(t, []string{"1", "2"}, got.AskQuestion.Questions[0].SelectedOptionIDs)
@@ -290,12 +292,10 @@ func TestStaleDialogSwallowsTypingUntilItsKeysCloseIt(t *testing.T) {
 	assert.Contains(t, out.screen(), "answered elsewhere", "the dialog stays")
 	press(term, "7")
 	assert.Contains(t, out.screen(), "! no option 7")
-	press(term, "\r")
-	assert.Contains(t, out.screen(), "answered elsewhere", "Enter with no option picked leaves it")
 	press(term, "1\r")
 	screen = out.screen()
 	assert.NotContains(t, screen, "Do you want to proceed?", "its keys close it")
-	assert.Contains(t, screen, "|   1. The Go code", "once closed, the open question is drawn")
+	assert.Contains(t, screen, "| > 1. The Go code", "once closed, the open question is drawn")
 
 	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), wire.InteractionResponse{
 		TrajectoryID: q.TrajectoryID(), StepIndex: wire.Int(q.Index()),
@@ -376,7 +376,8 @@ func TestParseKeys(t *testing.T) {
 		"ab\r":                {[]rune{'a', 'b', '\r'}, ""},
 		"\x1b":                {[]rune{keyEscape}, ""},
 		"\x1b\x1b":            {[]rune{keyEscape, keyEscape}, ""},
-		"\x1b[A1":             {[]rune{'1'}, ""},
+		"\x1b[A1":             {[]rune{keyUp, '1'}, ""},
+		"\x1b[B\x1bOD \x1b[C": {[]rune{keyDown, keyLeft, ' ', keyRight}, ""},
 		"\x1b[1;5Cy":          {[]rune{'y'}, ""},
 		"\x1bOPn":             {[]rune{'n'}, ""},
 		"é\x7f":               {[]rune{'é', keyBackspace}, ""},
@@ -443,6 +444,119 @@ func TestPromptAnsweredBeforeItWasDrawnStillGetsItsDialog(t *testing.T) {
 	press(term, "4\r")
 	assert.NotContains(t, out.screen(), "Do you want to proceed?", "its keys close it")
 	assert.Equal(t, before, countUserInputs(srv), "and type no turn")
+}
+
+// A dialog of several questions shows one at a time: a single-select one
+// takes a digit then Enter, a multi-select one the arrows and Space then
+// Enter, Left goes back a question, and the last Enter answers them all.
+func TestQuestionDialogShowsOneQuestionAtATime(t *testing.T) {
+	srv, term, out := newTestTerminalWith(t, &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Ask(
+			agytest.QuestionSpec{Question: "Which language?", Options: []string{"Go", "Rust", "Zig"}},
+			agytest.QuestionSpec{Question: "Which extras?", Options: []string{"Tests", "Docs", "CI"}, MultiSelect: true},
+		),
+		agytest.Say("Set up.", 1),
+	}}}})
+	require.NoError(t, srv.TypeTurn("start a project"))
+	q := openPrompt(t, srv, wire.StepAskQuestion)
+	term.update()
+	assert.Contains(t, out.screen(), "| (question 1 of 2)\n| Which language?\n| > 1. Go")
+	assert.NotContains(t, out.screen(), "| Which extras?")
+	press(term, "2\r")
+	assert.Contains(t, out.screen(), "| (question 2 of 2)\n| Which extras?\n| > 1. Tests", "Enter takes the question, the next shows")
+	assert.Contains(t, out.screen(), "several (arrows, Space)")
+	press(term, "\x1b[D")
+	assert.Contains(t, out.screen(), "| (question 1 of 2)\n| Which language?\n|   1. Go\n| > 2. Rust", "Left goes back, to the row taken")
+	press(term, "\x1b[B\r")
+	assert.Contains(t, out.screen(), "| Which extras?")
+	press(term, " ")
+	press(term, "\x1b[B\x1b[B")
+	assert.Contains(t, out.screen(), "| * 1. Tests\n|   2. Docs\n| > 3. CI", "Space picked the first, Down moved on")
+	press(term, " \r")
+	assert.NotContains(t, out.screen(), "agy asks", "the last Enter answers the dialog")
+	got := committed(t, srv, q.Index())
+	require.Len(t, got.AskQuestion.Questions, 2)
+	assert.Equal(t, []string{"3"}, got.AskQuestion.Questions[0].SelectedOptionIDs, "the answer given going back")
+	assert.Equal(t, []string{"1", "3"}, got.AskQuestion.Questions[1].SelectedOptionIDs)
+	assert.Zero(t, srv.Calls("HandleCascadeUserInteraction"))
+}
+
+// Rows 2 and 3 allow, and keep a grant: a later prompt the grant covers is
+// allowed with no dialog, as agy's "always allow" does. Row 1 keeps none.
+func TestAlwaysRowsKeepAGrant(t *testing.T) {
+	for _, tc := range []struct {
+		keys    string
+		grants  bool
+		dialogs int
+	}{{"2\r", true, 1}, {"3\r", true, 1}, {"1\r", false, 2}} {
+		t.Run(tc.keys[:1], func(t *testing.T) {
+			srv, term, out := newTestTerminalWith(t, &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+				agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}),
+				agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}),
+				agytest.Say("Tested twice.", 1),
+			}}}})
+			require.NoError(t, srv.TypeTurn("test it twice"))
+			first := openPrompt(t, srv, wire.StepRunCommand)
+			term.update()
+			require.Contains(t, out.screen(), "commands that start with 'make'")
+			press(term, tc.keys)
+			assert.True(t, committed(t, srv, first.Index()).CompletedInteractions[0].Response.Permission.Allow)
+			dialogs := 1
+			require.Eventually(t, func() bool {
+				term.update()
+				if term.dialog != nil && term.dialog.key.index != first.Index() {
+					dialogs = 2
+					press(term, "1\r")
+				}
+				return srv.RunStatus(srv.ConversationID()) == wire.RunIdle
+			}, wait, time.Millisecond)
+			assert.Equal(t, tc.dialogs, dialogs)
+			assert.Zero(t, srv.Calls("HandleCascadeUserInteraction"))
+		})
+	}
+}
+
+// With agy's terminal sandbox on a command's dialog has three rows, and
+// "No" is the third; y and n allow once and deny at once.
+func TestSandboxDialogHasThreeRows(t *testing.T) {
+	srv, term, out := newTestTerminal(t)
+	term.dialogs.sandbox = true
+	require.NoError(t, srv.TypeTurn("what is here?"))
+	perm := openPrompt(t, srv, wire.StepRunCommand)
+	term.update()
+	assert.Contains(t, out.screen(), "| Do you want to proceed?\n| > 1. Yes\n|   2. Yes, and run without sandbox restrictions\n|   3. No\n| [1-3 then Enter; Esc declines]")
+	press(term, "3\r")
+	assert.False(t, committed(t, srv, perm.Index()).CompletedInteractions[0].Response.Permission.Allow)
+
+	srv2, term2, _ := newTestTerminal(t)
+	require.NoError(t, srv2.TypeTurn("what is here?"))
+	perm2 := openPrompt(t, srv2, wire.StepRunCommand)
+	term2.update()
+	press(term2, "n")
+	assert.True(t, term2.dialog == nil || term2.dialog.key.index != perm2.Index(), "n answers at once")
+	assert.False(t, committed(t, srv2, perm2.Index()).CompletedInteractions[0].Response.Permission.Allow)
+}
+
+// A file outside the workspace gets agy's file-access dialog: three rows,
+// the third "No, deny access".
+func TestFileAccessDialogOutsideTheWorkspace(t *testing.T) {
+	srv, term, out := newTestTerminalWith(t, &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Tool(agytest.ToolAction{Name: "read_file", Target: "/etc/hosts", NeedsApproval: true}),
+		agytest.Say("Not read.", 1),
+	}}}})
+	term.dialogs.workspace = "/w"
+	require.NoError(t, srv.TypeTurn("read the hosts file"))
+	var perm wire.Step
+	require.Eventually(t, func() bool {
+		s, ok := srv.OpenPrompt(srv.ConversationID())
+		perm = s
+		return ok
+	}, wait, time.Millisecond)
+	term.update()
+	assert.Contains(t, out.screen(), "| Read: /etc/hosts\n| Reason: outside workspace\n| Allow access to this file?\n"+
+		"| > 1. Yes, allow access\n|   2. Yes, and always allow non-workspace access\n|   3. No, deny access\n")
+	press(term, "3\r")
+	assert.False(t, committed(t, srv, perm.Index()).CompletedInteractions[0].Response.Permission.Allow)
 }
 
 // A compound command asked segment by segment on one step: once the first

@@ -82,7 +82,7 @@ func TestToolPermissionPrompt(t *testing.T) {
 	send(t, c, conv, "read it")
 	p := waitPrompt(t, srv, conv, 0)
 	assert.Equal(t, wire.StepGeneric, p.Type)
-	assert.Equal(t, &wire.Resource{Action: "read", Target: "/w/.env"}, p.RequestedInteraction.Permission.Resource)
+	assert.Equal(t, &wire.Resource{Action: "read_file", Target: "/w/.env"}, p.RequestedInteraction.Permission.Resource)
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(p, true)))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[p.Index()]

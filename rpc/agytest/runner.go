@@ -645,7 +645,7 @@ func (t *turnRun) tool(a ToolAction) error {
 	if err := t.pause(); err != nil {
 		return err
 	}
-	allowed, at, err := t.permission(idx, a.NeedsApproval, permissionAsk{resource: wire.Resource{Action: "read", Target: a.Target}, description: action})
+	allowed, at, err := t.permission(idx, a.NeedsApproval, permissionAsk{resource: wire.Resource{Action: "read_file", Target: a.Target}, description: action})
 	if err != nil || !allowed {
 		return err
 	}

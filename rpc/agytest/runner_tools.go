@@ -157,7 +157,7 @@ func (t *turnRun) edit(e EditAction) error {
 	if err := t.pause(); err != nil {
 		return err
 	}
-	allowed, at, err := t.permission(idx, e.NeedsApproval, permissionAsk{resource: wire.Resource{Action: "write", Target: e.Path}, description: action})
+	allowed, at, err := t.permission(idx, e.NeedsApproval, permissionAsk{resource: wire.Resource{Action: "write_file", Target: e.Path}, description: action})
 	if err != nil || !allowed {
 		return err
 	}

@@ -120,7 +120,7 @@ type QuestionSpec struct {
 
 // ToolAction is a file tool call: view_file (a VIEW_FILE step), list_dir
 // (LIST_DIRECTORY) or any other name, such as read_file (a GENERIC step).
-// NeedsApproval puts a permission prompt {action:"read", target} on it.
+// NeedsApproval puts a permission prompt {action:"read_file", target} on it.
 type ToolAction struct {
 	Name          string `json:"name"`
 	Target        string `json:"target"`

@@ -12,7 +12,7 @@ import (
 // for several chunks: a CODE_ACTION step with replacement chunks, then the
 // applied diff), or, with Create, a new file holding Content (write_to_file:
 // a CODE_ACTION creating the file). NeedsApproval puts a permission prompt
-// {action:"write", target: Path} on it; a denied edit changes nothing.
+// {action:"write_file", target: Path} on it; a denied edit changes nothing.
 type EditAction struct {
 	Path          string      `json:"path"`
 	Chunks        []EditChunk `json:"chunks,omitempty"`

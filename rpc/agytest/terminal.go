@@ -4,12 +4,16 @@ import (
 	"context"
 	"slices"
 	"sync"
+
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Terminal is agy's own terminal as a harness that owns it uses it: Type
 // types a turn there (TypeTurn: the first one mints the conversation of a
-// fresh server), Press presses keys, which it only records (the fake draws
-// no dialog; cmd/fakeagy --tui does). It satisfies actors.Terminal.
+// fresh server), Press presses keys, which it records; the fake draws no
+// dialog (cmd/fakeagy --tui does), but as agy's dialog does it takes row 2
+// or 3 and Enter ("Yes, and always allow ...") as allowing the active
+// conversation's open permission prompt. It satisfies actors.Terminal.
 type Terminal struct {
 	srv *Server
 
@@ -29,11 +33,18 @@ func (t *Terminal) Type(_ context.Context, text string) error {
 	return t.srv.TypeTurn(text)
 }
 
-// Press records keys pressed in agy's terminal.
+// Press records keys pressed in agy's terminal; row 2 or 3 and Enter
+// allow an open permission prompt of the active conversation.
 func (t *Terminal) Press(_ context.Context, keys ...string) error {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.pressed = append(t.pressed, slices.Clone(keys))
+	t.mu.Unlock()
+	if slices.Equal(keys, []string{"2", "Enter"}) || slices.Equal(keys, []string{"3", "Enter"}) {
+		conv := t.srv.ConversationID()
+		if p, ok := t.srv.OpenPrompt(conv); ok && p.RequestedInteraction != nil && p.RequestedInteraction.Permission != nil {
+			_ = t.srv.AnswerFromTerminal(conv, wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}})
+		}
+	}
 	return nil
 }
 

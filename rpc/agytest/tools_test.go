@@ -57,7 +57,7 @@ func TestToolStepsShapedLikeTheReference(t *testing.T) {
 	send(t, c, conv, "do everything")
 	p := waitPrompt(t, srv, conv, 0)
 	assert.Equal(t, wire.StepCodeAction, p.Type)
-	assert.Equal(t, &wire.Resource{Action: "write", Target: "/w/main.go"}, p.RequestedInteraction.Permission.Resource)
+	assert.Equal(t, &wire.Resource{Action: "write_file", Target: "/w/main.go"}, p.RequestedInteraction.Permission.Resource)
 	assert.Contains(t, string(p.Raw), `"replacementChunks"`, "the waiting step shows the edit")
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, wire.InteractionResponse{
 		TrajectoryID: p.TrajectoryID(), StepIndex: wire.Int(p.Index()), Permission: &wire.PermissionAnswer{Allow: true}}))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
@@ -311,7 +312,7 @@ func TestPermissionAllowedRunsTheCommand(t *testing.T) {
 	for _, o := range p.Options {
 		kinds = append(kinds, o.Kind)
 	}
-	assert.Equal(t, []sdk.PermissionOptionKind{sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindRejectOnce}, kinds, "no allow_always: agy cannot persist a grant")
+	assert.Equal(t, []sdk.PermissionOptionKind{sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindRejectOnce}, kinds, "no allow_always without agy's pane: agy's RPC cannot persist a grant")
 
 	var start *sdk.SessionUpdateToolCall
 	var done *sdk.SessionToolCallUpdate
@@ -853,4 +854,54 @@ func TestOpenRefusesACwdThatIsNoAbsoluteDirectory(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	assert.Empty(t, l.cwds, "no agy was launched")
+}
+
+// dialogTerm is agy's terminal with its permission dialog: rows 2 and 3
+// ("always") allow the open prompt, as agy's dialog does.
+type dialogTerm struct {
+	*agytest.Terminal
+	srv *agytest.Server
+}
+
+func (d *dialogTerm) Press(ctx context.Context, keys ...string) error {
+	if len(keys) > 0 && (keys[0] == "2" || keys[0] == "3") {
+		_ = d.srv.AnswerFromTerminal(d.srv.ConversationID(), wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}})
+	}
+	return d.Terminal.Press(ctx, keys...)
+}
+
+// Where the agent launched agy (it owns agy's pane), a permission request
+// offers agy's two "always" rows as allow_always options, the narrower
+// first; choosing one gives it with agy's keys in the pane, not over RPC.
+func TestPermissionAllowAlwaysIsGivenInAgysPane(t *testing.T) {
+	var l launches
+	opts := fake(scenario(
+		agytest.Run(agytest.CommandAction{Line: "make test", Output: "ok\n", NeedsApproval: true}),
+		agytest.Say("Tested.", 1),
+	))
+	opts.Conversation = false
+	var term *dialogTerm
+	r := startRigOn(t, opts, func(srv *agytest.Server, o *Options) {
+		term = &dialogTerm{Terminal: srv.Terminal(), srv: srv}
+		o.AttachPort, o.Launcher = 0, fakeLauncher(srv, term, &l)
+	})
+	r.client.permission = func(ctx context.Context, p sdk.RequestPermissionRequest) (sdk.RequestPermissionResponse, error) {
+		return sdk.RequestPermissionResponse{Outcome: sdk.NewRequestPermissionOutcomeSelected(sdk.PermissionOptionId(messages.ChoiceAllowAlwaysConversation))}, nil
+	}
+	sess := r.newSession(t)
+	res, err := r.prompt(t, sess.SessionId, "run the tests")
+	require.NoError(t, err)
+	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
+	require.Len(t, r.client.permissions, 1)
+	var kinds []sdk.PermissionOptionKind
+	var ids []sdk.PermissionOptionId
+	for _, o := range r.client.permissions[0].Options {
+		kinds, ids = append(kinds, o.Kind), append(ids, o.OptionId)
+	}
+	assert.Equal(t, []sdk.PermissionOptionKind{sdk.PermissionOptionKindAllowOnce, sdk.PermissionOptionKindAllowAlways,
+		sdk.PermissionOptionKindAllowAlways, sdk.PermissionOptionKindRejectOnce}, kinds)
+	assert.Equal(t, sdk.PermissionOptionId(messages.ChoiceAllowAlwaysConversation), ids[1], "the narrower always first")
+	assert.Contains(t, r.client.permissions[0].Options[1].Name, "in this conversation for commands that start with 'make'")
+	assert.Equal(t, [][]string{{"2", "Enter"}}, term.Pressed(), "agy's row 2, pressed in its pane")
+	assert.Zero(t, r.srv.Calls("HandleCascadeUserInteraction"), "no RPC answer")
 }

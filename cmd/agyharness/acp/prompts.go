@@ -12,7 +12,11 @@ import (
 )
 
 // Permission option ids offered for agy's permission prompts. agy's RPC
-// has no persistent grant, so there is no allow_always.
+// has no persistent grant: its "always" rows (allow_always options, ids the
+// elicitation's choice ids) are offered only where the session owns agy's
+// pane, and given with agy's keys there (docs/DECISIONS.md "agy's options 2
+// and 3"). The narrower (this conversation) comes first, for clients that
+// show one "always" button.
 const (
 	optionAllow  sdk.PermissionOptionId = "allow"
 	optionReject sdk.PermissionOptionId = "reject"
@@ -202,18 +206,43 @@ func (s *session) askPermission(ctx context.Context, ev *messages.Event, callID 
 			Content:   diffContent(ev.Diffs),
 			Locations: locations(ev.Locations),
 		},
-		Options: []sdk.PermissionOption{
-			{OptionId: optionAllow, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce},
-			{OptionId: optionReject, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce},
-		},
+		Options: permissionOptions(ev),
 	})
 	if err != nil {
 		return messages.Resolve{}, err
 	}
-	if sel := res.Outcome.Selected; sel != nil && sel.OptionId == optionAllow {
+	sel := res.Outcome.Selected
+	switch {
+	case sel == nil:
+	case sel.OptionId == optionAllow:
 		return messages.Resolve{Action: messages.ActionAccept}, nil
+	case messages.ChoiceAlways(string(sel.OptionId)) && offers(ev, string(sel.OptionId)):
+		return messages.Resolve{Action: messages.ActionAccept, Choice: string(sel.OptionId)}, nil
 	}
 	return messages.Resolve{Action: messages.ActionDecline}, nil
+}
+
+// permissionOptions are the ACP options of a permission request: allow
+// once, agy's "always" rows where the request offers them (allow_always,
+// named with agy's words), reject.
+func permissionOptions(ev *messages.Event) []sdk.PermissionOption {
+	opts := []sdk.PermissionOption{{OptionId: optionAllow, Name: "Allow", Kind: sdk.PermissionOptionKindAllowOnce}}
+	for _, c := range ev.Choices {
+		if messages.ChoiceAlways(c.ID) {
+			opts = append(opts, sdk.PermissionOption{OptionId: sdk.PermissionOptionId(c.ID), Name: c.Text, Kind: sdk.PermissionOptionKindAllowAlways})
+		}
+	}
+	return append(opts, sdk.PermissionOption{OptionId: optionReject, Name: "Reject", Kind: sdk.PermissionOptionKindRejectOnce})
+}
+
+// offers reports whether a permission request offers the choice.
+func offers(ev *messages.Event, choice string) bool {
+	for _, c := range ev.Choices {
+		if c.ID == choice {
+			return true
+		}
+	}
+	return false
 }
 
 // askMCP puts an MCP server's elicitation to the client: as a form with the
