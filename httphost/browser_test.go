@@ -303,6 +303,8 @@ func TestConsoleTurnPromptsAndDiffFromThePage(t *testing.T) {
 	tb.waitJS("the permission", `document.querySelector('#prompts form.prompt[aria-label="Permission"]')`)
 	perm := eval[string](tb, `document.querySelector('#prompts form.prompt[aria-label="Permission"]').textContent`)
 	assert.Contains(t, perm, "ls -la", "the command it asks to run")
+	rows := eval[[]string](tb, `[...document.querySelectorAll('#prompts form.prompt[aria-label="Permission"] button')].map(b => b.textContent)`)
+	assert.Equal(t, []string{"Yes", "No"}, rows, "agy's rows, as the request offers them: allow once and deny where no pane is owned")
 	// Tab to the permission's Allow, Enter.
 	tb.pressTabUntil(`#prompts form.prompt[aria-label="Permission"] button.primary`)
 	tb.run(chromedp.KeyEvent(kb.Enter))

@@ -570,7 +570,13 @@ function promptForm(ev, answer) {
     actions.append(b);
     return b;
   };
-  if (ev.kind === "permission") {
+  if (ev.kind === "permission" && (ev.choices || []).length && !qs.length) {
+    // agy's own rows: allow once, always (where the session owns agy's
+    // terminal), deny; each answered by its id.
+    for (const c of ev.choices) {
+      button(c.text || c.id, c.action === "accept" && c.id === "allow_once" ? "primary" : c.action === "accept" ? "" : "danger", () => ({ choice: c.id }));
+    }
+  } else if (ev.kind === "permission") {
     if (qs.length) button("Allow", "primary", () => ({ action: "accept", answers: answers() }));
     else button("Allow", "primary", () => ({ action: "accept" }));
     button("Deny", "danger", () => ({ action: "decline" }));
