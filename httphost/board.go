@@ -1,7 +1,6 @@
 package httphost
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -196,16 +195,9 @@ func (s *server) boardStream(w http.ResponseWriter, r *http.Request) {
 	bodyRead(w)
 	c := s.board.subscribe()
 	defer s.board.unsubscribe(c)
-	out := newSSEWriter(w, s.cfg.sseWriteTimeout)
-	defer out.finish()
-	stopWatch := context.AfterFunc(s.base, func() { out.stopping(s.cfg.sseEndGrace) })
-	defer stopWatch()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if out.write(": agyharness board\n\n") != nil {
+	out, stop, ok := s.openSSE(w, "board")
+	defer stop()
+	if !ok {
 		return
 	}
 	tick := time.NewTicker(s.cfg.heartbeat)

@@ -628,16 +628,9 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sess servedSessi
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Last-Event-ID %d is beyond the session's last event (%d): reconnect without it", after, n))
 		return
 	}
-	out := newSSEWriter(w, s.cfg.sseWriteTimeout)
-	defer out.finish()
-	stopWatch := context.AfterFunc(s.base, func() { out.stopping(s.cfg.sseEndGrace) })
-	defer stopWatch()
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if out.write(": agyharness events\n\n") != nil {
+	out, stop, ok := s.openSSE(w, "events")
+	defer stop()
+	if !ok {
 		return
 	}
 
@@ -684,6 +677,22 @@ type sseWriter struct {
 	mu       sync.Mutex
 	stopAt   time.Time // zero until the server stops
 	finished bool      // the handler returned: rc is not to be used
+}
+
+// openSSE answers 200 with an event stream and writes its first comment
+// (": agyharness NAME"). The stream's writes end when the host stops,
+// after its grace; stop finishes it. ok is false when the first write
+// failed (the client is gone).
+func (s *server) openSSE(w http.ResponseWriter, name string) (out *sseWriter, stop func(), ok bool) {
+	out = newSSEWriter(w, s.cfg.sseWriteTimeout)
+	stopWatch := context.AfterFunc(s.base, func() { out.stopping(s.cfg.sseEndGrace) })
+	stop = func() { stopWatch(); out.finish() }
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	return out, stop, out.write(": agyharness "+name+"\n\n") == nil
 }
 
 func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
