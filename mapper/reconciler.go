@@ -43,6 +43,8 @@ type Reconciler struct {
 
 	awaitingDetail bool // the last Apply deferred a question prompt (see AwaitingDetail)
 
+	turnError string // the text of the last final ERROR_MESSAGE of this turn ("" since the last user turn)
+
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
@@ -276,6 +278,8 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		r.planner(index, s, st, first)
 	case rpc.StepCheckpoint, rpc.StepConversationHistory, rpc.StepSystemMessage:
 		// Not conversation items.
+	case StepErrorMessage:
+		r.errorMessage(index, s, st)
 	default:
 		if isTool(s) {
 			r.tool(index, s, st, first)
@@ -400,6 +404,7 @@ func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
 		return // not filled in yet
 	}
 	st.userDone = true
+	r.turnError = ""
 	if text != "" {
 		e := r.event(messages.EventUserMessage, r.itemID(index, "user"))
 		e.Text = text

@@ -322,7 +322,8 @@ func TestStepTableRows(t *testing.T) {
 					assert.NotEqual(t, messages.EventUnknownStep, e.Type)
 				}
 				if typ == rpc.StepUserInput || typ == rpc.StepPlannerResponse ||
-					typ == rpc.StepCheckpoint || typ == rpc.StepConversationHistory || typ == rpc.StepSystemMessage {
+					typ == rpc.StepCheckpoint || typ == rpc.StepConversationHistory || typ == rpc.StepSystemMessage ||
+					typ == StepErrorMessage {
 					return // mapped before the table is asked
 				}
 				evs = newTestReconciler().Apply(FromSnapshot([]rpc.Step{stepOf(t, typ, rpc.StatusDone, `,"toolAction":"Doing"`, body)}, "", at(0)))
