@@ -96,7 +96,7 @@ func (r *Reconciler) AwaitingDetail() bool { return r.awaitingDetail }
 
 // openNew opens a prompt and reports it: elicitation_request, then waiting.
 func (r *Reconciler) openNew(p *Prompt) {
-	p.ElicitationID = r.cfg.ConversationID + "/prompt/" + strconv.Itoa(p.StepIndex)
+	p.ElicitationID = r.idBase(p.StepIndex) + "/prompt/" + strconv.Itoa(p.StepIndex)
 	req := p.Request
 	p.Request = r.event(messages.EventElicitationRequest, p.ElicitationID+"/request")
 	p.Request.ElicitationID = p.ElicitationID

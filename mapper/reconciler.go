@@ -56,6 +56,8 @@ type Reconciler struct {
 
 	totalIn, totalOut int64
 
+	rewinds rewindState
+
 	// Set for the duration of one Apply.
 	out []messages.Event
 	obs Observation
@@ -71,6 +73,10 @@ type slot struct {
 	raw      []byte
 	typ      rpc.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
+
+	epoch   int    // the rewinds before this slot was made: its ids carry it
+	created string // metadata.createdAt of its step: the step's identity at this index
+	cleared bool   // its step is CLEARED (rewound away, kept marked): nothing to map
 
 	// user turns
 	userDone bool
@@ -118,6 +124,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
 		statusIDs: make(map[string]int),
+		rewinds:   newRewindState(),
 	}
 }
 
@@ -207,6 +214,8 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 			end = at(n-1) + 1
 		}
 		r.stale = end < r.known
+		r.rewinds.end = end
+		r.shrunk()
 	}
 
 	if r.resume {
@@ -231,7 +240,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 
 // step maps one copy of the step at index.
 func (r *Reconciler) step(index int, s *rpc.Step) {
-	if index < 0 {
+	if index < 0 || r.retired(index, s) {
 		return
 	}
 	if index >= r.known {
@@ -250,13 +259,20 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		st.raw = raw
 		return
 	}
+	if st != nil && r.rewritten(index, st, s) {
+		st = nil // a rewind: the slot was dropped
+	}
+	if s.Status == rpc.StatusCleared {
+		r.cleared(index, st, h)
+		return
+	}
 	first := st == nil
 	if st != nil && s.Type != "" && st.typ != "" && s.Type != st.typ {
 		// The slot holds another step now (history rewritten): start over.
 		first = true
 	}
 	if first {
-		st = &slot{typ: s.Type}
+		st = &slot{typ: s.Type, epoch: r.rewinds.epoch, created: s.Metadata.CreatedAt}
 		r.slots[index] = st
 	}
 	st.hash, st.raw = h, raw
@@ -391,7 +407,7 @@ func (r *Reconciler) event(t messages.EventType, id string) messages.Event {
 func (r *Reconciler) emit(e messages.Event) { r.out = append(r.out, e) }
 
 func (r *Reconciler) itemID(index int, suffix string) string {
-	return r.cfg.ConversationID + "/" + strconv.Itoa(index) + "/" + suffix
+	return r.idBase(index) + "/" + strconv.Itoa(index) + "/" + suffix
 }
 
 // userInput maps a USER_INPUT step: user_message, model_changed, running.

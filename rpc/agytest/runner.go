@@ -22,6 +22,7 @@ type turnRequest struct {
 	model  string
 	source string
 	script *TurnScript // nil: picked from the scenario when the turn is queued
+	wake   bool        // a background task's notification: a SYSTEM_MESSAGE, no user turn
 }
 
 var errClosed = errors.New("agytest: server closed")
@@ -81,6 +82,17 @@ func (c *conversation) beginTurnLocked(ctx context.Context, req *turnRequest) *t
 	}
 	clear(c.lag)
 	now := time.Now()
+	if req.wake {
+		f := &fakeStep{step: rpc.Step{
+			Type:     rpc.StepSystemMessage,
+			Status:   rpc.StatusDone,
+			Metadata: rpc.StepMetadata{Source: rpc.SourceSystem, ExecutionID: t.execID, CreatedAt: timestamp(now), CompletedAt: timestamp(now)},
+		}}
+		f.setExtra("systemMessage", map[string]any{"message": req.text, "type": "task_notification"})
+		t.userInputIdx = c.appendLocked(f)
+		c.setStatusLocked(rpc.RunRunning)
+		return t
+	}
 	f := &fakeStep{step: rpc.Step{
 		Type:   rpc.StepUserInput,
 		Status: rpc.StatusDone,
@@ -133,7 +145,12 @@ func (c *conversation) work(ctx context.Context, cancel context.CancelFunc, t *t
 		c.running = false
 		c.prompt = nil
 		c.setStatusLocked(rpc.RunIdle)
+		wakes := c.wakes
+		c.wakes = nil
 		c.mu.Unlock()
+		if err == nil {
+			c.scheduleWakes(wakes)
+		}
 		return
 	}
 }
@@ -243,6 +260,10 @@ func (t *turnRun) run() (lagMode, error) {
 			err = t.subagent(*a.Subagent)
 		case a.Fail != "":
 			return t.lag(), t.fail(a.Fail)
+		case a.ProviderError != "":
+			return t.lag(), t.providerError(a.ProviderError)
+		case a.Task != nil:
+			err = t.task(*a.Task)
 		}
 		if err != nil {
 			return lagNone, err

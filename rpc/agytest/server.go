@@ -103,6 +103,9 @@ type Options struct {
 	// and was first streamed (TextTimes), for latency benchmarks. It costs
 	// a map entry per version.
 	RecordTimes bool
+	// NoBackgroundWakes keeps a finished background task (Action.Task)
+	// from waking agy: no SYSTEM_MESSAGE step, no run nobody typed.
+	NoBackgroundWakes bool
 }
 
 // DefaultMaxStepsPerRead is the cap on one GetCascadeTrajectorySteps answer
