@@ -167,7 +167,7 @@ func (p *poller) poll(ctx actor.Context) {
 	p.t.run(func(c context.Context) {
 		snap, err := readSnapshot(c, p.client, p.conv, withStatus, &p.window)
 		if err == nil {
-			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: p.cfg.Clock.Now()})
+			p.t.send(session, snap.read(p.gen, p.conv, p.cfg.Clock.Now()))
 		}
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:
@@ -186,6 +186,7 @@ type snapshot struct {
 	// step count, last user input): nothing moved while the steps were
 	// read. "" when not read, or when something moved.
 	status rpc.RunStatus
+	length int // the trajectory's length when status is set (both summaries agreed), else -1
 	// after is the second status read, conclusive or not.
 	after rpc.RunStatus
 }
@@ -226,17 +227,24 @@ func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bo
 	}
 	if !withStatus {
 		w.keep(steps, offset)
-		return snapshot{steps: steps, offset: offset}, nil
+		return snapshot{steps: steps, offset: offset, length: -1}, nil
 	}
 	after, err := summaryOf()
 	if err != nil {
 		return snapshot{}, err // the steps are not delivered: the next read starts where this one did
 	}
 	w.keep(steps, offset)
-	snap := snapshot{steps: steps, offset: offset, after: after.Status}
+	snap := snapshot{steps: steps, offset: offset, after: after.Status, length: -1}
 	if after.Status == before.Status && after.StepCount == before.StepCount &&
 		after.LastUserInputStepIndex == before.LastUserInputStepIndex && after.LastUserInputTime == before.LastUserInputTime {
 		snap.status = after.Status
+		snap.length = int(after.StepCount)
 	}
 	return snap, nil
+}
+
+// read is the snapshot as the session takes it.
+func (snap snapshot) read(gen messages.Gen, conv string, at time.Time) *messages.SnapshotRead {
+	return &messages.SnapshotRead{Gen: gen, ConversationID: conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status,
+		Length: max(snap.length, 0), HasLength: snap.length >= 0, Received: at}
 }

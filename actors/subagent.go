@@ -85,7 +85,7 @@ func (a *subagent) read(ctx actor.Context) {
 		a.window.forGen(gen)
 		snap, err := readSnapshot(c, client, a.conv, true, &a.window)
 		if err == nil {
-			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: a.cfg.Clock.Now()})
+			a.t.send(session, snap.read(gen, a.conv, a.cfg.Clock.Now()))
 		}
 		a.t.send(self, &subagentRead{gen: gen, status: snap.status, steps: snap.offset + len(snap.steps), err: err})
 	})

@@ -114,6 +114,12 @@ func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, con
 		if err != nil {
 			return nil, 0, err
 		}
+		if n == 0 && start > 0 && rewritten(w.prevFor(off), ws) {
+			// The step read last time at start is gone or another (a
+			// rewind to an earlier step): read it all again, in order.
+			start, off = 0, 0
+			continue
+		}
 		windows = append(windows, window{off: off, steps: ws})
 		if len(ws) == 0 {
 			break
@@ -176,4 +182,21 @@ func rereadBackwards(ctx context.Context, readFrom stepsFrom, windows []window) 
 // keep records a read that reached the session: the next one starts from it.
 func (w *trajectoryWindow) keep(steps []rpc.Step, offset int) {
 	w.offset, w.last = offset, steps
+}
+
+// rewritten reports whether a read's first step is no longer the step the
+// previous read had at that index: gone, another step (its createdAt), or
+// CLEARED since (agy's /rewind, in either shape).
+func rewritten(prev, next []rpc.Step) bool {
+	if len(prev) == 0 {
+		return false
+	}
+	if len(next) == 0 {
+		return true
+	}
+	a, b := &prev[0], &next[0]
+	if b.Status == rpc.StatusCleared && a.Status != rpc.StatusCleared {
+		return true
+	}
+	return a.Metadata.CreatedAt != "" && b.Metadata.CreatedAt != "" && a.Metadata.CreatedAt != b.Metadata.CreatedAt
 }

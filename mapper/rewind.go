@@ -45,6 +45,11 @@ func epochCallID(id string, epoch int) string {
 	return id + ":r" + strconv.Itoa(epoch)
 }
 
+// RewindSuspected reports whether the last snapshot gave a trajectory
+// shorter than the steps seen: the caller should read again soon, since a
+// second such read confirms a rewind.
+func (r *Reconciler) RewindSuspected() bool { return r.rewinds.shorter >= 0 }
+
 // Epoch is the number of rewinds the reconciler has seen.
 func (r *Reconciler) Epoch() int { return r.rewinds.epoch }
 

@@ -167,3 +167,51 @@ func (c *conversation) scheduleWakes(wakes []wake) {
 		}()
 	}
 }
+
+// Rewind is agy's /rewind on a conversation: the steps from index on are
+// cut off, and the next turn's steps take their indices (with
+// Options.RewindMarksCleared they stay, CLEARED, and new steps follow). A
+// conversation that is running cannot be rewound.
+func (s *Server) Rewind(conversationID string, index int) error {
+	c := s.lookup(conversationID)
+	if c == nil {
+		return fmt.Errorf("agytest: no conversation %s", conversationID)
+	}
+	return c.rewind(index)
+}
+
+func (c *conversation) rewind(index int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running {
+		return fmt.Errorf("conversation %s is running: interrupt it first", c.id)
+	}
+	if index < 0 || index >= len(c.steps) {
+		return fmt.Errorf("step %d out of range 0..%d", index, len(c.steps)-1)
+	}
+	clear(c.lag)
+	c.prompt = nil
+	c.wakes = nil
+	if c.srv.opts.RewindMarksCleared {
+		for i := index; i < len(c.steps); i++ {
+			c.steps[i].step.Status = rpc.StatusCleared
+			c.touchLocked(i)
+		}
+		return nil
+	}
+	c.steps = c.steps[:index]
+	if c.lastInputI >= index {
+		c.lastInputI = 0
+		for i := index - 1; i >= 0; i-- {
+			if c.steps[i].step.Type == rpc.StepUserInput {
+				c.lastInputI = i
+				break
+			}
+		}
+	}
+	for sub := range c.subs {
+		sub.markStatus() // a frame with the shorter totalLength
+	}
+	c.broadcastLocked()
+	return nil
+}

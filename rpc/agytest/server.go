@@ -106,6 +106,11 @@ type Options struct {
 	// NoBackgroundWakes keeps a finished background task (Action.Task)
 	// from waking agy: no SYSTEM_MESSAGE step, no run nobody typed.
 	NoBackgroundWakes bool
+	// RewindMarksCleared makes a rewind (Rewind, RevertToCascadeStep) keep
+	// the rewound steps with status CLEARED, new steps after them, instead
+	// of cutting the trajectory back so new steps take the freed indices.
+	// Nobody recorded which agy does; both are handled.
+	RewindMarksCleared bool
 }
 
 // DefaultMaxStepsPerRead is the cap on one GetCascadeTrajectorySteps answer
