@@ -60,7 +60,9 @@ func recordRewind(t *testing.T, thirdTurn bool) {
 			}
 		}
 	}
-	idle := func(ev *messages.Event) bool { return ev.Type == messages.EventStatus && ev.State == messages.StateIdle }
+	idle := func(ev *messages.Event) bool {
+		return ev.Type == messages.EventStatus && ev.State == messages.StateIdle
+	}
 	turn := func(text string) {
 		t.Helper()
 		require.NoError(t, sess.SendTurn(ctx, text, ""))
