@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
@@ -120,4 +121,66 @@ func TestSessionShowsARunNobodyTyped(t *testing.T) {
 	require.NotEmpty(t, running)
 	require.Equal(t, messages.StateRunning, running[0].State, dump(after))
 	statusNeverRepeats(t, r.ev.all())
+}
+
+// TestSubagentsAsAgy119: children listed by an INVOKE_SUBAGENT step DONE at
+// spawn, their summaries typed CASCADE like a root's: the session mirrors
+// each child (its title from its role), never takes one for a /clear
+// rotation, and the parent's turn closes after them. The legacy shape
+// (Options.LegacySubagents) still works.
+func TestSubagentsAsAgy119(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		name := "1.1.9"
+		if legacy {
+			name = "legacy"
+		}
+		t.Run(name, func(t *testing.T) {
+			sc := scenario(
+				agytest.Action{Subagent: &agytest.SubagentAction{Count: 2, Task: "look around", Role: "Explorer", Actions: []agytest.Action{
+					agytest.Think("Looking."),
+					agytest.Say("Child done, with an answer that takes a while to stream out.", 20),
+				}}},
+				agytest.Say("Both children finished.", 2),
+			)
+			r := newRig(t, agytest.Options{Conversation: true, Scenario: sc, LegacySubagents: legacy, ChunkDelay: 5 * time.Millisecond}, actors.Spec{})
+			root := r.s.ConversationID()
+			r.ev.waitIdleAfter(t, r.turn("delegate"))
+			var children []string
+			for _, c := range r.srv.Conversations() {
+				if c != root {
+					children = append(children, c)
+				}
+			}
+			require.Len(t, children, 2)
+			for _, child := range children {
+				msg := r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
+				require.Equal(t, root, msg.ParentConversationID)
+				itemsOnce(t, r.srv, child, r.ev.all())
+			}
+			require.Empty(t, ofType(r.ev.all(), messages.EventConversationRotated), "a child is never a rotation")
+			require.Equal(t, root, r.s.ConversationID())
+			call := r.ev.waitFor(t, messages.EventFunctionCall, func(ev *messages.Event) bool { return ev.Name == "invoke_subagent" })
+			var spawn rpc.Step
+			for _, st := range r.srv.GroundTruth(root) {
+				if st.Type == rpc.StepInvokeSubagent {
+					spawn = st
+				}
+			}
+			require.NotNil(t, spawn.InvokeSubagent)
+			if legacy {
+				require.Empty(t, spawn.InvokeSubagent.Subagents)
+				return
+			}
+			require.Equal(t, []rpc.SubagentSpec{{Role: "Explorer 1", TypeName: "general"}, {Role: "Explorer 2", TypeName: "general"}}, spawn.InvokeSubagent.Subagents)
+			require.Equal(t, "Subagents: Explorer 1, Explorer 2", call.Title)
+			// DONE at spawn: before the children's own answers were written.
+			childDone := ""
+			for _, st := range r.srv.GroundTruth(children[0]) {
+				if st.Type == rpc.StepPlannerResponse {
+					childDone = st.Metadata.CompletedAt
+				}
+			}
+			require.Less(t, spawn.Metadata.CompletedAt, childDone, "the spawning step ends before its child does")
+		})
+	}
 }

@@ -1333,6 +1333,8 @@ func invokeSubagentCall(v stepView, d *callDetail) {
 		d.title = "Subagent " + b.SubagentName
 	case b.Prompt != "":
 		d.title = "Subagent: " + oneLine(b.Prompt)
+	default:
+		d.title = subagentsTitle(v.s) // agy 1.1.9's list of subagents
 	}
 }
 
@@ -1345,6 +1347,12 @@ func invokeSubagentResult(v stepView, d *resultDetail) {
 	if ids := ChildConversations(v.s); len(ids) > 0 {
 		if out != "" {
 			out += "\n"
+		}
+		titles := childTitles(v.s)
+		for i, id := range ids {
+			if t := titles[id]; t != "" {
+				ids[i] = id + " (" + oneLine(t) + ")"
+			}
 		}
 		out += "subagents: " + strings.Join(ids, ", ")
 	}

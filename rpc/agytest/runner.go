@@ -681,22 +681,36 @@ func (t *turnRun) subagent(a SubagentAction) error {
 	if err != nil {
 		return err
 	}
+	legacy := t.srv.opts.LegacySubagents
 	f := t.toolStep(rpc.StepInvokeSubagent, call, order, summary, action)
 	f.step.Status = rpc.StatusRunning
 	f.step.InvokeSubagent = &rpc.InvokeSubagent{}
-	for _, id := range ids {
+	for i, id := range ids {
 		f.step.InvokeSubagent.Results = append(f.step.InvokeSubagent.Results, rpc.SubagentResult{ConversationID: id})
+		if !legacy {
+			f.step.InvokeSubagent.Subagents = append(f.step.InvokeSubagent.Subagents, subagentSpec(a, i))
+		}
 	}
 	idx := t.add(f)
+	done := func(f *fakeStep) {
+		f.step.Status = rpc.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+	}
+	if !legacy {
+		// Fire and forget: DONE at spawn, the children run on.
+		if err := t.pause(); err != nil {
+			return err
+		}
+		t.update(idx, done)
+	}
 	for _, ch := range children {
 		if err := ch.waitIdle(t.ctx); err != nil {
 			return err
 		}
 	}
-	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
-		f.step.Metadata.CompletedAt = timestamp(time.Now())
-	})
+	if legacy {
+		t.commit(idx, done)
+	}
 	return nil
 }
 

@@ -215,3 +215,18 @@ func (c *conversation) rewind(index int) error {
 	c.broadcastLocked()
 	return nil
 }
+
+// subagentSpec is the i-th child's entry in invokeSubagent.subagents.
+func subagentSpec(a SubagentAction, i int) rpc.SubagentSpec {
+	role, typ := a.Role, a.TypeName
+	if role == "" {
+		role = "Subagent"
+	}
+	if a.Count > 1 {
+		role += " " + strconv.Itoa(i+1)
+	}
+	if typ == "" {
+		typ = "general"
+	}
+	return rpc.SubagentSpec{Role: role, TypeName: typ}
+}

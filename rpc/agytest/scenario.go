@@ -126,11 +126,17 @@ type ToolAction struct {
 }
 
 // SubagentAction spawns Count child conversations, each running Actions on
-// Task; the parent's INVOKE_SUBAGENT step stays RUNNING until all are idle.
+// Task. As agy 1.1.9 does, the parent's INVOKE_SUBAGENT step lists them
+// (subagents[]{role, typeName}, results[]{conversationId}) and is DONE at
+// spawn while the children run on; the parent's turn goes on once they are
+// idle. Options.LegacySubagents keeps the older shape (the step RUNNING
+// until all are idle, no list, summaries typed SUBAGENT).
 type SubagentAction struct {
-	Count   int      `json:"count"`
-	Task    string   `json:"task,omitempty"`
-	Actions []Action `json:"actions"`
+	Count    int      `json:"count"`
+	Task     string   `json:"task,omitempty"`
+	Role     string   `json:"role,omitempty"`      // each child's role ("Subagent" by default; numbered when Count > 1)
+	TypeName string   `json:"type_name,omitempty"` // the children's agent type ("general" by default)
+	Actions  []Action `json:"actions"`
 }
 
 // Think returns a think action.
