@@ -8,8 +8,9 @@ import (
 )
 
 // turnKinds are the kinds of turn the driver sends; each matches one script
-// of campaignScenario by its keyword.
-var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent"}
+// of campaignScenario by its keyword, but "rewind": agy's /rewind of the
+// last turn (RevertToCascadeStep over RPC), then a text turn in its place.
+var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent", "quota", "background", "rewind"}
 
 // allTurnKinds are every kind campaignScenario knows: turnKinds and
 // "essay", a long answer for throughput runs (--turn-kinds essay).
@@ -50,6 +51,14 @@ func campaignScenario() *agytest.Scenario {
 			agytest.Search(agytest.SearchAction{Tool: "grep_search", Query: "TODO", Path: "/w", Hits: []agytest.SearchHit{{Path: "/w/main.go", Line: 3, Text: "// TODO"}}}),
 			agytest.Edit(agytest.EditAction{Path: "/w/main.go", Chunks: []agytest.EditChunk{{Old: "// TODO\n", New: "// done\n", Line: 3}}}),
 			agytest.Say("Read, listed, searched and edited.", 2),
+		}},
+		{Match: "quota", Actions: []agytest.Action{
+			agytest.Think("Calling the model."),
+			agytest.ProviderErr(agytest.ProviderQuota),
+		}},
+		{Match: "background", Actions: []agytest.Action{
+			agytest.Task(agytest.TaskAction{Line: "make test", After: 30, Reply: backgroundReply}),
+			agytest.Say("Started the tests in the background.", 2),
 		}},
 		{Match: "subagent", Actions: []agytest.Action{
 			agytest.Subagents(2, "Look at one module.",
