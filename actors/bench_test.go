@@ -12,13 +12,14 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 const benchConv = "c0ffee00-0000-4000-8000-000000000000"
 
 // benchHistory is a finished trajectory of n steps as a snapshot decodes
 // it: turns, answers, commands and checkpoints in turn.
-func benchHistory(tb testing.TB, n int) []rpc.Step {
+func benchHistory(tb testing.TB, n int) []wire.Step {
 	var b strings.Builder
 	b.WriteString("[")
 	for i := range n {
@@ -39,7 +40,7 @@ func benchHistory(tb testing.TB, n int) []rpc.Step {
 		}
 	}
 	b.WriteString("]")
-	var steps []rpc.Step
+	var steps []wire.Step
 	if err := json.Unmarshal([]byte(b.String()), &steps); err != nil {
 		tb.Fatal(err)
 	}
@@ -122,7 +123,7 @@ type benchSession struct {
 	fresh   func() // applies the history again to a new reconciler
 }
 
-func newBenchSession(hist []rpc.Step) *benchSession {
+func newBenchSession(hist []wire.Step) *benchSession {
 	bs := &benchSession{wg: &sync.WaitGroup{}}
 	core := newSessionShared(Spec{SessionID: "bench"}, Config{}.withDefaults(), bs.wg, &pumps{abandon: make(chan struct{})}, nil)
 	sub := core.firstSubscription()
@@ -134,7 +135,7 @@ func newBenchSession(hist []rpc.Step) *benchSession {
 	bs.fresh = func() {
 		bs.s.convs.root = nil
 		bs.s.bindConversation(benchConv)
-		bs.s.apply(nil, benchConv, mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
+		bs.s.apply(nil, benchConv, mapper.FromSnapshot(hist, wire.RunRunning, time.Now()))
 	}
 	bs.fresh()
 	return bs
@@ -155,7 +156,7 @@ func TestSessionFrameBenchmarkPath(t *testing.T) {
 	sub := core.firstSubscription()
 	s := newSession(core).incarnate().(*session)
 	s.bindConversation(benchConv)
-	s.apply(nil, benchConv, mapper.FromSnapshot(benchHistory(t, 9), rpc.RunRunning, time.Now()))
+	s.apply(nil, benchConv, mapper.FromSnapshot(benchHistory(t, 9), wire.RunRunning, time.Now()))
 	text := ""
 	for range 3 {
 		text += "chunk "

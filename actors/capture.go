@@ -7,6 +7,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Recorder receives everything a session reads and the decisions that shape
@@ -28,7 +29,7 @@ import (
 type Recorder func(kind, conv string, payload json.RawMessage, t time.Time)
 
 // rawSteps returns each step's bytes as agy sent them.
-func rawSteps(steps []rpc.Step) []json.RawMessage {
+func rawSteps(steps []wire.Step) []json.RawMessage {
 	out := make([]json.RawMessage, len(steps))
 	for i := range steps {
 		if len(steps[i].Raw) > 0 {
@@ -44,14 +45,14 @@ func rawSteps(steps []rpc.Step) []json.RawMessage {
 type SnapshotCapture struct {
 	Steps     []json.RawMessage `json:"steps"`
 	Offset    int               `json:"offset,omitempty"` // the trajectory index the read started at
-	RunStatus rpc.RunStatus     `json:"runStatus,omitempty"`
+	RunStatus wire.RunStatus    `json:"runStatus,omitempty"`
 	// Length is the trajectory's length by the summaries read around the
 	// steps, when they agreed (absent: unknown).
 	Length *int `json:"length,omitempty"`
 }
 
 // Observation is the snapshot as the mapper takes it, at t.
-func (c *SnapshotCapture) Observation(steps []rpc.Step, t time.Time) mapper.Observation {
+func (c *SnapshotCapture) Observation(steps []wire.Step, t time.Time) mapper.Observation {
 	obs := mapper.FromWindow(steps, c.Offset, c.RunStatus, t)
 	if c.Length != nil {
 		obs = obs.WithLength(*c.Length)
@@ -62,15 +63,15 @@ func (c *SnapshotCapture) Observation(steps []rpc.Step, t time.Time) mapper.Obse
 func captureFrame(f *rpc.StreamFrame) json.RawMessage {
 	u := f.Update
 	type stepsUpdate struct {
-		Indices     []rpc.Int         `json:"indices,omitempty"`
+		Indices     []wire.Int        `json:"indices,omitempty"`
 		Steps       []json.RawMessage `json:"steps,omitempty"`
-		TotalLength rpc.Int           `json:"totalLength,omitempty"`
+		TotalLength wire.Int          `json:"totalLength,omitempty"`
 	}
 	var frame struct {
 		Update struct {
-			ConversationID       string        `json:"conversationId,omitempty"`
-			TrajectoryID         string        `json:"trajectoryId,omitempty"`
-			Status               rpc.RunStatus `json:"status,omitempty"`
+			ConversationID       string         `json:"conversationId,omitempty"`
+			TrajectoryID         string         `json:"trajectoryId,omitempty"`
+			Status               wire.RunStatus `json:"status,omitempty"`
 			MainTrajectoryUpdate struct {
 				StepsUpdate stepsUpdate `json:"stepsUpdate"`
 			} `json:"mainTrajectoryUpdate"`

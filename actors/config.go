@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/rpc"
 )
 
 // ReadMode says how a session reads agy's trajectory.
@@ -26,7 +29,7 @@ func ParseReadMode(s string) (ReadMode, error) {
 	case ReadBoth, ReadStream, ReadPoll:
 		return m, nil
 	}
-	return "", fmt.Errorf("unknown read mode %q: want both, stream or poll", s)
+	return "", fmt.Errorf("actors: unknown read mode %q: want both, stream or poll", s)
 }
 
 // Config configures a Host. The zero value is usable: NewHost fills every
@@ -100,6 +103,22 @@ type Config struct {
 	// Default 5.
 	DeliveryAttempts int
 
+	// MaxMessageSize bounds one answer of agy's (a unary answer's body, a
+	// stream frame): rpc.DefaultMaxMessageSize (16 MiB) when zero. A stream
+	// frame over it is skipped (the poller reads what it carried); a steps
+	// answer over it is read past where it can be, the steps skipped
+	// reported in a retryable error event.
+	MaxMessageSize int
+	// ReadBackoffMax caps the backoff of the poller's reads while agy's
+	// steps answer is over MaxMessageSize and cannot be read past (they
+	// back off from PollFast, doubling). Default 1m.
+	ReadBackoffMax time.Duration
+	// StepWindow is how many of a conversation's latest step indices a
+	// session keeps whole (mapper.Config.Window): older finished steps are
+	// dropped from memory, a fingerprint of 4 bytes kept. Default
+	// mapper.DefaultWindow (2048).
+	StepWindow int
+
 	// EventLog is how many recent events a session keeps for resuming
 	// subscribers (Last-Event-ID). Default 4096.
 	EventLog int
@@ -132,6 +151,13 @@ func (c Config) withDefaults() Config {
 	def(&c.RestartBackoffMin, 50*time.Millisecond)
 	def(&c.RestartBackoffMax, 5*time.Second)
 	def(&c.RestartWindow, time.Minute)
+	def(&c.ReadBackoffMax, time.Minute)
+	if c.MaxMessageSize <= 0 {
+		c.MaxMessageSize = rpc.DefaultMaxMessageSize
+	}
+	if c.StepWindow <= 0 {
+		c.StepWindow = mapper.DefaultWindow
+	}
 	def(&c.InterruptDeadline, 10*time.Second)
 	def(&c.PromptRetryWait, 2*time.Minute)
 	def(&c.TypedTurnTimeout, 30*time.Second)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/asynkron/protoactor-go/actor"
@@ -49,8 +50,8 @@ type discovery struct {
 // loopbackListeners the machine's (variables for tests: a restricted /proc
 // cannot be made as root, and a test must not probe other processes).
 var (
-	listenersOf       = rpc.CandidatePorts
-	loopbackListeners = rpc.LoopbackListeners
+	listenersOf       = agyproc.CandidatePorts
+	loopbackListeners = agyproc.LoopbackListeners
 )
 
 // maxProbeTimeout caps how long one probe may wait for a slow agy.
@@ -148,7 +149,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, probe
 	}
 	token := spec.CSRFToken
 	if token == "" && spec.PID > 0 {
-		token = rpc.CSRFTokenFromCmdline(spec.PID) // agy's own --csrf_token
+		token = agyproc.CSRFTokenFromCmdline(spec.PID) // agy's own --csrf_token
 	}
 	// Probe clients live for a few calls: no health check, whose timer
 	// would keep each of them, closed, alive for its 30 s.
@@ -165,7 +166,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, probe
 		var err error
 		owned, err = candidatePorts(spec)
 		switch {
-		case errors.Is(err, rpc.ErrListenersHidden):
+		case errors.Is(err, agyproc.ErrListenersHidden):
 			hidden = true
 		case err != nil:
 			return nil, nil, err
@@ -176,7 +177,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, probe
 	// alone first: cheap, and right unless stale.
 	var hints []int
 	if spec.LogFile != "" {
-		p, ok, err := rpc.PortFromLogFile(spec.LogFile)
+		p, ok, err := agyproc.PortFromLogFile(spec.LogFile)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("log file: %w", err))
@@ -185,7 +186,7 @@ func discoverOnce(ctx context.Context, spec Spec, conv string, pin []byte, probe
 		}
 	}
 	if spec.PID > 0 {
-		if _, p, ok := rpc.AddressFromProcess(spec.PID); ok && !slices.Contains(hints, p) {
+		if _, p, ok := agyproc.AddressFromProcess(spec.PID); ok && !slices.Contains(hints, p) {
 			hints = append(hints, p)
 		}
 	}

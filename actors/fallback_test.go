@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
@@ -28,13 +28,13 @@ func TestDiscoveryFallsBackWhenAgysListenersCannotBeRead(t *testing.T) {
 	require.NoError(t, agy.Start())
 	t.Cleanup(func() { _ = agy.Process.Kill(); _ = agy.Wait() })
 	listenersOf = func(pid int) ([]int, error) {
-		return nil, fmt.Errorf("%w: process %d: permission denied", rpc.ErrListenersHidden, pid)
+		return nil, fmt.Errorf("%w: process %d: permission denied", agyproc.ErrListenersHidden, pid)
 	}
-	t.Cleanup(func() { listenersOf = rpc.CandidatePorts })
+	t.Cleanup(func() { listenersOf = agyproc.CandidatePorts })
 	// The machine's listeners, as far as this test may probe: its own.
 	stranger := agytest.Start(t, agytest.Options{Conversation: true, Seed: 99})
 	loopbackListeners = func(int) []int { return []int{stranger.Port(), srv.Port()} }
-	t.Cleanup(func() { loopbackListeners = rpc.LoopbackListeners })
+	t.Cleanup(func() { loopbackListeners = agyproc.LoopbackListeners })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	spec := Spec{PID: agy.Process.Pid}

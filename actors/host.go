@@ -121,7 +121,7 @@ func (h *Host) Attach(ctx context.Context, spec Spec) (*Session, error) {
 		spec.ReadMode = ReadBoth
 	}
 	if _, err := ParseReadMode(string(spec.ReadMode)); err != nil {
-		return nil, fmt.Errorf("actors: attach: %w", err)
+		return nil, fmt.Errorf("actors: attach: unknown read mode %q: want both, stream or poll", spec.ReadMode)
 	}
 	switch spec.Turns {
 	case "":

@@ -28,8 +28,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
@@ -153,7 +153,7 @@ func nextPortFromLog(t *testing.T, path string, not int) int {
 	require.Eventually(t, func() bool {
 		data, _ := os.ReadFile(path)
 		for _, line := range strings.Split(string(data), "\n") {
-			if p, ok := rpc.PortFromLogLine(line); ok && p != not {
+			if p, ok := agyproc.PortFromLogLine(line); ok && p != not {
 				port = p
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -124,7 +125,7 @@ func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prom
 	if rerr != nil {
 		return &deliveryOutcome{step: idx, err: rerr}
 	}
-	if len(again) > 0 && mapper.Indexer(again, idx)(0) == idx && again[0].Status == rpc.StatusWaiting {
+	if len(again) > 0 && mapper.Indexer(again, idx)(0) == idx && again[0].Status == wire.StatusWaiting {
 		return &deliveryOutcome{step: idx, err: fmt.Errorf("agy refused the answer for WAITING step %d: %w", idx, err), shape: true}
 	}
 	return &deliveryOutcome{step: idx, err: err, waitRetry: true}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
 )
@@ -154,6 +156,10 @@ func TestSubscriptionKeepsOrderAcrossHandoffs(t *testing.T) {
 // TestSubscriptionHandsOverWithoutThePump: events pushed while the
 // consumer waits on C are handed over by Push itself, not by the pump.
 func TestSubscriptionHandsOverWithoutThePump(t *testing.T) {
+	synctest.Test(t, testSubscriptionHandsOverWithoutThePump)
+}
+
+func testSubscriptionHandsOverWithoutThePump(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
 	sub := newSubscription(4, p)
 	got := make(chan *messages.Event)
@@ -168,14 +174,14 @@ func TestSubscriptionHandsOverWithoutThePump(t *testing.T) {
 		defer sub.mu.Unlock()
 		return sub.handedOver
 	}
-	// A push finds the consumer waiting on C once it is back there: push
-	// until one is handed over (each arrives, in order, either way).
-	deadline := time.Now().Add(10 * time.Second)
-	for seq := uint64(1); handedOver() == 0; seq++ {
-		require.True(t, time.Now().Before(deadline), "no event went straight to the consumer")
+	// Once every goroutine in the bubble is blocked (synctest.Wait), the
+	// consumer waits on C and the pump has nothing in flight: each push
+	// hands its event over itself.
+	for seq := uint64(1); seq <= 3; seq++ {
+		synctest.Wait()
 		require.True(t, sub.push(delta(seq, "a", "x")))
+		require.Equal(t, seq, handedOver(), "the event went straight to the consumer")
 		require.Equal(t, seq, (<-got).Seq)
-		runtime.Gosched() // the consumer's turn to get back to C
 	}
 	sub.finish()
 	_, open := <-got
@@ -260,7 +266,7 @@ func TestRotationRule(t *testing.T) {
 }
 
 func TestRecommendedModel(t *testing.T) {
-	cat := map[string]rpc.ModelInfo{
+	cat := map[string]wire.ModelInfo{
 		"M2": {Model: "M2"}, "M1": {Model: "M1"}, "M3": {Model: "M3", Recommended: true},
 	}
 	require.Equal(t, "M3", recommended(cat))

@@ -17,6 +17,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Behaviours of agy recorded live (issue 19), each against the fake doing
@@ -39,7 +40,7 @@ func TestParkedPromptNotStreamedIsFoundWithinThePollInterval(t *testing.T) {
 			assert.Equal(t, "make deploy", req.Command.Line)
 			waiting := r.ev.waitFor(t, messages.EventStatus, func(ev *messages.Event) bool { return ev.Seq > seq && ev.State == messages.StateWaiting })
 			assert.Greater(t, waiting.Seq, req.Seq, "waiting comes from the WAITING step")
-			assert.Equal(t, rpc.RunRunning, srv.RunStatus(r.s.ConversationID()), "agy reports RUNNING while parked")
+			assert.Equal(t, wire.RunRunning, srv.RunStatus(r.s.ConversationID()), "agy reports RUNNING while parked")
 			require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
 			r.ev.waitIdleAfter(t, req.Seq)
 			itemsOnce(t, srv, r.s.ConversationID(), r.ev.all())

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -22,7 +23,12 @@ import (
 // succeeds. Each read goes to the session as *messages.SnapshotRead.
 //
 // A transient error just waits for the next tick. A lost port is a failure
-// (the session re-discovers).
+// (the session re-discovers). An answer over the client's limit
+// (rpc.ErrMessageTooLarge) is read past where it can be (the steps skipped
+// are reported); when it cannot, the reads back off exponentially (from
+// Config.PollFast to Config.ReadBackoffMax, on the host's clock, a ReadNow
+// waiting for them too) until one fits. Both go to the session as
+// *readOverLimit: a failure once per run of them, each skip once.
 type poller struct {
 	child
 	mode ReadMode
@@ -43,6 +49,19 @@ type poller struct {
 	// ReadNows, paid the last one a successful read with status began
 	// after. A read already running when a ReadNow arrives does not pay it.
 	due, paid int
+	// overLimit counts the reads in a row that failed on an answer over
+	// the client's limit: the next one waits a backoff.
+	overLimit int
+}
+
+// readOverLimit is sent by the poller to its session when agy's answer of
+// the steps is over the client's limit: the read failed (skipped nil; the
+// first failure of a run only), or went on past steps it skipped. No reply.
+type readOverLimit struct {
+	gen     messages.Gen
+	conv    string
+	err     error
+	skipped *skippedSteps
 }
 
 // pollTick and pollDone are the poller's own messages.
@@ -66,6 +85,8 @@ func newPoller(c child, mode ReadMode, from int) actor.Actor {
 // the stream up reads only on request).
 func (p *poller) interval() time.Duration {
 	switch {
+	case p.overLimit > 0:
+		return backoff(p.overLimit, p.cfg.PollFast, p.cfg.ReadBackoffMax)
 	case p.owes() || !p.streamUp || p.mode == ReadPoll:
 		return p.cfg.PollFast
 	case p.active:
@@ -109,11 +130,15 @@ func (p *poller) Receive(ctx actor.Context) {
 			p.readNow = true
 			return
 		}
+		if p.overLimit > 0 {
+			p.arm(ctx) // the backoff's tick reads
+			return
+		}
 		p.poll(ctx)
 	case *messages.StreamState:
 		if m.Gen == p.gen {
 			p.streamUp = m.Up
-			if !m.Up && !p.busy {
+			if !m.Up && !p.busy && p.overLimit == 0 {
 				p.poll(ctx)
 			} else {
 				p.arm(ctx)
@@ -126,6 +151,19 @@ func (p *poller) Receive(ctx actor.Context) {
 		}
 		if m.settled && m.due > p.paid {
 			p.paid = m.due
+		}
+		switch {
+		case m.err != nil && errors.Is(m.err, rpc.ErrMessageTooLarge):
+			if p.overLimit == 0 {
+				ctx.Send(ctx.Parent(), &readOverLimit{gen: p.gen, conv: p.conv, err: m.err})
+			}
+			p.overLimit++
+			p.readNow = false
+			p.tickArmed = false // the tick pending is too soon: arm the backoff's
+			p.arm(ctx)
+			return
+		case m.err == nil:
+			p.overLimit = 0
 		}
 		if p.readNow {
 			// A read that began before the ReadNow may have read the steps
@@ -165,14 +203,20 @@ func (p *poller) poll(ctx actor.Context) {
 	due := p.due
 	self, session := ctx.Self(), ctx.Parent()
 	p.t.run(func(c context.Context) {
-		snap, err := readSnapshot(c, p.client, p.conv, withStatus, &p.window)
+		deliver := func(steps []wire.Step, offset int) {
+			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: steps, Offset: offset, Received: p.cfg.Clock.Now()})
+		}
+		snap, err := readSnapshot(c, p.client, p.conv, withStatus, &p.window, deliver)
 		if err == nil {
+			if snap.skipped != nil {
+				p.t.send(session, &readOverLimit{gen: p.gen, conv: p.conv, err: snap.skipped.err, skipped: snap.skipped})
+			}
 			p.t.send(session, snap.read(p.gen, p.conv, p.cfg.Clock.Now()))
 		}
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:
 		// its own IDLE will be owed a read).
-		settled := err == nil && withStatus && (snap.status != "" || snap.after == rpc.RunRunning || snap.after == rpc.RunBusy)
+		settled := err == nil && withStatus && (snap.status != "" || snap.after == wire.RunRunning || snap.after == wire.RunBusy)
 		p.t.send(self, &pollDone{settled: settled, due: due, err: err})
 	})
 }
@@ -180,21 +224,25 @@ func (p *poller) poll(ctx actor.Context) {
 // snapshot is one read of a conversation's steps, with its run status
 // read around them.
 type snapshot struct {
-	steps  []rpc.Step
+	steps  []wire.Step
 	offset int // the trajectory index steps start at
 	// status is the run status when the two status reads agree (status,
 	// step count, last user input): nothing moved while the steps were
 	// read. "" when not read, or when something moved.
-	status rpc.RunStatus
+	status wire.RunStatus
 	length int // the trajectory's length when status is set (both summaries agreed), else -1
 	// after is the second status read, conclusive or not.
-	after rpc.RunStatus
+	after wire.RunStatus
+	// skipped: steps the read could not read (an answer over the limit).
+	skipped *skippedSteps
 }
 
 // readSnapshot reads a conversation's steps from the ones that can still
 // change (w) and, when withStatus, its trajectory summary before and after
 // them. The caller must deliver a snapshot returned without error: w
-// starts the next read from it. The status goes with the steps only when the two summaries agree:
+// starts the next read from it. Steps at rest read on the way go to
+// deliver before the read ends (a long history is handed on window by
+// window); deliver must hand them to the session as they come. The status goes with the steps only when the two summaries agree:
 // equal IDLE statuses alone do not prove the steps were read at rest, since
 // a whole turn can start and end between the two reads, and steps read in
 // its middle (each terminal, the next not yet written) would close the turn
@@ -202,7 +250,7 @@ type snapshot struct {
 // lastModifiedTime is not compared: idle must not hinge on one field that
 // an agy build could move at rest (nothing promises it does not), and a
 // turn that changes no step count cannot end between two IDLE reads.
-func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, w *trajectoryWindow) (snapshot, error) {
+func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, w *trajectoryWindow, deliver func(steps []wire.Step, offset int)) (snapshot, error) {
 	summaryOf := func() (rpc.TrajectorySummary, error) {
 		all, err := c.GetAllCascadeTrajectories(ctx)
 		if err != nil {
@@ -221,20 +269,25 @@ func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bo
 			stepCount = int(before.StepCount)
 		}
 	}
-	steps, offset, err := w.read(ctx, c, conv, stepCount)
+	hooks := readHooks{deliver: deliver, count: func(context.Context) (int, error) {
+		sum, err := summaryOf()
+		return int(sum.StepCount), err
+	}}
+	rd, err := w.read(ctx, c, conv, stepCount, hooks)
 	if err != nil {
 		return snapshot{}, err
 	}
+	snap := snapshot{steps: rd.steps, offset: rd.offset, skipped: rd.skipped, length: -1}
 	if !withStatus {
-		w.keep(steps, offset)
-		return snapshot{steps: steps, offset: offset, length: -1}, nil
+		w.keep(rd.steps, rd.offset)
+		return snap, nil
 	}
 	after, err := summaryOf()
 	if err != nil {
 		return snapshot{}, err // the steps are not delivered: the next read starts where this one did
 	}
-	w.keep(steps, offset)
-	snap := snapshot{steps: steps, offset: offset, after: after.Status, length: -1}
+	w.keep(rd.steps, rd.offset)
+	snap.after = after.Status
 	if after.Status == before.Status && after.StepCount == before.StepCount &&
 		after.LastUserInputStepIndex == before.LastUserInputStepIndex && after.LastUserInputTime == before.LastUserInputTime {
 		snap.status = after.Status

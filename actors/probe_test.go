@@ -14,6 +14,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -223,8 +224,8 @@ func TestTurnSenderInterruptFindsAPromptPastOneWindow(t *testing.T) {
 	r.system.Root.RequestWithCustomSender(r.child, &messages.StopRun{Conversations: []messages.ConversationFrom{{ConversationID: conv, From: 0}}}, r.parent)
 	res := expect[*messages.TurnResult](r, nil)
 	require.NoError(t, res.Err)
-	assert.Equal(t, rpc.StatusDone, srv.Steps(conv)[waiting].Status, "declined: the step left WAITING")
-	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
+	assert.Equal(t, wire.StatusDone, srv.Steps(conv)[waiting].Status, "declined: the step left WAITING")
+	assert.Equal(t, wire.RunIdle, srv.RunStatus(conv))
 }
 
 func testCfg() Config {
@@ -275,7 +276,7 @@ func openPrompt(t *testing.T, line string) (*agytest.Server, *rpc.Client, mapper
 		agytest.Say("Done.", 1),
 	}}}}})
 	require.NoError(t, srv.TypeTurn("go"))
-	var step rpc.Step
+	var step wire.Step
 	require.Eventually(t, func() bool {
 		var ok bool
 		step, ok = srv.OpenPrompt(srv.ConversationID())
@@ -308,10 +309,10 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout}) // the first ask expires at once
 	require.NoError(t, srv.TypeTurn("go"))
 	conv := srv.ConversationID()
-	var expired, retry rpc.Step
+	var expired, retry wire.Step
 	require.Eventually(t, func() bool {
 		for _, st := range srv.Steps(conv) {
-			if st.Type == rpc.StepRunCommand && st.Status == rpc.StatusError {
+			if st.Type == wire.StepRunCommand && st.Status == wire.StatusError {
 				expired = st
 			}
 		}
@@ -352,7 +353,7 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 	first := expect[*messages.SnapshotRead](r, nil)
 	second := expect[*messages.SnapshotRead](r, nil)
 	require.Equal(t, messages.Gen(2), second.Gen)
-	require.Equal(t, rpc.RunIdle, second.RunStatus, "the owed read carries the status")
+	require.Equal(t, wire.RunIdle, second.RunStatus, "the owed read carries the status")
 	require.Equal(t, conv, first.ConversationID)
 	require.Equal(t, 2, srv.Calls(rpc.MethodGetCascadeTrajectorySteps), "a read already running did not pay for the ReadNow")
 	require.Equal(t, 4, srv.Calls(rpc.MethodGetAllCascadeTrajectories), "two reads with the status, each between two status reads")

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -32,7 +32,7 @@ func fakeAgyProcess(t *testing.T, args ...string) (*exec.Cmd, <-chan int) {
 		defer close(ports)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
-			if p, ok := rpc.PortFromLogLine(sc.Text()); ok {
+			if p, ok := agyproc.PortFromLogLine(sc.Text()); ok {
 				ports <- p
 			}
 		}

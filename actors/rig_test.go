@@ -12,8 +12,8 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -280,16 +280,16 @@ func itemsOnce(t *testing.T, srv *agytest.Server, conv string, evs []*messages.E
 	want := map[messages.EventType]int{}
 	for _, st := range srv.GroundTruth(conv) {
 		switch st.Type {
-		case rpc.StepUserInput:
+		case wire.StepUserInput:
 			want[messages.EventUserMessage]++
-		case rpc.StepPlannerResponse:
+		case wire.StepPlannerResponse:
 			// A planner step that ended (DONE, or cut by an interrupt) with
 			// text is committed as one message.
 			if st.Status.Terminal() && st.PlannerResponse != nil &&
 				(st.PlannerResponse.Response != "" || st.PlannerResponse.ModifiedResponse != "") {
 				want[messages.EventMessage]++
 			}
-		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent:
+		case wire.StepRunCommand, wire.StepViewFile, wire.StepListDirectory, wire.StepGeneric, wire.StepAskQuestion, wire.StepInvokeSubagent:
 			want[messages.EventFunctionCall]++
 			want[messages.EventFunctionCallOutput]++
 		}

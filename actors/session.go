@@ -144,6 +144,14 @@ func (s *session) Receive(ctx actor.Context) {
 		if m.Gen == s.link.gen {
 			s.setStreamUp(ctx, m.Up)
 		}
+	case *frameSkipped:
+		if m.gen == s.link.gen {
+			s.onFrameSkipped(ctx, m)
+		}
+	case *readOverLimit:
+		if m.gen == s.link.gen {
+			s.onReadOverLimit(ctx, m)
+		}
 	case *messages.SnapshotRead:
 		if m.Gen == s.link.gen {
 			s.onSnapshot(ctx, m)

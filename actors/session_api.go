@@ -104,7 +104,7 @@ func (s *Session) SendTurn(ctx context.Context, text, model string) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.TurnResult).Err
+	return named(res.(*messages.TurnResult).Err)
 }
 
 // Resolve answers an open elicitation. An error means the command was
@@ -115,7 +115,7 @@ func (s *Session) Resolve(ctx context.Context, r messages.Resolve) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.ResolveAccepted).Err
+	return named(res.(*messages.ResolveAccepted).Err)
 }
 
 // Interrupt stops the running cascade; it returns once agy reports IDLE.
@@ -124,7 +124,16 @@ func (s *Session) Interrupt(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return res.(*messages.TurnResult).Err
+	return named(res.(*messages.TurnResult).Err)
+}
+
+// named gives an error of the session actor's the package's name, as it
+// leaves the package (the actor's own errors do not carry it).
+func named(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("actors: %w", err)
 }
 
 // Do runs a driver command (turn, resolve, interrupt, detach): the form the
@@ -140,7 +149,7 @@ func (s *Session) Do(ctx context.Context, c messages.Command) error {
 	case messages.CommandDetach:
 		return s.Detach(ctx)
 	}
-	return fmt.Errorf("unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)
+	return fmt.Errorf("actors: unknown command type %q (want turn, resolve, interrupt or detach)", c.Type)
 }
 
 // Detach stops the session: its children stop, its RPCs are cancelled, and
@@ -166,7 +175,7 @@ func (s *Session) Detach(ctx context.Context) error {
 func (s *Session) Done() <-chan struct{} { return s.shared.done }
 
 // Err says why the session stopped (nil after Detach or Shutdown).
-func (s *Session) Err() error { return s.shared.view.Load().err }
+func (s *Session) Err() error { return named(s.shared.view.Load().err) }
 
 // Stats are a session's counters.
 type Stats struct {

@@ -28,6 +28,7 @@ func TestOpenElicitationsAndAResolvedOneRefused(t *testing.T) {
 	err := r.resolve(messages.Resolve{ElicitationID: "nope", Action: messages.ActionAccept})
 	require.ErrorIs(t, err, actors.ErrUnknownElicitation)
 	assert.NotErrorIs(t, err, actors.ErrElicitationResolved, "never open: unknown, not resolved")
+	assert.EqualError(t, err, `actors: resolve: no open elicitation "nope"`, "named once by the package")
 
 	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
 	r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })

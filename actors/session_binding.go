@@ -59,7 +59,7 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 		return
 	}
 	client, err := rpc.NewClient(rpc.Config{Host: s.shared.spec.Host, Port: m.Port, Pin: m.Pin,
-		CSRFToken: m.CSRFToken, OnError: s.shared.countRPCError})
+		CSRFToken: m.CSRFToken, OnError: s.shared.countRPCError, MaxMessageSize: s.cfg.MaxMessageSize})
 	if err != nil {
 		// Discovery probed with the same host and port: this cannot be.
 		s.endWithError(ctx, fmt.Sprintf("agy's port %d: %v", m.Port, err))

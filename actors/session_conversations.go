@@ -1,9 +1,11 @@
 package actors
 
 import (
+	"fmt"
+
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -14,7 +16,7 @@ import (
 type conversations struct {
 	root         *mapper.Reconciler
 	rootConv     string
-	models       map[string]rpc.ModelInfo
+	models       map[string]wire.ModelInfo
 	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler
 	childrenDone map[string]bool               // subagents mirrored to the end
 	orphans      map[string]bool               // children of a root left by a rotation
@@ -74,14 +76,14 @@ func (s *session) bindConversation(conv string) {
 		return
 	}
 	s.convs.rootConv = conv
-	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models})
+	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, Window: s.cfg.StepWindow})
 	for _, tt := range s.desk.typed {
 		s.convs.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
 	}
 	s.record("bind", conv, nil, s.now()) // "": agy's port, no conversation yet
 }
 
-func (s *session) setModels(models map[string]rpc.ModelInfo) {
+func (s *session) setModels(models map[string]wire.ModelInfo) {
 	s.convs.models = models
 	s.record("models", s.conv(), models, s.now())
 	s.convs.root.SetModels(models)
@@ -126,7 +128,7 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 	}
 	s.tellFrame(ctx, m.received)
 	s.apply(ctx, s.conv(), mapper.FromFrame(m.frame, m.received))
-	if up.Status == rpc.RunIdle {
+	if up.Status == wire.RunIdle {
 		// agy can report IDLE before its last steps are flushed: read once more.
 		s.readNow(ctx)
 	} else if n := int(up.MainTrajectoryUpdate.StepsUpdate.TotalLength); n > 0 && s.convs.root != nil && n < s.convs.root.Steps() {
@@ -134,6 +136,34 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 		// reads with the summary tell it from a stale frame.
 		s.readNow(ctx)
 	}
+}
+
+// onFrameSkipped has the poller read what a frame over the limit carried
+// (agy's first frame of a long conversation: every step), window by
+// window. Nothing is lost: no error event; a warning, once a stream.
+func (s *session) onFrameSkipped(ctx actor.Context, m *frameSkipped) {
+	if m.first {
+		s.cfg.Logger.Warn("a stream frame over the limit was skipped; reading the steps instead",
+			"session", s.shared.spec.SessionID, "limit", s.cfg.MaxMessageSize, "err", m.err)
+	}
+	s.readNow(ctx)
+}
+
+// onReadOverLimit tells the driver that agy's answer of the steps is over
+// the limit: retryable, as the reads go on (past the steps skipped, or
+// with backoff). The poller sends a failure once per run of them, and each
+// skip once.
+func (s *session) onReadOverLimit(ctx actor.Context, m *readOverLimit) {
+	var msg string
+	if sk := m.skipped; sk != nil {
+		msg = fmt.Sprintf("agy's answer of the steps of %s is over the limit of %d bytes: steps %d to %d were not read, reading from %d on (%v)",
+			m.conv, s.cfg.MaxMessageSize, sk.from, sk.to-1, sk.to, m.err)
+	} else {
+		msg = fmt.Sprintf("agy's answer of the steps of %s is over the limit of %d bytes and cannot be read past: reading again with backoff (%v)",
+			m.conv, s.cfg.MaxMessageSize, m.err)
+	}
+	s.cfg.Logger.Warn(msg, "session", s.shared.spec.SessionID)
+	s.publishError(ctx, msg, true)
 }
 
 // apply runs an observation through the conversation's reconciler and
@@ -203,7 +233,7 @@ func (s *session) syncSubagents(ctx actor.Context) {
 	for _, c := range s.convs.root.Children() {
 		if _, ok := s.convs.children[c.ConversationID]; !ok {
 			s.convs.children[c.ConversationID] = mapper.NewReconciler(mapper.Config{
-				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.convs.models,
+				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.convs.models, Window: s.cfg.StepWindow,
 			})
 		}
 		if _, ok := s.convs.mirrors[c.ConversationID]; ok || s.convs.childrenDone[c.ConversationID] {

@@ -13,6 +13,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -114,7 +115,7 @@ func TestCommandApprovalAcceptedAndDeclined(t *testing.T) {
 	// agy recorded exactly the answers we gave.
 	var allows []bool
 	for _, st := range r.srv.GroundTruth(r.s.ConversationID()) {
-		if st.Type == rpc.StepRunCommand {
+		if st.Type == wire.StepRunCommand {
 			require.Len(t, st.CompletedInteractions, 1)
 			allows = append(allows, st.CompletedInteractions[0].Response.Permission != nil && st.CompletedInteractions[0].Response.Permission.Allow)
 		}
@@ -177,9 +178,9 @@ func TestQuestionAnsweredWithOneAndSeveralOptionsAndWriteIn(t *testing.T) {
 	res2 := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req2.ElicitationID })
 	r.ev.waitIdleAfter(t, res2.Seq)
 
-	var answers [][]rpc.QuestionResponse
+	var answers [][]wire.QuestionResponse
 	for _, st := range r.srv.GroundTruth(r.s.ConversationID()) {
-		if st.Type == rpc.StepAskQuestion && st.Status == rpc.StatusDone {
+		if st.Type == wire.StepAskQuestion && st.Status == wire.StatusDone {
 			require.Len(t, st.CompletedInteractions, 1)
 			answers = append(answers, st.CompletedInteractions[0].Response.AskQuestion.Responses)
 		}
@@ -206,11 +207,11 @@ func TestPromptTimesOutBeforeAnswerAndIsDeliveredToRetry(t *testing.T) {
 	conv := r.s.ConversationID()
 	first := -1
 	for _, st := range r.srv.Steps(conv) {
-		if st.Type == rpc.StepRunCommand && first < 0 {
+		if st.Type == wire.StepRunCommand && first < 0 {
 			first = st.Index()
 		}
 	}
-	var retry rpc.Step
+	var retry wire.Step
 	require.Eventually(t, func() bool {
 		st, ok := r.srv.OpenPrompt(conv)
 		retry = st
@@ -237,9 +238,9 @@ func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
 	conv := r.s.ConversationID()
 	st, ok := r.srv.OpenPrompt(conv)
 	require.True(t, ok)
-	require.NoError(t, r.srv.AnswerFromTerminal(conv, rpc.InteractionResponse{
-		TrajectoryID: st.TrajectoryID(), StepIndex: rpc.Int(st.Index()),
-		AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: "Proceed?", SelectedOptionIDs: []string{"1"}}}},
+	require.NoError(t, r.srv.AnswerFromTerminal(conv, wire.InteractionResponse{
+		TrajectoryID: st.TrajectoryID(), StepIndex: wire.Int(st.Index()),
+		AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{{Question: "Proceed?", SelectedOptionIDs: []string{"1"}}}},
 	}))
 	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
 	require.Equal(t, messages.ByTerminal, res.By)
@@ -345,7 +346,7 @@ func TestInterruptDuringGeneration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	require.NoError(t, r.s.Interrupt(ctx))
-	require.Equal(t, rpc.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
+	require.Equal(t, wire.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
 	r.ev.waitIdleAfter(t, seq)
 	evs := r.ev.all()
 	deltasPrefix(t, evs)
@@ -375,7 +376,7 @@ func TestInterruptDuringPrompt(t *testing.T) {
 			assert.Equal(t, messages.ByHarness, res.By)
 			assert.Equal(t, messages.ActionCancel, res.Action, "the driver's prompt is withdrawn, not answered")
 			r.ev.waitIdleAfter(t, res.Seq)
-			assert.Equal(t, rpc.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
+			assert.Equal(t, wire.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
 			for _, st := range r.srv.Steps(r.s.ConversationID()) {
 				assert.True(t, st.Status.Terminal(), "step %d %s", st.Index(), st.Status)
 			}
@@ -543,7 +544,7 @@ func TestInterruptWhileAgyMovesToANewPortIsCarriedOut(t *testing.T) {
 	assert.Equal(t, messages.ByHarness, res.By)
 	assert.NotEqual(t, messages.ActionAccept, res.Action)
 	r.ev.waitIdleAfter(t, res.Seq)
-	assert.Equal(t, rpc.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
+	assert.Equal(t, wire.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
 	for _, ev := range r.ev.all() {
 		assert.False(t, ev.Type == messages.EventFunctionCallOutput && ev.Output == "deployed\n", "the declined command never ran")
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,18 +80,18 @@ func TestSnapshotIsIdleOnlyIfNothingMovedAroundIt(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		summaries []string
-		want      rpc.RunStatus
+		want      wire.RunStatus
 	}{
-		{"at rest", []string{idle(2, "2026-11-30T10:00:00Z"), idle(2, "2026-11-30T10:00:00Z")}, rpc.RunIdle},
+		{"at rest", []string{idle(2, "2026-11-30T10:00:00Z"), idle(2, "2026-11-30T10:00:00Z")}, wire.RunIdle},
 		{"a turn ran between the reads", []string{idle(0, ""), idle(3, "2026-11-30T10:00:05Z")}, ""},
-		{"lastModifiedTime moved at rest", []string{idle(2, "2026-11-30T10:00:00Z"), idle(2, "2026-11-30T10:00:05Z")}, rpc.RunIdle},
+		{"lastModifiedTime moved at rest", []string{idle(2, "2026-11-30T10:00:00Z"), idle(2, "2026-11-30T10:00:05Z")}, wire.RunIdle},
 		{"a turn began between the reads", []string{idle(2, "2026-11-30T10:00:00Z"),
 			`{"status":"CASCADE_RUN_STATUS_IDLE","stepCount":2,"lastUserInputStepIndex":2,"lastModifiedTime":"2026-11-30T10:00:05Z"}`}, ""},
-		{"running", []string{`{"status":"CASCADE_RUN_STATUS_RUNNING","stepCount":2}`}, rpc.RunRunning},
+		{"running", []string{`{"status":"CASCADE_RUN_STATUS_RUNNING","stepCount":2}`}, wire.RunRunning},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := scriptedAgy(t, conv, tc.summaries, steps, nil)
-			snap, err := readSnapshot(context.Background(), client, conv, true, &trajectoryWindow{})
+			snap, err := readSnapshot(context.Background(), client, conv, true, &trajectoryWindow{}, nil)
 			require.NoError(t, err)
 			require.Len(t, snap.steps, 2)
 			require.Equal(t, tc.want, snap.status)
@@ -122,7 +123,7 @@ func TestPollerReadsAgainUntilItCanTell(t *testing.T) {
 	first := expect[*messages.SnapshotRead](r, nil)
 	require.Empty(t, first.RunStatus, "the summary moved around the first read: no status")
 	second := expect[*messages.SnapshotRead](r, nil)
-	require.Equal(t, rpc.RunIdle, second.RunStatus, "read again at once, and this one can tell")
+	require.Equal(t, wire.RunIdle, second.RunStatus, "read again at once, and this one can tell")
 }
 
 // A read whose status read after the steps fails is not delivered: the next
@@ -135,9 +136,9 @@ func TestAReadNotDeliveredIsReadAgain(t *testing.T) {
 	idle := `{"status":"CASCADE_RUN_STATUS_IDLE","stepCount":2}`
 	client := scriptedAgy(t, conv, []string{idle, "503", idle}, steps, nil)
 	var w trajectoryWindow
-	_, err := readSnapshot(context.Background(), client, conv, true, &w)
+	_, err := readSnapshot(context.Background(), client, conv, true, &w, nil)
 	require.Error(t, err)
-	snap, err := readSnapshot(context.Background(), client, conv, true, &w)
+	snap, err := readSnapshot(context.Background(), client, conv, true, &w, nil)
 	require.NoError(t, err)
 	assert.Equal(t, 0, snap.offset, "read again from where the lost read started")
 	assert.Len(t, snap.steps, 2)

@@ -17,7 +17,10 @@ import (
 // (*messages.StreamState).
 //
 // Its goroutine reads the stream and sends frames straight to the session.
-// Any end of the stream — an error, a clean end-stream, a repeated
+// A frame over the client's limit (agy's first frame of a long
+// conversation is a snapshot of every step) is skipped, and the stream
+// goes on: the session is told (*frameSkipped), and has the poller read
+// what the frame carried, window by window. Any end of the stream — an error, a clean end-stream, a repeated
 // subscriber closing it — is a failure: the actor panics with it, and the
 // session's policy restarts it with capped backoff (or re-discovers when the
 // port is gone) while the Poller covers.
@@ -36,6 +39,15 @@ type frameReceived struct {
 	gen      messages.Gen
 	frame    *rpc.StreamFrame
 	received time.Time
+}
+
+// frameSkipped is sent by the stream reader to its session for a frame
+// over the client's limit, skipped (rpc.ErrFrameSkipped). No reply. first:
+// the first of this stream.
+type frameSkipped struct {
+	gen   messages.Gen
+	err   error
+	first bool
 }
 
 // streamEnded is sent by the reader's goroutine to the reader.
@@ -70,9 +82,18 @@ func (r *streamReader) read(self, session *actor.PID) {
 			return
 		}
 		defer st.Close()
-		up := false
+		up, skipped := false, false
 		for {
 			f, err := st.Next()
+			if err != nil && errors.Is(err, rpc.ErrFrameSkipped) {
+				if !up {
+					up = true // connected: the frames after it come
+					r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true})
+				}
+				r.t.send(session, &frameSkipped{gen: r.gen, err: err, first: !skipped})
+				skipped = true
+				continue
+			}
 			if err != nil {
 				if ctx.Err() == nil {
 					r.t.send(self, &streamEnded{err})

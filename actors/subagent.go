@@ -6,6 +6,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -22,6 +23,9 @@ import (
 type subagent struct {
 	child
 	busy bool
+	// overLimit counts the reads in a row that failed on an answer over
+	// the client's limit: the next one waits a backoff.
+	overLimit int
 	// window is what the last read read, for the next read to start from
 	// and reuse. Only the read in flight touches it, and reads run one at a
 	// time (busy).
@@ -32,7 +36,7 @@ type subagentTick struct{}
 
 type subagentRead struct {
 	gen    messages.Gen // the generation the read was made and sent under
-	status rpc.RunStatus
+	status wire.RunStatus
 	steps  int // steps read
 	err    error
 }
@@ -41,7 +45,7 @@ type subagentRead struct {
 // terminal": a child cut by an interrupt can keep a live step, and would be
 // read forever.)
 func (r *subagentRead) finished() bool {
-	return r.err == nil && r.status == rpc.RunIdle && r.steps > 0
+	return r.err == nil && r.status == wire.RunIdle && r.steps > 0
 }
 
 func newSubagent(c child) actor.Actor {
@@ -71,7 +75,18 @@ func (a *subagent) Receive(ctx actor.Context) {
 			// The child is gone from this server; nothing more to mirror.
 			ctx.Send(ctx.Parent(), &messages.SubagentDone{Gen: m.gen, ConversationID: a.conv})
 		}
-		a.t.tick(a.cfg.SubagentPoll, ctx.Self(), &subagentTick{})
+		next := a.cfg.SubagentPoll
+		switch {
+		case m.err != nil && errors.Is(m.err, rpc.ErrMessageTooLarge):
+			if a.overLimit == 0 {
+				ctx.Send(ctx.Parent(), &readOverLimit{gen: m.gen, conv: a.conv, err: m.err})
+			}
+			a.overLimit++
+			next = backoff(a.overLimit, a.cfg.SubagentPoll, a.cfg.ReadBackoffMax)
+		case m.err == nil:
+			a.overLimit = 0
+		}
+		a.t.tick(next, ctx.Self(), &subagentTick{})
 	}
 }
 
@@ -83,8 +98,14 @@ func (a *subagent) read(ctx actor.Context) {
 	self, session, client, gen := ctx.Self(), ctx.Parent(), a.client, a.gen
 	a.t.run(func(c context.Context) {
 		a.window.forGen(gen)
-		snap, err := readSnapshot(c, client, a.conv, true, &a.window)
+		deliver := func(steps []wire.Step, offset int) {
+			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: steps, Offset: offset, Received: a.cfg.Clock.Now()})
+		}
+		snap, err := readSnapshot(c, client, a.conv, true, &a.window, deliver)
 		if err == nil {
+			if snap.skipped != nil {
+				a.t.send(session, &readOverLimit{gen: gen, conv: a.conv, err: snap.skipped.err, skipped: snap.skipped})
+			}
 			a.t.send(session, snap.read(gen, a.conv, a.cfg.Clock.Now()))
 		}
 		a.t.send(self, &subagentRead{gen: gen, status: snap.status, steps: snap.offset + len(snap.steps), err: err})

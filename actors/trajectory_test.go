@@ -8,8 +8,8 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,7 +17,7 @@ import (
 func firstUserInput(t *testing.T, srv *agytest.Server, conv, text string) int {
 	t.Helper()
 	for i, st := range srv.Steps(conv) {
-		if st.Type == rpc.StepUserInput && st.UserInput != nil && st.UserInput.UserResponse == text {
+		if st.Type == wire.StepUserInput && st.UserInput != nil && st.UserInput.UserResponse == text {
 			return i
 		}
 	}
@@ -160,9 +160,9 @@ func TestSubagentsAsAgy119(t *testing.T) {
 			require.Empty(t, ofType(r.ev.all(), messages.EventConversationRotated), "a child is never a rotation")
 			require.Equal(t, root, r.s.ConversationID())
 			call := r.ev.waitFor(t, messages.EventFunctionCall, func(ev *messages.Event) bool { return ev.Name == "invoke_subagent" })
-			var spawn rpc.Step
+			var spawn wire.Step
 			for _, st := range r.srv.GroundTruth(root) {
-				if st.Type == rpc.StepInvokeSubagent {
+				if st.Type == wire.StepInvokeSubagent {
 					spawn = st
 				}
 			}
@@ -171,12 +171,12 @@ func TestSubagentsAsAgy119(t *testing.T) {
 				require.Empty(t, spawn.InvokeSubagent.Subagents)
 				return
 			}
-			require.Equal(t, []rpc.SubagentSpec{{Role: "Explorer 1", TypeName: "general"}, {Role: "Explorer 2", TypeName: "general"}}, spawn.InvokeSubagent.Subagents)
+			require.Equal(t, []wire.SubagentSpec{{Role: "Explorer 1", TypeName: "general"}, {Role: "Explorer 2", TypeName: "general"}}, spawn.InvokeSubagent.Subagents)
 			require.Equal(t, "Subagents: Explorer 1, Explorer 2", call.Title)
 			// DONE at spawn: before the children's own answers were written.
 			childDone := ""
 			for _, st := range r.srv.GroundTruth(children[0]) {
-				if st.Type == rpc.StepPlannerResponse {
+				if st.Type == wire.StepPlannerResponse {
 					childDone = st.Metadata.CompletedAt
 				}
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -36,7 +37,7 @@ type turnSender struct {
 
 	queue   []pendingTurn
 	busy    bool
-	catalog map[string]rpc.ModelInfo // by model enum
+	catalog map[string]wire.ModelInfo // by model enum
 }
 
 type pendingTurn struct {
@@ -47,11 +48,11 @@ type pendingTurn struct {
 // turnSent and catalogRead are the sender's own messages.
 type turnSent struct {
 	result  *messages.TurnResult
-	catalog map[string]rpc.ModelInfo
+	catalog map[string]wire.ModelInfo
 }
 
 type catalogRead struct {
-	catalog map[string]rpc.ModelInfo
+	catalog map[string]wire.ModelInfo
 	err     error
 }
 
@@ -146,8 +147,8 @@ type turnNotSent struct {
 
 // send sends one turn; it returns the catalog when it had to read it, and
 // whether the turn certainly never reached agy (then it may be sent again).
-func (ts *turnSender) send(ctx context.Context, m *messages.RunTurn, catalog map[string]rpc.ModelInfo) (*messages.TurnResult, map[string]rpc.ModelInfo, bool) {
-	var read map[string]rpc.ModelInfo
+func (ts *turnSender) send(ctx context.Context, m *messages.RunTurn, catalog map[string]wire.ModelInfo) (*messages.TurnResult, map[string]wire.ModelInfo, bool) {
+	var read map[string]wire.ModelInfo
 	model := m.Model
 	if model == "" {
 		model = m.LastModel
@@ -315,7 +316,7 @@ func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
 		all, err := ts.client.GetAllCascadeTrajectories(ctx)
 		if err == nil {
-			if s, ok := all.TrajectorySummaries[ts.conv]; ok && (s.Status == rpc.RunIdle || s.Status == "") {
+			if s, ok := all.TrajectorySummaries[ts.conv]; ok && (s.Status == wire.RunIdle || s.Status == "") {
 				return true
 			}
 		}
@@ -325,12 +326,12 @@ func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func readCatalog(ctx context.Context, c *rpc.Client) (map[string]rpc.ModelInfo, error) {
+func readCatalog(ctx context.Context, c *rpc.Client) (map[string]wire.ModelInfo, error) {
 	res, err := c.GetAvailableModels(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]rpc.ModelInfo, len(res.Response.Models))
+	out := make(map[string]wire.ModelInfo, len(res.Response.Models))
 	for key, m := range res.Response.Models {
 		if m.Model == "" {
 			m.Model = key
@@ -341,7 +342,7 @@ func readCatalog(ctx context.Context, c *rpc.Client) (map[string]rpc.ModelInfo, 
 }
 
 // recommended is the catalog's recommended model, else its first by name.
-func recommended(catalog map[string]rpc.ModelInfo) string {
+func recommended(catalog map[string]wire.ModelInfo) string {
 	names := slices.Sorted(maps.Keys(catalog))
 	for _, name := range names {
 		if catalog[name].Recommended {

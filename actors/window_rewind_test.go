@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TestWindowedReadStartsOverAfterARewind: a read from the tail whose first
@@ -15,43 +15,43 @@ import (
 // or gone) reads the trajectory from its start, so a rewind is seen at its
 // first changed step, not at the tail.
 func TestWindowedReadStartsOverAfterARewind(t *testing.T) {
-	step := func(created string, st rpc.StepStatus) rpc.Step {
-		return rpc.Step{Type: rpc.StepPlannerResponse, Status: st, Metadata: rpc.StepMetadata{CreatedAt: created}}
+	step := func(created string, st wire.StepStatus) wire.Step {
+		return wire.Step{Type: wire.StepPlannerResponse, Status: st, Metadata: wire.StepMetadata{CreatedAt: created}}
 	}
-	before := []rpc.Step{step("a", rpc.StatusDone), step("b", rpc.StatusDone), step("c", rpc.StatusDone), step("d", rpc.StatusDone)}
+	before := []wire.Step{step("a", wire.StatusDone), step("b", wire.StatusDone), step("c", wire.StatusDone), step("d", wire.StatusDone)}
 	for _, tc := range []struct {
 		name string
-		now  []rpc.Step
+		now  []wire.Step
 	}{
-		{"rewritten", []rpc.Step{step("a", rpc.StatusDone), step("x", rpc.StatusDone), step("y", rpc.StatusDone), step("z", rpc.StatusDone)}},
-		{"cleared", []rpc.Step{step("a", rpc.StatusDone), step("b", rpc.StatusCleared), step("c", rpc.StatusCleared), step("d", rpc.StatusCleared)}},
-		{"gone", []rpc.Step{step("a", rpc.StatusDone)}},
+		{"rewritten", []wire.Step{step("a", wire.StatusDone), step("x", wire.StatusDone), step("y", wire.StatusDone), step("z", wire.StatusDone)}},
+		{"cleared", []wire.Step{step("a", wire.StatusDone), step("b", wire.StatusCleared), step("c", wire.StatusCleared), step("d", wire.StatusCleared)}},
+		{"gone", []wire.Step{step("a", wire.StatusDone)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := trajectoryWindow{}
 			w.keep(before, 0)
 			var offsets []int
-			read := func(_ context.Context, off int, _ []rpc.Step) ([]rpc.Step, error) {
+			read := func(_ context.Context, off int, _ []wire.Step) ([]wire.Step, error) {
 				offsets = append(offsets, off)
 				if off >= len(tc.now) {
 					return nil, nil
 				}
 				return tc.now[off:], nil
 			}
-			steps, start, err := w.readWith(context.Background(), read, "c", -1)
+			rd, err := w.readWith(context.Background(), read, "c", -1, readHooks{})
 			require.NoError(t, err)
-			assert.Equal(t, 0, start)
-			assert.Equal(t, tc.now, steps)
+			assert.Equal(t, 0, rd.offset)
+			assert.Equal(t, tc.now, rd.steps)
 			assert.Equal(t, []int{3, 0}, offsets, "the tail, then from the start")
 		})
 	}
 	// Unchanged: the tail only.
 	w := trajectoryWindow{}
 	w.keep(before, 0)
-	steps, start, err := w.readWith(context.Background(), func(_ context.Context, off int, _ []rpc.Step) ([]rpc.Step, error) {
+	rd, err := w.readWith(context.Background(), func(_ context.Context, off int, _ []wire.Step) ([]wire.Step, error) {
 		return before[off:], nil
-	}, "c", -1)
+	}, "c", -1, readHooks{})
 	require.NoError(t, err)
-	assert.Equal(t, 3, start)
-	assert.Len(t, steps, 1)
+	assert.Equal(t, 3, rd.offset)
+	assert.Len(t, rd.steps, 1)
 }

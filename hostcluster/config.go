@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/labstack/echo"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -38,10 +40,19 @@ type Config struct {
 	// AllowPeers are hosts (names or IPs) whose connections the remote
 	// endpoint accepts besides the members' own hosts and this node's.
 	AllowPeers []string
-	// ServerTLS and ClientTLS, when set, run remote over TLS (both are
-	// needed; see docs/SCALING.md). Nil: plaintext, for one machine or a
-	// trusted network.
+	// ServerTLS and ClientTLS run remote over mutual TLS (MutualTLS or
+	// LoadMutualTLS makes them; see docs/SCALING.md): the endpoint requires
+	// and verifies each caller's certificate (ClientAuth
+	// tls.RequireAndVerifyClientCert with ClientCAs), so that only a holder
+	// of a certificate the cluster's CA signed reaches the node actor. Both
+	// are required unless InsecureNoAuth.
 	ServerTLS, ClientTLS *tls.Config
+	// InsecureNoAuth runs remote in plaintext with no authentication, for a
+	// throwaway test: any process that reaches the advertise address from
+	// an admitted host (every process on a member's machine) can list,
+	// create and drive this node's sessions and make it rejoin. Start logs
+	// a warning.
+	InsecureNoAuth bool
 	// Local serves this node's own sessions to the others.
 	Local Local
 	// Logger receives the cluster's logs (default: discarded).
@@ -58,9 +69,9 @@ type Config struct {
 
 // Provider is a membership provider of Proto.Actor's cluster.
 type Provider interface {
-	// build returns the provider for a node; stop releases what build
-	// made (nil: nothing).
-	build(c Config) (p cluster.ClusterProvider, stop func(), err error)
+	// build returns the provider for a generation of a node; stop
+	// releases what build made (nil: nothing).
+	build(c Config, me self) (p cluster.ClusterProvider, stop func(), err error)
 	// hosts are the hosts of the members it names in advance.
 	hosts() []string
 }
@@ -72,9 +83,12 @@ type Etcd struct {
 	Prefix    string        // key prefix (default /agyharness)
 	Dial      time.Duration // how long joining waits for etcd (5s)
 	TLS       *tls.Config   // for etcd's client endpoints (nil: plaintext)
+	// Username and Password authenticate to etcd when its auth is enabled
+	// (empty: none).
+	Username, Password string
 }
 
-func (e Etcd) build(Config) (cluster.ClusterProvider, func(), error) {
+func (e Etcd) build(Config, self) (cluster.ClusterProvider, func(), error) {
 	if len(e.Endpoints) == 0 {
 		return nil, nil, errors.New("hostcluster: etcd: no endpoints")
 	}
@@ -90,7 +104,7 @@ func (e Etcd) build(Config) (cluster.ClusterProvider, func(), error) {
 	// context at least stops its lease and watch loops.
 	ctx, cancel := context.WithCancel(context.Background())
 	p, err := etcd.NewWithConfig(prefix, clientv3.Config{Endpoints: e.Endpoints, DialTimeout: dial, TLS: e.TLS,
-		Context: ctx, DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
+		Username: e.Username, Password: e.Password, Context: ctx, DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
 	if err != nil {
 		cancel()
 		return nil, nil, fmt.Errorf("hostcluster: etcd %s: %w", strings.Join(e.Endpoints, ","), err)
@@ -100,16 +114,29 @@ func (e Etcd) build(Config) (cluster.ClusterProvider, func(), error) {
 
 func (e Etcd) hosts() []string { return nil }
 
+// self is the member a provider announces.
+type self struct {
+	id   string // the generation's member id
+	host string // of the remote endpoint
+	port int
+}
+
 // Automanaged finds members by asking each of a fixed list of peers over
 // HTTP (Proto.Actor's automanaged provider: no other service). Each node
-// serves its answer on Port, on every interface.
+// serves its answer on Port, on the host of its advertise address (the
+// provider itself would take every interface). That HTTP carries no
+// authentication, and Proto.Actor's provider has no way to add it: any
+// process that reaches the port reads the member's id and address, and
+// one that answers in a peer's place can add or drop members of this
+// node's view. Mutual TLS on remote still keeps a non-member from reaching
+// a node actor; beyond one trusted machine, use Etcd with TLS.
 type Automanaged struct {
 	Port    int           // this node's provider port
 	Peers   []string      // host:port of every node's provider port, this one's included
 	Refresh time.Duration // how often peers are asked (500ms)
 }
 
-func (a Automanaged) build(Config) (cluster.ClusterProvider, func(), error) {
+func (a Automanaged) build(c Config, me self) (cluster.ClusterProvider, func(), error) {
 	if a.Port <= 0 || a.Port > 65535 {
 		return nil, nil, fmt.Errorf("hostcluster: automanaged: port %d", a.Port)
 	}
@@ -125,7 +152,22 @@ func (a Automanaged) build(Config) (cluster.ClusterProvider, func(), error) {
 	if refresh <= 0 {
 		refresh = 500 * time.Millisecond
 	}
-	return automanaged.NewWithConfig(refresh, a.Port, a.Peers...), nil, nil
+	ln, err := net.Listen("tcp", net.JoinHostPort(me.host, strconv.Itoa(a.Port)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("hostcluster: automanaged: %w", err)
+	}
+	// What Proto.Actor's provider would serve on 0.0.0.0, served on ln:
+	// given a server (its testing hook), the provider starts it as it is.
+	node := automanaged.NewNode(c.Cluster, me.id, me.host, me.port, a.Port, []string{})
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.Listener = ln
+	e.GET("/_health", func(ctx echo.Context) error { return ctx.JSON(http.StatusOK, node) })
+	stop := func() {
+		_ = e.Close()
+		_ = ln.Close()
+	}
+	return automanaged.NewWithTesting(refresh, a.Port, e, a.Peers...), stop, nil
 }
 
 func (a Automanaged) hosts() []string {
@@ -163,8 +205,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Provider == nil {
 		return c, errors.New("hostcluster: no membership provider")
 	}
-	if (c.ServerTLS == nil) != (c.ClientTLS == nil) {
-		return c, errors.New("hostcluster: remote TLS needs both the server and the client configuration")
+	if err := c.checkAuth(); err != nil {
+		return c, err
 	}
 	if c.Local == nil {
 		return c, errors.New("hostcluster: no Local")
@@ -182,4 +224,27 @@ func (c Config) withDefaults() (Config, error) {
 		c.ForgetLost = 10 * time.Minute
 	}
 	return c, nil
+}
+
+// checkAuth refuses a remote that would obey any caller.
+func (c Config) checkAuth() error {
+	if c.InsecureNoAuth {
+		if c.ServerTLS != nil || c.ClientTLS != nil {
+			return errors.New("hostcluster: InsecureNoAuth with remote TLS: choose one")
+		}
+		return nil
+	}
+	switch {
+	case c.ServerTLS == nil || c.ClientTLS == nil:
+		return errors.New("hostcluster: remote needs mutual TLS (ServerTLS and ClientTLS, see MutualTLS), or InsecureNoAuth for an unauthenticated test cluster")
+	case c.ServerTLS.ClientAuth != tls.RequireAndVerifyClientCert || c.ServerTLS.ClientCAs == nil:
+		return errors.New("hostcluster: ServerTLS must require and verify client certificates (ClientAuth tls.RequireAndVerifyClientCert, ClientCAs set)")
+	case len(c.ServerTLS.Certificates) == 0 && c.ServerTLS.GetCertificate == nil:
+		return errors.New("hostcluster: ServerTLS has no certificate")
+	case len(c.ClientTLS.Certificates) == 0 && c.ClientTLS.GetClientCertificate == nil:
+		return errors.New("hostcluster: ClientTLS has no certificate to present")
+	case c.ClientTLS.InsecureSkipVerify:
+		return errors.New("hostcluster: ClientTLS must verify the nodes it dials (InsecureSkipVerify set)")
+	}
+	return nil
 }

@@ -20,6 +20,13 @@
 // node_lost error event when the owner's node leaves the cluster or its
 // connection breaks.
 //
+// Remote runs over mutual TLS: a node obeys only callers whose certificate
+// the cluster's CA signed (WriteCerts makes the CA and the nodes'
+// certificates, LoadMutualTLS the configuration). Start refuses a Config
+// without it unless InsecureNoAuth. The automanaged provider's membership
+// HTTP cannot be authenticated (Proto.Actor's provider); Etcd takes TLS and
+// a user.
+//
 // Local is what a node serves: cmd/agyharness implements it over its HTTP
 // host's sessions.
 package hostcluster

@@ -26,10 +26,10 @@ const (
 type Error struct {
 	Status  int
 	Code    string
-	Message string
+	Message string // the HTTP API's error text, without the package's prefix
 }
 
-func (e *Error) Error() string { return e.Message }
+func (e *Error) Error() string { return "hostcluster: " + e.Message }
 
 // HTTPStatus is the status an HTTP API answers with.
 func (e *Error) HTTPStatus() int { return e.Status }

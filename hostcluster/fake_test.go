@@ -2,6 +2,7 @@ package hostcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -215,13 +216,36 @@ func testEtcdNodes(t *testing.T, endpoint string, names ...string) ([]*Node, []*
 	return startTestNodes(t, providers, names)
 }
 
+// testCerts writes a CA and a certificate for 127.0.0.1 per node name in a
+// temporary directory, as `agyharness cluster certs` does, and returns
+// each node's mutual TLS.
+func testCerts(t *testing.T, names ...string) (server, client map[string]*tls.Config) {
+	t.Helper()
+	var nodes []CertNode
+	for _, name := range names {
+		nodes = append(nodes, CertNode{Name: name, Hosts: []string{"127.0.0.1"}})
+	}
+	ca, files, err := WriteCerts(t.TempDir(), nodes, time.Hour, false)
+	require.NoError(t, err)
+	server, client = map[string]*tls.Config{}, map[string]*tls.Config{}
+	for _, f := range files {
+		server[f.Node], client[f.Node], err = LoadMutualTLS(f.Cert, f.Key, ca)
+		require.NoError(t, err)
+	}
+	return server, client
+}
+
+// startTestNodes starts nodes with mutual TLS on remote (the default a
+// node requires), then tune's changes.
 func startTestNodes(t *testing.T, providers []Provider, names []string, tune ...func(*Config)) ([]*Node, []*fakeLocal) {
 	t.Helper()
 	nodes := make([]*Node, len(names))
 	locals := make([]*fakeLocal, len(names))
+	serverTLS, clientTLS := testCerts(t, names...)
 	for i, name := range names {
 		locals[i] = newFakeLocal()
-		cfg := Config{Cluster: "test", Node: name, Advertise: "127.0.0.1:0", Local: locals[i], Provider: providers[i]}
+		cfg := Config{Cluster: "test", Node: name, Advertise: "127.0.0.1:0", Local: locals[i], Provider: providers[i],
+			ServerTLS: serverTLS[name], ClientTLS: clientTLS[name]}
 		for _, f := range tune {
 			f(&cfg)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/asynkron/protoactor-go/remote"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // Node is this process's membership of a cluster of agyharness hosts, and
@@ -87,6 +88,10 @@ func Start(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, host: host, port: port, members: newMembership(cfg.Node, time.Now),
 		sessions: make(map[string]cachedSession), figures: make(map[string]*NodeFigures), stop: make(chan struct{})}
 	n.members.changed = n.nodeChanged
+	if cfg.InsecureNoAuth {
+		cfg.Logger.Warn("UNAUTHENTICATED CLUSTER: remote runs without TLS; any process that reaches " + cfg.Advertise +
+			" from a member's host can list, create and drive this node's sessions (for a throwaway test only)")
+	}
 	n.allow = newPeerFilter(append(append([]string{host}, cfg.AllowPeers...), cfg.Provider.hosts()...), n.members)
 	if _, err := n.join(); err != nil {
 		return nil, err
@@ -137,21 +142,21 @@ func (g *generation) untrack(pid *actor.PID) {
 // join starts a generation on the node's address.
 func (n *Node) join() (*generation, error) {
 	cfg := n.cfg
-	provider, stopProvider, err := cfg.Provider.build(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if stopProvider == nil {
-		stopProvider = func() {}
-	}
 	logger := slog.New(newQuietHandler(cfg.Logger.Handler(), 30*time.Second))
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }),
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
 	)
 	system.ID = cfg.Node + "@" + incarnation()
+	provider, stopProvider, err := cfg.Provider.build(cfg, self{id: system.ID, host: n.host, port: n.port})
+	if err != nil {
+		return nil, err
+	}
+	if stopProvider == nil {
+		stopProvider = func() {}
+	}
 	serverOpts := []grpc.ServerOption{grpc.StreamInterceptor(n.allow.stream), grpc.UnaryInterceptor(n.allow.unary)}
-	dialOpts := []grpc.DialOption{grpc.WithInsecure()} //nolint:staticcheck // remote's own default
+	dialOpts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())} // InsecureNoAuth only
 	if cfg.ServerTLS != nil {
 		serverOpts = append(serverOpts, grpc.Creds(credentials.NewTLS(cfg.ServerTLS)))
 		dialOpts = []grpc.DialOption{grpc.WithTransportCredentials(credentials.NewTLS(cfg.ClientTLS))}
@@ -184,8 +189,14 @@ func (n *Node) join() (*generation, error) {
 
 // leave stops a generation: its node actor (and the streams it feeds),
 // then its membership, provider and remote endpoint.
+// It runs once per generation: a rejoin that ends with the node closing
+// has left the generation it made before Shutdown leaves the current one.
 func (n *Node) leave(g *generation) {
 	g.mu.Lock()
+	if g.left {
+		g.mu.Unlock()
+		return
+	}
 	g.left = true
 	streams := g.streams
 	g.streams = nil
@@ -357,10 +368,6 @@ func (n *Node) Sessions(ctx context.Context) []ClusterSession {
 func (n *Node) refresh(ctx context.Context) map[string]bool {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.AskTimeout)
 	defer cancel()
-	type answer struct {
-		node string
-		list *clusterpb.SessionList
-	}
 	var (
 		mu  sync.Mutex
 		got = make(map[string]bool)

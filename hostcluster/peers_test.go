@@ -4,6 +4,7 @@ package hostcluster
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"testing"
 	"time"
@@ -13,17 +14,18 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 )
 
 // dialRemoteFrom connects to a node's remote endpoint from a given local
 // address (every 127.0.0.0/8 address is on Linux's loopback, so a second
-// "host" needs no second machine).
-func dialRemoteFrom(t *testing.T, from, to string) remote.RemotingClient {
+// "host" needs no second machine), with a cluster certificate: the filter
+// is a second layer, behind mutual TLS.
+func dialRemoteFrom(t *testing.T, from, to string, clientTLS *tls.Config) remote.RemotingClient {
 	t.Helper()
 	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
-	conn, err := grpc.Dial(to, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	conn, err := grpc.Dial(to, grpc.WithTransportCredentials(credentials.NewTLS(clientTLS)),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "tcp", addr)
 		}))
@@ -38,7 +40,7 @@ func TestRemoteRefusesAnAddressThatIsNoMember(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	stranger := dialRemoteFrom(t, "127.0.0.2", addr)
+	stranger := dialRemoteFrom(t, "127.0.0.2", addr, nodes[0].cfg.ClientTLS)
 	_, err := stranger.ListProcesses(ctx, &remote.ListProcessesRequest{})
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "a unary call from a stranger: %v", err)
 	stream, err := stranger.Receive(ctx)
@@ -50,7 +52,7 @@ func TestRemoteRefusesAnAddressThatIsNoMember(t *testing.T) {
 	// The same call from the node's own host passes the filter, and reaches
 	// Proto.Actor's handler, which panics (it is declared, not implemented):
 	// the call fails and the node lives on.
-	member := dialRemoteFrom(t, "127.0.0.1", addr)
+	member := dialRemoteFrom(t, "127.0.0.1", addr, nodes[0].cfg.ClientTLS)
 	_, err = member.ListProcesses(ctx, &remote.ListProcessesRequest{})
 	assert.Equal(t, codes.Internal, status.Code(err), "a call from a member's host: %v", err)
 	_, err = member.GetProcessDiagnostics(ctx, &remote.GetProcessDiagnosticsRequest{})

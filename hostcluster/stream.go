@@ -141,7 +141,7 @@ func (a *streamActor) Receive(ctx actor.Context) {
 		for _, raw := range m.Events {
 			ev := new(messages.Event)
 			if err := json.Unmarshal(raw, ev); err != nil {
-				a.fail(ctx, &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: "hostcluster: an event from node " + a.node + " does not decode: " + err.Error()})
+				a.fail(ctx, &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: "an event from node " + a.node + " does not decode: " + err.Error()})
 				return
 			}
 			// Passed as the owner sent them: open prompts replayed on
@@ -149,7 +149,7 @@ func (a *streamActor) Receive(ctx actor.Context) {
 			select {
 			case a.in <- ev:
 			default:
-				a.fail(ctx, &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: "hostcluster: node " + a.node + " sent past the stream's credit"})
+				a.fail(ctx, &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: "node " + a.node + " sent past the stream's credit"})
 				return
 			}
 		}
@@ -279,9 +279,13 @@ func (s *Stream) pump(in <-chan *messages.Event, ended <-chan error, feeder *act
 	if !errors.Is(err, ErrNodeLost) {
 		return
 	}
+	msg := err.Error()
+	if e := (*Error)(nil); errors.As(err, &e) {
+		msg = e.Message // the API's text: "node_lost: …"
+	}
 	retry := true
 	ev := &messages.Event{Type: messages.EventError, ID: fmt.Sprintf("node_lost-%s-%d", sessionID, lastSeq),
-		SessionID: sessionID, Seq: lastSeq, Time: time.Now().UTC(), Message: err.Error(), Retryable: &retry}
+		SessionID: sessionID, Seq: lastSeq, Time: time.Now().UTC(), Message: msg, Retryable: &retry}
 	select {
 	case s.out <- ev:
 	case <-s.done:

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agyharness/agyharness/hostcluster/clusterpb"
@@ -80,7 +81,16 @@ func TestStreamActorsDeliverEveryEventInOrder(t *testing.T) {
 	assert.NoError(t, st.Err())
 }
 
+// In a synctest bubble: once every goroutine is blocked (synctest.Wait), an
+// owner that ignored credit would have pulled all it could.
 func TestStreamHoldsTheOwnerToItsWindow(t *testing.T) {
+	synctest.Test(t, testStreamHoldsTheOwnerToItsWindow)
+}
+
+func testStreamHoldsTheOwnerToItsWindow(t *testing.T) {
+	// Time stops when the bubble's test returns: the last cleanup lets
+	// Proto.Actor's dead-letter throttle timers run out first.
+	t.Cleanup(func() { time.Sleep(time.Minute) })
 	r := newOwnerRig(t, 32)
 	sess := r.local.add("s")
 	for i := 0; i < 1000; i++ {
@@ -92,8 +102,7 @@ func TestStreamHoldsTheOwnerToItsWindow(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		<-st.C()
 	}
-	// An owner that ignored credit would have pulled all 1,000 by now.
-	time.Sleep(200 * time.Millisecond)
+	synctest.Wait()
 	assert.LessOrEqual(t, sess.handed.Load(), int64(10+32+1))
 	for i := 11; i <= 1000; i++ {
 		ev := <-st.C()

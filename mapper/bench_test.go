@@ -2,28 +2,29 @@ package mapper
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // history builds a finished trajectory of n steps, cycling through a turn, a
 // planner message, a command and a checkpoint.
-func history(n int) []rpc.Step {
-	steps := make([]rpc.Step, n)
+func history(n int) []wire.Step {
+	steps := make([]wire.Step, n)
 	for i := range steps {
 		switch i % 4 {
 		case 0:
 			steps[i] = userStep(fmt.Sprintf("turn %d", i), "MODEL_M20")
 		case 1:
-			steps[i] = plannerStep(rpc.StatusDone, "Thinking about it.", strings.Repeat("An answer. ", 20))
+			steps[i] = plannerStep(wire.StatusDone, "Thinking about it.", strings.Repeat("An answer. ", 20))
 		case 2:
-			s := withOutput(commandStep(rpc.StatusDone, "ls"), "a\nb\n", 0)
+			s := withOutput(commandStep(wire.StatusDone, "ls"), "a\nb\n", 0)
 			s.RequestedInteraction = nil
 			steps[i] = s
 		default:
-			steps[i] = systemStep(rpc.StepCheckpoint)
+			steps[i] = systemStep(wire.StepCheckpoint)
 		}
 	}
 	return indexed(steps)
@@ -41,12 +42,12 @@ func BenchmarkApplyFrame(b *testing.B) {
 			text := ""
 			for v := range frames {
 				text += "chunk "
-				live := wire(plannerStep(rpc.StatusGenerating, "thinking", text))
-				frames[v] = Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{n - 1}, Steps: []rpc.Step{live}, Time: at(v)}
+				live := roundTrip(plannerStep(wire.StatusGenerating, "thinking", text))
+				frames[v] = Observation{Kind: Frame, RunStatus: wire.RunRunning, Indices: []int{n - 1}, Steps: []wire.Step{live}, Time: at(v)}
 			}
 			fresh := func() *Reconciler {
 				r := newTestReconciler()
-				r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
+				r.Apply(FromSnapshot(hist, wire.RunRunning, at(0)))
 				return r
 			}
 			r := fresh()
@@ -79,7 +80,7 @@ func BenchmarkApplySnapshotUnchanged(b *testing.B) {
 			b.Run(fmt.Sprintf("steps=%d/%s", n, mode), func(b *testing.B) {
 				hist := history(n)
 				r := newTestReconciler()
-				r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
+				r.Apply(FromSnapshot(hist, wire.RunRunning, at(0)))
 				// Two reads alternate: with fresh copies, neither is the slice the
 				// reconciler saw last.
 				reads := [2]Observation{FromSnapshot(hist, "", at(1)), FromSnapshot(hist, "", at(2))}
@@ -101,8 +102,8 @@ func BenchmarkApplySnapshotUnchanged(b *testing.B) {
 }
 
 // copyRaw is steps with each Raw copied to a slice of its own.
-func copyRaw(steps []rpc.Step) []rpc.Step {
-	out := make([]rpc.Step, len(steps))
+func copyRaw(steps []wire.Step) []wire.Step {
+	out := make([]wire.Step, len(steps))
 	for i, s := range steps {
 		s.Raw = append([]byte(nil), s.Raw...)
 		out[i] = s
@@ -119,11 +120,11 @@ func TestDeltaAllocations(t *testing.T) {
 	text := ""
 	for v := range frames {
 		text += "chunk "
-		live := wire(plannerStep(rpc.StatusGenerating, "thinking", text))
-		frames[v] = Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{99}, Steps: []rpc.Step{live}, Time: at(v)}
+		live := roundTrip(plannerStep(wire.StatusGenerating, "thinking", text))
+		frames[v] = Observation{Kind: Frame, RunStatus: wire.RunRunning, Indices: []int{99}, Steps: []wire.Step{live}, Time: at(v)}
 	}
 	r := newTestReconciler()
-	r.Apply(FromSnapshot(hist, rpc.RunRunning, at(0)))
+	r.Apply(FromSnapshot(hist, wire.RunRunning, at(0)))
 	dst := r.AppendApply(nil, frames[0])
 	v := 1
 	allocs := testing.AllocsPerRun(len(frames)-2, func() {
@@ -136,4 +137,48 @@ func TestDeltaAllocations(t *testing.T) {
 	if allocs > 2 {
 		t.Errorf("%.1f allocations per delta, want 2", allocs)
 	}
+}
+
+// BenchmarkToolDetail maps one step of every detailed row of the step table
+// (its case in detailCases), so that the typed detail is read from each
+// body: snapshot, a fresh reconciler reads the DONE copies (call and result
+// from one read); frames, each step streams a RUNNING copy (the call, the
+// live output) then the DONE one (the result).
+func BenchmarkToolDetail(b *testing.B) {
+	typs := make([]wire.StepType, 0, len(detailCases))
+	for typ := range detailCases {
+		typs = append(typs, typ)
+	}
+	sort.Slice(typs, func(i, j int) bool { return typs[i] < typs[j] })
+	running, done := make([]wire.Step, len(typs)), make([]wire.Step, len(typs))
+	for i, typ := range typs {
+		running[i] = toolStep(typ, wire.StatusRunning, "Read the item", nil, detailCases[typ].body)
+		done[i] = toolStep(typ, wire.StatusDone, "Read the item", nil, detailCases[typ].body)
+	}
+	b.Run("snapshot", func(b *testing.B) {
+		snap := FromSnapshot(indexed(done), wire.RunIdle, at(0))
+		b.ReportAllocs()
+		for b.Loop() {
+			if evs := newTestReconciler().Apply(snap); len(evs) < 2*len(typs) {
+				b.Fatalf("%d events for %d tool steps", len(evs), len(typs))
+			}
+		}
+	})
+	b.Run("frames", func(b *testing.B) {
+		frames := make([]Observation, 0, 2*len(typs))
+		for i := range typs {
+			frames = append(frames, frame(2*i, wire.RunRunning, i, running[i]), frame(2*i+1, wire.RunRunning, i, done[i]))
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			r := newTestReconciler()
+			n := 0
+			for _, f := range frames {
+				n += len(r.Apply(f))
+			}
+			if n < 2*len(typs) {
+				b.Fatalf("%d events for %d tool steps", n, len(typs))
+			}
+		}
+	})
 }

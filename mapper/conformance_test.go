@@ -12,16 +12,17 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // fixtureDir holds steps recorded from real agy (testdata/agy-steps/README.md).
 const fixtureDir = "../testdata/agy-steps"
 
-func loadFixture(t *testing.T, name string) rpc.Step {
+func loadFixture(t *testing.T, name string) wire.Step {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
 	require.NoError(t, err)
-	var s rpc.Step
+	var s wire.Step
 	require.NoError(t, json.Unmarshal(b, &s), name)
 	return s
 }
@@ -146,15 +147,15 @@ func TestConformance(t *testing.T) {
 			require.True(t, ok, "no expectation for fixture %s: add one", name)
 
 			r := newTestReconciler()
-			evs := r.Apply(FromSnapshot([]rpc.Step{s}, "", at(0)))
+			evs := r.Apply(FromSnapshot([]wire.Step{s}, "", at(0)))
 			check(t, evs)
-			assert.Empty(t, r.Apply(FromSnapshot([]rpc.Step{s}, "", at(1))), "a replay yields nothing")
+			assert.Empty(t, r.Apply(FromSnapshot([]wire.Step{s}, "", at(1))), "a replay yields nothing")
 
 			// As a stream frame at the step's own index: the same events.
 			idx := s.Index()
 			rf := newTestReconciler()
 			f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, Status: ""}}
-			f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []rpc.Int{rpc.Int(idx)}, Steps: []rpc.Step{s}}
+			f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []wire.Int{wire.Int(idx)}, Steps: []wire.Step{s}}
 			fevs := rf.Apply(FromFrame(f, at(0)))
 			require.Len(t, fevs, len(evs))
 			for i := range evs {
@@ -198,8 +199,8 @@ func TestConformanceRetryOfRecordedPrompt(t *testing.T) {
 	assert.Equal(t, 8, *evs[0].DeliveredStepIndex)
 }
 
-func frameAt(k, index int, s rpc.Step) Observation {
-	f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, Status: rpc.RunRunning}}
-	f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []rpc.Int{rpc.Int(index)}, Steps: []rpc.Step{s}}
+func frameAt(k, index int, s wire.Step) Observation {
+	f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, Status: wire.RunRunning}}
+	f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []wire.Int{wire.Int(index)}, Steps: []wire.Step{s}}
 	return FromFrame(f, at(k))
 }

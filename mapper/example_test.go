@@ -8,6 +8,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // A session feeds its reconciler everything it reads, from the stream and
@@ -28,8 +29,8 @@ func ExampleReconciler() {
 	_ = json.Unmarshal([]byte(`{"steps":[
 		{"type":"CORTEX_STEP_TYPE_USER_INPUT","status":"CORTEX_STEP_STATUS_DONE","userInput":{"userResponse":"Say hello"}},
 		{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE","plannerResponse":{"modifiedResponse":"Hello!","response":"Hello!"}}]}`), &steps)
-	printEvents(r.Apply(mapper.FromSnapshot(steps.Steps, rpc.RunIdle, now.Add(time.Second))))
-	printEvents(r.Apply(mapper.FromSnapshot(steps.Steps, rpc.RunIdle, now.Add(2*time.Second)))) // a replay: nothing
+	printEvents(r.Apply(mapper.FromSnapshot(steps.Steps, wire.RunIdle, now.Add(time.Second))))
+	printEvents(r.Apply(mapper.FromSnapshot(steps.Steps, wire.RunIdle, now.Add(2*time.Second)))) // a replay: nothing
 
 	// Output:
 	// user_message c1/0/user harness "Say hello"
@@ -58,7 +59,7 @@ func printEvents(evs []messages.Event) {
 // A resolve command becomes the interaction payload for the freshest
 // WAITING step of the prompt.
 func ExampleBuildInteraction() {
-	var step rpc.Step
+	var step wire.Step
 	_ = json.Unmarshal([]byte(`{"type":"CORTEX_STEP_TYPE_ASK_QUESTION","status":"CORTEX_STEP_STATUS_WAITING",
 		"metadata":{"sourceTrajectoryStepInfo":{"trajectoryId":"t1","stepIndex":12}},
 		"requestedInteraction":{"askQuestion":{"questions":[{"question":"Which language?",

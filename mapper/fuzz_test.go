@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // FuzzApply maps arbitrary step JSON: it must never panic, every event needs
@@ -20,12 +20,12 @@ func FuzzApply(f *testing.F) {
 			f.Add(b, uint8(3))
 		}
 	}
-	for _, s := range []rpc.Step{
+	for _, s := range []wire.Step{
 		userStep("hi", "MODEL_M20"),
-		plannerStep(rpc.StatusGenerating, "think", "text"),
-		commandStep(rpc.StatusWaiting, "pwd"),
-		questionStep(rpc.StatusWaiting, qLang, qExtra),
-		subagentStep(rpc.StatusDone, "a"),
+		plannerStep(wire.StatusGenerating, "think", "text"),
+		commandStep(wire.StatusWaiting, "pwd"),
+		questionStep(wire.StatusWaiting, qLang, qExtra),
+		subagentStep(wire.StatusDone, "a"),
 	} {
 		b, _ := json.Marshal(s)
 		f.Add(b, uint8(1))
@@ -35,7 +35,7 @@ func FuzzApply(f *testing.F) {
 		f.Add([]byte(`{"type":"`+string(typ)+`","status":"CORTEX_STEP_STATUS_RUNNING","metadata":{"toolAction":"a"},`+c.body+`}`), uint8(2))
 	}
 	f.Fuzz(func(t *testing.T, data []byte, index uint8) {
-		var s rpc.Step
+		var s wire.Step
 		if json.Unmarshal(data, &s) != nil {
 			return
 		}
@@ -52,12 +52,12 @@ func FuzzApply(f *testing.F) {
 				seen[e.ID] = true
 			}
 		}
-		obs := Observation{Kind: Frame, RunStatus: rpc.RunRunning, Indices: []int{int(index)}, Steps: []rpc.Step{s}, Time: at(0)}
+		obs := Observation{Kind: Frame, RunStatus: wire.RunRunning, Indices: []int{int(index)}, Steps: []wire.Step{s}, Time: at(0)}
 		check(r.Apply(obs))
 		if evs := r.Apply(obs); len(evs) > 0 {
 			t.Fatalf("the same frame twice yielded %v", types(evs))
 		}
-		check(r.Apply(FromSnapshot([]rpc.Step{s, s}, rpc.RunIdle, at(1))))
+		check(r.Apply(FromSnapshot([]wire.Step{s, s}, wire.RunIdle, at(1))))
 
 		if p, ok := PendingInteraction(&s, int(index)); ok {
 			res := messages.Resolve{Action: messages.ActionAccept}

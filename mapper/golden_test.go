@@ -15,6 +15,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/golden/*.jsonl from the scenarios")
@@ -29,8 +30,8 @@ type scenario struct {
 }
 
 type moment struct {
-	steps   []rpc.Step
-	run     rpc.RunStatus
+	steps   []wire.Step
+	run     wire.RunStatus
 	harness func(r *Reconciler, k int) []messages.Event
 	records []captureLine // the harness action as a capture records it
 }
@@ -44,14 +45,14 @@ type captureLine struct {
 
 // script builds a scenario's moments by editing a trajectory.
 type script struct {
-	steps   []rpc.Step
+	steps   []wire.Step
 	moments []moment
 	pending func(r *Reconciler, k int) []messages.Event
 	records []captureLine
 }
 
-func (s *script) push(st rpc.Step) int   { s.steps = append(s.steps, st); return len(s.steps) - 1 }
-func (s *script) set(i int, st rpc.Step) { s.steps[i] = st }
+func (s *script) push(st wire.Step) int   { s.steps = append(s.steps, st); return len(s.steps) - 1 }
+func (s *script) set(i int, st wire.Step) { s.steps[i] = st }
 
 // harness queues a harness action before the next moment.
 func (s *script) harness(f func(r *Reconciler, k int) []messages.Event) { s.pending = f }
@@ -73,7 +74,7 @@ func (s *script) resolve(eid, action string, index int) {
 }
 
 // now records the trajectory as it stands as the next moment.
-func (s *script) now(run rpc.RunStatus) {
+func (s *script) now(run wire.RunStatus) {
 	s.moments = append(s.moments, moment{steps: indexed(s.steps), run: run, harness: s.pending, records: s.records})
 	s.pending, s.records = nil, nil
 }
@@ -91,18 +92,18 @@ func textTurn() scenario {
 	var s script
 	s.expectTurn("Say hello in one short sentence.")
 	s.push(userStep("Say hello in one short sentence.", "MODEL_M20"))
-	s.push(systemStep(rpc.StepConversationHistory))
-	s.now(rpc.RunRunning)
-	p := s.push(plannerStep(rpc.StatusGenerating, "The user wants", ""))
-	s.now(rpc.RunRunning)
-	s.set(p, plannerStep(rpc.StatusGenerating, "The user wants a greeting.", "Hello!"))
-	s.now(rpc.RunRunning)
-	s.set(p, plannerStep(rpc.StatusGenerating, "The user wants a greeting.", "Hello! I am Antigravity"))
-	s.now(rpc.RunRunning)
-	s.set(p, plannerStep(rpc.StatusDone, "The user wants a greeting.", "Hello! I am Antigravity, ready to help."))
-	s.push(systemStep(rpc.StepCheckpoint))
-	s.now(rpc.RunRunning)
-	s.now(rpc.RunIdle)
+	s.push(systemStep(wire.StepConversationHistory))
+	s.now(wire.RunRunning)
+	p := s.push(plannerStep(wire.StatusGenerating, "The user wants", ""))
+	s.now(wire.RunRunning)
+	s.set(p, plannerStep(wire.StatusGenerating, "The user wants a greeting.", "Hello!"))
+	s.now(wire.RunRunning)
+	s.set(p, plannerStep(wire.StatusGenerating, "The user wants a greeting.", "Hello! I am Antigravity"))
+	s.now(wire.RunRunning)
+	s.set(p, plannerStep(wire.StatusDone, "The user wants a greeting.", "Hello! I am Antigravity, ready to help."))
+	s.push(systemStep(wire.StepCheckpoint))
+	s.now(wire.RunRunning)
+	s.now(wire.RunIdle)
 	return scenario{name: "text_turn", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		assert.Equal(t, messages.OriginHarness, findEvent(t, evs, messages.EventUserMessage).Origin)
 		assert.Equal(t, "Hello! I am Antigravity, ready to help.", findEvent(t, evs, messages.EventMessage).Text)
@@ -113,20 +114,20 @@ func textTurn() scenario {
 func commandApproval() scenario {
 	var s script
 	s.push(userStep("Where am I?", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "Run pwd.", ""))
-	c := s.push(commandStep(rpc.StatusPending, "pwd"))
-	s.now(rpc.RunRunning)
-	s.set(c, commandStep(rpc.StatusWaiting, "pwd"))
-	s.now(rpc.RunRunning)
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "Run pwd.", ""))
+	c := s.push(commandStep(wire.StatusPending, "pwd"))
+	s.now(wire.RunRunning)
+	s.set(c, commandStep(wire.StatusWaiting, "pwd"))
+	s.now(wire.RunRunning)
 	s.resolve(testConv+"/prompt/2", messages.ActionAccept, 2)
-	s.set(c, answered(commandStep(rpc.StatusRunning, "pwd"), 2, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}))
-	s.now(rpc.RunRunning)
-	s.set(c, withOutput(answered(commandStep(rpc.StatusDone, "pwd"), 2, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}), "/work\n", 0))
-	s.push(plannerStep(rpc.StatusGenerating, "", "You are in"))
-	s.now(rpc.RunRunning)
-	s.set(3, plannerStep(rpc.StatusDone, "", "You are in /work."))
-	s.now(rpc.RunIdle)
+	s.set(c, answered(commandStep(wire.StatusRunning, "pwd"), 2, wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}))
+	s.now(wire.RunRunning)
+	s.set(c, withOutput(answered(commandStep(wire.StatusDone, "pwd"), 2, wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}), "/work\n", 0))
+	s.push(plannerStep(wire.StatusGenerating, "", "You are in"))
+	s.now(wire.RunRunning)
+	s.set(3, plannerStep(wire.StatusDone, "", "You are in /work."))
+	s.now(wire.RunIdle)
 	return scenario{name: "command_approval", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		req := findEvent(t, evs, messages.EventElicitationRequest)
 		assert.Equal(t, &messages.CommandLine{Line: "pwd", Cwd: "/work"}, req.Command)
@@ -145,17 +146,17 @@ func questionAnswered() scenario {
 	var s script
 	s.expectTurn("Start a project")
 	s.push(userStep("Start a project", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	q := s.push(questionStep(rpc.StatusWaiting, qLang, qExtra))
-	s.now(rpc.RunRunning)
+	s.now(wire.RunRunning)
+	q := s.push(questionStep(wire.StatusWaiting, qLang, qExtra))
+	s.now(wire.RunRunning)
 	// Answered in agy's own terminal.
-	s.set(q, answered(questionStep(rpc.StatusDone, qLang, qExtra), q, rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{
+	s.set(q, answered(questionStep(wire.StatusDone, qLang, qExtra), q, wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{
 		{Question: qLang.text, SelectedOptionIDs: []string{"1"}},
 		{Question: qExtra.text, SelectedOptionIDs: []string{"1", "2"}},
 	}}}))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "", "A Go project with tests and docs, then."))
-	s.now(rpc.RunIdle)
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", "A Go project with tests and docs, then."))
+	s.now(wire.RunIdle)
 	return scenario{name: "question_answered", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		req := findEvent(t, evs, messages.EventElicitationRequest)
 		require.Len(t, req.Questions, 2)
@@ -172,18 +173,18 @@ func questionAnswered() scenario {
 func promptRetried() scenario {
 	var s script
 	s.push(userStep("Delete the build dir", "MODEL_M20"))
-	s.push(plannerStep(rpc.StatusDone, "", ""))
-	c := s.push(commandStep(rpc.StatusWaiting, "rm -rf build"))
-	s.now(rpc.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", ""))
+	c := s.push(commandStep(wire.StatusWaiting, "rm -rf build"))
+	s.now(wire.RunRunning)
 	// Nobody answered in time: agy turns the step ERROR and asks again.
-	s.set(c, commandStep(rpc.StatusError, "rm -rf build"))
-	s.now(rpc.RunRunning)
-	retry := s.push(commandStep(rpc.StatusWaiting, "rm -rf build"))
-	s.now(rpc.RunRunning)
+	s.set(c, commandStep(wire.StatusError, "rm -rf build"))
+	s.now(wire.RunRunning)
+	retry := s.push(commandStep(wire.StatusWaiting, "rm -rf build"))
+	s.now(wire.RunRunning)
 	s.resolve(testConv+"/prompt/2", messages.ActionDecline, retry)
-	s.set(retry, answered(commandStep(rpc.StatusDone, "rm -rf build"), retry, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}}))
-	s.push(plannerStep(rpc.StatusDone, "", "Understood, I left build/ alone."))
-	s.now(rpc.RunIdle)
+	s.set(retry, answered(commandStep(wire.StatusDone, "rm -rf build"), retry, wire.InteractionResponse{Permission: &wire.PermissionAnswer{}}))
+	s.push(plannerStep(wire.StatusDone, "", "Understood, I left build/ alone."))
+	s.now(wire.RunIdle)
 	return scenario{name: "prompt_retried", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		n := 0
 		for _, e := range evs {
@@ -200,16 +201,16 @@ func promptRetried() scenario {
 func promptExpired() scenario {
 	var s script
 	s.push(userStep("Show my hosts file", "MODEL_M20"))
-	g := s.push(genericStep(rpc.StatusWaiting, "read_file", `{"path":"/etc/hosts"}`, ""))
+	g := s.push(genericStep(wire.StatusWaiting, "read_file", `{"path":"/etc/hosts"}`, ""))
 	st := s.steps[g]
-	st.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "read", Target: "/etc/hosts"}}}
+	st.RequestedInteraction = &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &wire.Resource{Action: "read", Target: "/etc/hosts"}}}
 	s.set(g, st)
-	s.now(rpc.RunRunning)
-	st.Status = rpc.StatusError
+	s.now(wire.RunRunning)
+	st.Status = wire.StatusError
 	s.set(g, st)
-	s.push(plannerStep(rpc.StatusDone, "", "I could not read /etc/hosts without permission."))
-	s.now(rpc.RunRunning)
-	s.now(rpc.RunIdle)
+	s.push(plannerStep(wire.StatusDone, "", "I could not read /etc/hosts without permission."))
+	s.now(wire.RunRunning)
+	s.now(wire.RunIdle)
 	return scenario{name: "prompt_expired", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		req := findEvent(t, evs, messages.EventElicitationRequest)
 		assert.Equal(t, &messages.Resource{Action: "read", Target: "/etc/hosts"}, req.Resource)
@@ -223,13 +224,13 @@ func interrupt() scenario {
 	var s script
 	s.expectTurn("Write a long essay")
 	s.push(userStep("Write a long essay", "MODEL_M20"))
-	p := s.push(plannerStep(rpc.StatusGenerating, "", "Once upon"))
-	s.now(rpc.RunRunning)
-	s.set(p, plannerStep(rpc.StatusGenerating, "", "Once upon a time"))
-	s.now(rpc.RunRunning)
-	s.set(p, plannerStep(rpc.StatusCanceled, "", "Once upon a time"))
-	s.now(rpc.RunCanceling)
-	s.now(rpc.RunIdle)
+	p := s.push(plannerStep(wire.StatusGenerating, "", "Once upon"))
+	s.now(wire.RunRunning)
+	s.set(p, plannerStep(wire.StatusGenerating, "", "Once upon a time"))
+	s.now(wire.RunRunning)
+	s.set(p, plannerStep(wire.StatusCanceled, "", "Once upon a time"))
+	s.now(wire.RunCanceling)
+	s.now(wire.RunIdle)
 	return scenario{name: "interrupt", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		assert.Equal(t, "Once upon a time", findEvent(t, evs, messages.EventMessage).Text)
 		assert.Equal(t, messages.StateIdle, evs[len(evs)-1].State)
@@ -239,15 +240,15 @@ func interrupt() scenario {
 func modelSwitch() scenario {
 	var s script
 	s.push(userStep("First question", "MODEL_M20"))
-	s.push(plannerStep(rpc.StatusDone, "", "First answer."))
-	s.now(rpc.RunIdle)
+	s.push(plannerStep(wire.StatusDone, "", "First answer."))
+	s.now(wire.RunIdle)
 	s.expectTurn("Second question")
 	s.push(userStep("Second question", "MODEL_M26"))
-	s.now(rpc.RunRunning)
-	second := plannerStep(rpc.StatusDone, "", "Second answer.")
+	s.now(wire.RunRunning)
+	second := plannerStep(wire.StatusDone, "", "Second answer.")
 	second.Metadata.ModelUsage.Model = "MODEL_M26"
 	s.push(second)
-	s.now(rpc.RunIdle)
+	s.now(wire.RunIdle)
 	return scenario{name: "model_switch", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		mc := findEvent(t, evs, messages.EventModelChanged)
 		assert.Equal(t, "MODEL_M20", mc.From)
@@ -260,12 +261,12 @@ func modelSwitch() scenario {
 func subagent() scenario {
 	var s script
 	s.push(userStep("Review the repo with two reviewers", "MODEL_M20"))
-	s.push(plannerStep(rpc.StatusDone, "Spawn reviewers.", ""))
-	a := s.push(subagentStep(rpc.StatusRunning, "child-a"))
-	s.now(rpc.RunRunning)
-	s.set(a, subagentStep(rpc.StatusDone, "child-a", "child-b"))
-	s.push(plannerStep(rpc.StatusDone, "", "Both reviewers are done."))
-	s.now(rpc.RunIdle)
+	s.push(plannerStep(wire.StatusDone, "Spawn reviewers.", ""))
+	a := s.push(subagentStep(wire.StatusRunning, "child-a"))
+	s.now(wire.RunRunning)
+	s.set(a, subagentStep(wire.StatusDone, "child-a", "child-b"))
+	s.push(plannerStep(wire.StatusDone, "", "Both reviewers are done."))
+	s.now(wire.RunIdle)
 	return scenario{name: "subagent", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		assert.Equal(t, []Child{
 			{ConversationID: "child-a", ParentStepIndex: a, ParentTerminal: true},
@@ -291,7 +292,7 @@ func feedSnapshots(sc scenario) (*Reconciler, []messages.Event) {
 // changed, each with the run status; after an IDLE frame the poller reads the
 // steps once more (a snapshot without status), as the session does.
 func framesOf(sc scenario) [][]Observation {
-	var prev []rpc.Step
+	var prev []wire.Step
 	out := make([][]Observation, len(sc.moments))
 	for k, m := range sc.moments {
 		f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, TrajectoryID: testTraj, Status: m.run}}
@@ -300,14 +301,14 @@ func framesOf(sc scenario) [][]Observation {
 			if i < len(prev) && bytes.Equal(prev[i].Raw, st.Raw) {
 				continue
 			}
-			u.Indices = append(u.Indices, rpc.Int(i))
+			u.Indices = append(u.Indices, wire.Int(i))
 			u.Steps = append(u.Steps, st)
 		}
-		u.TotalLength = rpc.Int(len(m.steps))
+		u.TotalLength = wire.Int(len(m.steps))
 		obs := []Observation{FromFrame(f, at(k))}
-		if m.run == rpc.RunIdle {
+		if m.run == wire.RunIdle {
 			// The session's read after an IDLE frame, with the status.
-			obs = append(obs, FromSnapshot(m.steps, rpc.RunIdle, at(k)))
+			obs = append(obs, FromSnapshot(m.steps, wire.RunIdle, at(k)))
 		}
 		out[k] = obs
 		prev = m.steps

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The golden scenarios of tool steps with typed detail: steps in the shapes
@@ -34,21 +34,21 @@ const editApplied = `"codeAction":{"actionSpec":{"command":{"replacementChunks":
 func codeEdit() scenario {
 	var s script
 	s.push(userStep("Rename count to total", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "Two places use count.", ""))
-	call := &rpc.ToolCall{ID: "edit-1", Name: "multi_replace_file_content", ArgumentsJSON: `{"TargetFile":"/work/main.go","toolSummary":"Rename count"}`}
-	e := s.push(toolStep(rpc.StepCodeAction, rpc.StatusPending, "Rename count", call, editBody))
-	s.now(rpc.RunRunning)
-	waiting := toolStep(rpc.StepCodeAction, rpc.StatusWaiting, "Rename count", call, editBody)
-	waiting.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &rpc.Resource{Action: "edit", Target: "/work/main.go"}}}
-	s.set(e, wire(waiting))
-	s.now(rpc.RunRunning)
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "Two places use count.", ""))
+	call := &wire.ToolCall{ID: "edit-1", Name: "multi_replace_file_content", ArgumentsJSON: `{"TargetFile":"/work/main.go","toolSummary":"Rename count"}`}
+	e := s.push(toolStep(wire.StepCodeAction, wire.StatusPending, "Rename count", call, editBody))
+	s.now(wire.RunRunning)
+	waiting := toolStep(wire.StepCodeAction, wire.StatusWaiting, "Rename count", call, editBody)
+	waiting.RequestedInteraction = &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &wire.Resource{Action: "edit", Target: "/work/main.go"}}}
+	s.set(e, roundTrip(waiting))
+	s.now(wire.RunRunning)
 	s.resolve(testConv+"/prompt/2", messages.ActionAccept, e)
-	done := toolStep(rpc.StepCodeAction, rpc.StatusDone, "Rename count", call, editApplied)
+	done := toolStep(wire.StepCodeAction, wire.StatusDone, "Rename count", call, editApplied)
 	done.RequestedInteraction = waiting.RequestedInteraction
-	s.set(e, answered(done, e, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}))
-	s.push(plannerStep(rpc.StatusDone, "", "Renamed count to total in main.go."))
-	s.now(rpc.RunIdle)
+	s.set(e, answered(done, e, wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}))
+	s.push(plannerStep(wire.StatusDone, "", "Renamed count to total in main.go."))
+	s.now(wire.RunIdle)
 	return scenario{name: "tool_code_edit", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		c := findEvent(t, evs, messages.EventFunctionCall)
 		assert.Equal(t, messages.ToolEdit, c.Kind)
@@ -72,17 +72,17 @@ func codeEdit() scenario {
 func newFile() scenario {
 	var s script
 	s.push(userStep("Add a README", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "", ""))
-	call := &rpc.ToolCall{ID: "write-1", Name: "write_to_file", ArgumentsJSON: `{"CodeContent":"# work\n\nA small tool.\n","EmptyFile":false,"TargetFile":"/work/README.md","toolSummary":"Create README"}`}
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", ""))
+	call := &wire.ToolCall{ID: "write-1", Name: "write_to_file", ArgumentsJSON: `{"CodeContent":"# work\n\nA small tool.\n","EmptyFile":false,"TargetFile":"/work/README.md","toolSummary":"Create README"}`}
 	spec := `"actionSpec":{"createFile":{"path":{"absoluteUri":"file:///work/README.md"}}}`
-	w := s.push(toolStep(rpc.StepCodeAction, rpc.StatusRunning, "Create README", call, `"codeAction":{`+spec+`}`))
-	s.now(rpc.RunRunning)
-	s.set(w, toolStep(rpc.StepCodeAction, rpc.StatusDone, "Create README", call, `"codeAction":{`+spec+
+	w := s.push(toolStep(wire.StepCodeAction, wire.StatusRunning, "Create README", call, `"codeAction":{`+spec+`}`))
+	s.now(wire.RunRunning)
+	s.set(w, toolStep(wire.StepCodeAction, wire.StatusDone, "Create README", call, `"codeAction":{`+spec+
 		`,"actionResult":{"edit":{"absoluteUri":"file:///work/README.md","createFile":true,"diff":{"startLine":1,"endLine":3,"unifiedDiff":{"lines":[`+
 		`{"text":"# work","type":"UNIFIED_DIFF_LINE_TYPE_INSERT"},{"type":"UNIFIED_DIFF_LINE_TYPE_INSERT"},{"text":"A small tool.","type":"UNIFIED_DIFF_LINE_TYPE_INSERT"}]}}}}}`))
-	s.push(plannerStep(rpc.StatusDone, "", "README.md is in place."))
-	s.now(rpc.RunIdle)
+	s.push(plannerStep(wire.StatusDone, "", "README.md is in place."))
+	s.now(wire.RunIdle)
 	return scenario{name: "tool_new_file", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		c := findEvent(t, evs, messages.EventFunctionCall)
 		assert.Equal(t, "write_to_file", c.Name)
@@ -100,17 +100,17 @@ func newFile() scenario {
 func grepSearch() scenario {
 	var s script
 	s.push(userStep("Where are the TODOs?", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "", ""))
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", ""))
 	q := `"searchPathUri":"file:///work","query":"TODO","includes":["*.go"],"matchPerLine":true`
-	g := s.push(toolStep(rpc.StepGrepSearch, rpc.StatusRunning, "Search TODOs", nil, `"grepSearch":{`+q+`}`))
-	s.now(rpc.RunRunning)
-	s.set(g, toolStep(rpc.StepGrepSearch, rpc.StatusDone, "Search TODOs", nil, `"grepSearch":{`+q+`,"results":[`+
+	g := s.push(toolStep(wire.StepGrepSearch, wire.StatusRunning, "Search TODOs", nil, `"grepSearch":{`+q+`}`))
+	s.now(wire.RunRunning)
+	s.set(g, toolStep(wire.StepGrepSearch, wire.StatusDone, "Search TODOs", nil, `"grepSearch":{`+q+`,"results":[`+
 		`{"relativePath":"main.go","absolutePath":"/work/main.go","lineNumber":12,"content":"\t// TODO: handle errors\n"},`+
 		`{"relativePath":"store/db.go","absolutePath":"/work/store/db.go","lineNumber":40,"content":"// TODO: close the pool\n"},`+
 		`{"relativePath":"store/db.go","absolutePath":"/work/store/db.go","lineNumber":88,"content":"// TODO: retry\n"}],"totalResults":3}`))
-	s.push(plannerStep(rpc.StatusDone, "", "Three TODOs: one in main.go, two in store/db.go."))
-	s.now(rpc.RunIdle)
+	s.push(plannerStep(wire.StatusDone, "", "Three TODOs: one in main.go, two in store/db.go."))
+	s.now(wire.RunIdle)
 	return scenario{name: "tool_grep", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		c := findEvent(t, evs, messages.EventFunctionCall)
 		assert.Equal(t, "grep_search", c.Name, "named by the table: no toolCall")
@@ -126,16 +126,16 @@ func grepSearch() scenario {
 func findFiles() scenario {
 	var s script
 	s.push(userStep("List the test files", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "", ""))
-	call := &rpc.ToolCall{ID: "find-1", Name: "find_by_name", ArgumentsJSON: `{"Pattern":"*_test.go","SearchDirectory":"/work"}`}
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", ""))
+	call := &wire.ToolCall{ID: "find-1", Name: "find_by_name", ArgumentsJSON: `{"Pattern":"*_test.go","SearchDirectory":"/work"}`}
 	q := `"searchDirectory":"/work","pattern":"*_test.go","type":"FIND_RESULT_TYPE_FILE"`
-	f := s.push(toolStep(rpc.StepFind, rpc.StatusRunning, "Find tests", call, `"find":{`+q+`}`))
-	s.now(rpc.RunRunning)
-	s.set(f, toolStep(rpc.StepFind, rpc.StatusDone, "Find tests", call, `"find":{`+q+
+	f := s.push(toolStep(wire.StepFind, wire.StatusRunning, "Find tests", call, `"find":{`+q+`}`))
+	s.now(wire.RunRunning)
+	s.set(f, toolStep(wire.StepFind, wire.StatusDone, "Find tests", call, `"find":{`+q+
 		`,"truncatedOutput":"/work/main_test.go\n/work/store/db_test.go\n","totalResults":2,"commandRun":"fd -g *_test.go /work"}`))
-	s.push(plannerStep(rpc.StatusDone, "", "There are two test files."))
-	s.now(rpc.RunIdle)
+	s.push(plannerStep(wire.StatusDone, "", "There are two test files."))
+	s.now(wire.RunIdle)
 	return scenario{name: "tool_find", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		out := findEvent(t, evs, messages.EventFunctionCallOutput)
 		assert.Equal(t, []messages.Hit{{Path: "/work/main_test.go"}, {Path: "/work/store/db_test.go"}}, out.Hits)
@@ -146,15 +146,15 @@ func findFiles() scenario {
 func webRead() scenario {
 	var s script
 	s.push(userStep("What does go.dev say about modules?", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "", ""))
-	u := s.push(toolStep(rpc.StepReadURLContent, rpc.StatusRunning, "Read the modules page", nil, `"readUrlContent":{"url":"https://go.dev/ref/mod"}`))
-	s.now(rpc.RunRunning)
-	s.set(u, toolStep(rpc.StepReadURLContent, rpc.StatusDone, "Read the modules page", nil,
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", ""))
+	u := s.push(toolStep(wire.StepReadURLContent, wire.StatusRunning, "Read the modules page", nil, `"readUrlContent":{"url":"https://go.dev/ref/mod"}`))
+	s.now(wire.RunRunning)
+	s.set(u, toolStep(wire.StepReadURLContent, wire.StatusDone, "Read the modules page", nil,
 		`"readUrlContent":{"url":"https://go.dev/ref/mod","webDocument":{"url":"https://go.dev/ref/mod","title":"Go Modules Reference",`+
 			`"text":"Modules are how Go manages dependencies.\nA module is a collection of packages.\n"},"resolvedUrl":"https://go.dev/ref/mod","latencyMs":210}`))
-	s.push(plannerStep(rpc.StatusDone, "", "A module is a collection of packages."))
-	s.now(rpc.RunIdle)
+	s.push(plannerStep(wire.StatusDone, "", "A module is a collection of packages."))
+	s.now(wire.RunIdle)
 	return scenario{name: "tool_web_read", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		c := findEvent(t, evs, messages.EventFunctionCall)
 		assert.Equal(t, messages.ToolFetch, c.Kind)
@@ -171,9 +171,9 @@ func webRead() scenario {
 func commandStreamed() scenario {
 	var s script
 	s.push(userStep("Run the tests", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "", ""))
-	cmd := func(status rpc.StepStatus, out string) rpc.Step {
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", ""))
+	cmd := func(status wire.StepStatus, out string) wire.Step {
 		st := commandStep(status, "go test ./...")
 		st.RequestedInteraction = nil
 		st.Metadata.ToolSummary, st.Metadata.ToolAction = "Run the tests", "Running the tests"
@@ -183,29 +183,29 @@ func commandStreamed() scenario {
 		}
 		return withBody(st, body+`}`)
 	}
-	c := s.push(cmd(rpc.StatusRunning, ""))
-	s.now(rpc.RunRunning)
-	s.set(c, cmd(rpc.StatusRunning, "ok  \twork/store\t0.12s\n"))
-	s.now(rpc.RunRunning)
-	s.set(c, cmd(rpc.StatusRunning, "ok  \twork/store\t0.12s\n--- FAIL: TestServe (0.30s)\n"))
-	s.now(rpc.RunRunning)
-	s.set(c, cmd(rpc.StatusDone, "ok  \twork/store\t0.12s\n--- FAIL: TestServe (0.30s)\n"))
-	s.push(plannerStep(rpc.StatusDone, "", ""))
-	status := func(st rpc.StepStatus, cmdStatus, combined string, exit int) rpc.Step {
+	c := s.push(cmd(wire.StatusRunning, ""))
+	s.now(wire.RunRunning)
+	s.set(c, cmd(wire.StatusRunning, "ok  \twork/store\t0.12s\n"))
+	s.now(wire.RunRunning)
+	s.set(c, cmd(wire.StatusRunning, "ok  \twork/store\t0.12s\n--- FAIL: TestServe (0.30s)\n"))
+	s.now(wire.RunRunning)
+	s.set(c, cmd(wire.StatusDone, "ok  \twork/store\t0.12s\n--- FAIL: TestServe (0.30s)\n"))
+	s.push(plannerStep(wire.StatusDone, "", ""))
+	status := func(st wire.StepStatus, cmdStatus, combined string, exit int) wire.Step {
 		body := `"commandStatus":{"commandId":"cmd-7","status":"` + cmdStatus + `","combined":` + quote(combined)
 		if exit != 0 {
 			body += `,"exitCode":` + itoa(exit)
 		}
-		return toolStep(rpc.StepCommandStatus, st, "Check the tests", nil, body+`}`)
+		return toolStep(wire.StepCommandStatus, st, "Check the tests", nil, body+`}`)
 	}
 	first := "ok  \twork/store\t0.12s\n--- FAIL: TestServe (0.30s)\n"
-	k := s.push(status(rpc.StatusRunning, "CORTEX_STEP_STATUS_RUNNING", first, 0))
-	s.now(rpc.RunRunning)
-	s.set(k, status(rpc.StatusRunning, "CORTEX_STEP_STATUS_RUNNING", first+"FAIL\twork\t0.41s\n", 0))
-	s.now(rpc.RunRunning)
-	s.set(k, status(rpc.StatusDone, "CORTEX_STEP_STATUS_DONE", first+"FAIL\twork\t0.41s\nFAIL\n", 1))
-	s.push(plannerStep(rpc.StatusDone, "", "TestServe fails."))
-	s.now(rpc.RunIdle)
+	k := s.push(status(wire.StatusRunning, "CORTEX_STEP_STATUS_RUNNING", first, 0))
+	s.now(wire.RunRunning)
+	s.set(k, status(wire.StatusRunning, "CORTEX_STEP_STATUS_RUNNING", first+"FAIL\twork\t0.41s\n", 0))
+	s.now(wire.RunRunning)
+	s.set(k, status(wire.StatusDone, "CORTEX_STEP_STATUS_DONE", first+"FAIL\twork\t0.41s\nFAIL\n", 1))
+	s.push(plannerStep(wire.StatusDone, "", "TestServe fails."))
+	s.now(wire.RunIdle)
 	return scenario{name: "tool_command_streamed", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		outputs := map[string]string{}
 		var final []messages.Event
@@ -237,14 +237,14 @@ func commandStreamed() scenario {
 func mcpTool() scenario {
 	var s script
 	s.push(userStep("Any open issues?", "MODEL_M20"))
-	s.now(rpc.RunRunning)
-	s.push(plannerStep(rpc.StatusDone, "", ""))
+	s.now(wire.RunRunning)
+	s.push(plannerStep(wire.StatusDone, "", ""))
 	body := `"serverName":"github","toolCall":{"id":"mcp-1","name":"list_issues","argumentsJson":"{\"repo\":\"acme/work\",\"state\":\"open\"}"},"serverInfo":{"name":"github","version":"0.4.0"}`
-	m := s.push(toolStep(rpc.StepMCPTool, rpc.StatusRunning, "List open issues", nil, `"mcpTool":{`+body+`}`))
-	s.now(rpc.RunRunning)
-	s.set(m, toolStep(rpc.StepMCPTool, rpc.StatusDone, "List open issues", nil, `"mcpTool":{`+body+`,"resultString":"#12 Crash on empty input\n#15 Slow start"}`))
-	s.push(plannerStep(rpc.StatusDone, "", "Two issues are open."))
-	s.now(rpc.RunIdle)
+	m := s.push(toolStep(wire.StepMCPTool, wire.StatusRunning, "List open issues", nil, `"mcpTool":{`+body+`}`))
+	s.now(wire.RunRunning)
+	s.set(m, toolStep(wire.StepMCPTool, wire.StatusDone, "List open issues", nil, `"mcpTool":{`+body+`,"resultString":"#12 Crash on empty input\n#15 Slow start"}`))
+	s.push(plannerStep(wire.StatusDone, "", "Two issues are open."))
+	s.now(wire.RunIdle)
 	return scenario{name: "tool_mcp", moments: s.moments, check: func(t *testing.T, r *Reconciler, evs []messages.Event) {
 		c := findEvent(t, evs, messages.EventFunctionCall)
 		assert.Equal(t, "list_issues", c.Name)

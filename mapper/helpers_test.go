@@ -10,10 +10,11 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Steps built here are shaped like testdata/agy-steps (proto3
-// JSON, defaults omitted) and pass through wire() so they carry Raw as a
+// JSON, defaults omitted) and pass through roundTrip() so they carry Raw as a
 // decoded agy step does.
 
 const (
@@ -25,82 +26,82 @@ var t0 = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
 func at(k int) time.Time { return t0.Add(time.Duration(k) * time.Second) }
 
-func meta() rpc.StepMetadata {
-	return rpc.StepMetadata{Source: rpc.SourceModel, SourceTrajectoryStepInfo: rpc.StepInfo{TrajectoryID: testTraj, CascadeID: testConv}}
+func meta() wire.StepMetadata {
+	return wire.StepMetadata{Source: wire.SourceModel, SourceTrajectoryStepInfo: wire.StepInfo{TrajectoryID: testTraj, CascadeID: testConv}}
 }
 
-func userStep(text, model string) rpc.Step {
-	s := rpc.Step{
-		Type:   rpc.StepUserInput,
-		Status: rpc.StatusDone,
-		Metadata: rpc.StepMetadata{
-			Source:                   rpc.SourceUserExplicit,
-			SourceTrajectoryStepInfo: rpc.StepInfo{TrajectoryID: testTraj, CascadeID: testConv},
+func userStep(text, model string) wire.Step {
+	s := wire.Step{
+		Type:   wire.StepUserInput,
+		Status: wire.StatusDone,
+		Metadata: wire.StepMetadata{
+			Source:                   wire.SourceUserExplicit,
+			SourceTrajectoryStepInfo: wire.StepInfo{TrajectoryID: testTraj, CascadeID: testConv},
 		},
-		UserInput: &rpc.UserInput{Items: []rpc.TextItem{{Text: text}}, UserResponse: text},
+		UserInput: &wire.UserInput{Items: []wire.TextItem{{Text: text}}, UserResponse: text},
 	}
 	if model != "" {
-		s.UserInput.UserConfig = &rpc.UserConfig{PlannerConfig: &rpc.PlannerConfig{PlanModel: model}}
+		s.UserInput.UserConfig = &wire.UserConfig{PlannerConfig: &wire.PlannerConfig{PlanModel: model}}
 	}
 	return s
 }
 
-func systemStep(t rpc.StepType) rpc.Step {
+func systemStep(t wire.StepType) wire.Step {
 	m := meta()
-	m.Source = rpc.SourceSystem
-	return rpc.Step{Type: t, Status: rpc.StatusDone, Metadata: m}
+	m.Source = wire.SourceSystem
+	return wire.Step{Type: t, Status: wire.StatusDone, Metadata: m}
 }
 
 // plannerStep is a PLANNER_RESPONSE: while live, text is modifiedResponse;
 // at DONE it is response too, with usage.
-func plannerStep(status rpc.StepStatus, thinking, text string) rpc.Step {
-	s := rpc.Step{
-		Type:            rpc.StepPlannerResponse,
+func plannerStep(status wire.StepStatus, thinking, text string) wire.Step {
+	s := wire.Step{
+		Type:            wire.StepPlannerResponse,
 		Status:          status,
 		Metadata:        meta(),
-		PlannerResponse: &rpc.PlannerResponse{Thinking: thinking, ModifiedResponse: text},
+		PlannerResponse: &wire.PlannerResponse{Thinking: thinking, ModifiedResponse: text},
 	}
-	if status == rpc.StatusDone {
+	if status == wire.StatusDone {
 		s.PlannerResponse.Response = text
-		s.Metadata.ModelUsage = &rpc.ModelUsage{
+		s.Metadata.ModelUsage = &wire.ModelUsage{
 			Model:                "MODEL_M20",
-			InputTokens:          rpc.Int64(1000 + len(text)),
-			OutputTokens:         rpc.Int64(len(thinking) + len(text)),
-			ThinkingOutputTokens: rpc.Int64(len(thinking)),
-			ResponseOutputTokens: rpc.Int64(len(text)),
+			InputTokens:          wire.Int64(1000 + len(text)),
+			OutputTokens:         wire.Int64(len(thinking) + len(text)),
+			ThinkingOutputTokens: wire.Int64(len(thinking)),
+			ResponseOutputTokens: wire.Int64(len(text)),
 			CacheReadTokens:      500,
 		}
 	}
 	return s
 }
 
-func commandStep(status rpc.StepStatus, line string) rpc.Step {
-	s := rpc.Step{
-		Type:       rpc.StepRunCommand,
+func commandStep(status wire.StepStatus, line string) wire.Step {
+	s := wire.Step{
+		Type:       wire.StepRunCommand,
 		Status:     status,
 		Metadata:   meta(),
-		RunCommand: &rpc.RunCommand{CommandLine: line, ProposedCommandLine: line, Cwd: "/work"},
+		RunCommand: &wire.RunCommand{CommandLine: line, ProposedCommandLine: line, Cwd: "/work"},
 	}
-	if status != rpc.StatusPending {
-		s.RequestedInteraction = &rpc.Interaction{Permission: &rpc.PermissionRequest{
-			Resource: &rpc.Resource{Action: "command", Target: line},
+	if status != wire.StatusPending {
+		s.RequestedInteraction = &wire.Interaction{Permission: &wire.PermissionRequest{
+			Resource: &wire.Resource{Action: "command", Target: line},
 		}}
 	}
 	return s
 }
 
 // answered adds agy's echo of an answer to a prompt step.
-func answered(s rpc.Step, index int, resp rpc.InteractionResponse) rpc.Step {
+func answered(s wire.Step, index int, resp wire.InteractionResponse) wire.Step {
 	resp.TrajectoryID = testTraj
-	resp.StepIndex = rpc.Int(index)
-	s.CompletedInteractions = []rpc.CompletedInteraction{{Request: s.RequestedInteraction, Response: &resp}}
+	resp.StepIndex = wire.Int(index)
+	s.CompletedInteractions = []wire.CompletedInteraction{{Request: s.RequestedInteraction, Response: &resp}}
 	return s
 }
 
-func withOutput(s rpc.Step, out string, exit int) rpc.Step {
+func withOutput(s wire.Step, out string, exit int) wire.Step {
 	rc := *s.RunCommand
-	rc.CombinedOutput = &rpc.CombinedOutput{Full: out}
-	rc.ExitCode = rpc.Int(exit)
+	rc.CombinedOutput = &wire.CombinedOutput{Full: out}
+	rc.ExitCode = wire.Int(exit)
 	s.RunCommand = &rc
 	return s
 }
@@ -111,8 +112,8 @@ type testQuestion struct {
 	options []string
 }
 
-func questionStep(status rpc.StepStatus, qs ...testQuestion) rpc.Step {
-	var ask rpc.AskQuestion
+func questionStep(status wire.StepStatus, qs ...testQuestion) wire.Step {
+	var ask wire.AskQuestion
 	type argQ struct {
 		Question      string   `json:"question"`
 		IsMultiSelect bool     `json:"is_multi_select"`
@@ -122,48 +123,48 @@ func questionStep(status rpc.StepStatus, qs ...testQuestion) rpc.Step {
 		Questions []argQ `json:"questions"`
 	}
 	for _, q := range qs {
-		rq := rpc.Question{Question: q.text}
+		rq := wire.Question{Question: q.text}
 		for i, o := range q.options {
-			rq.Options = append(rq.Options, rpc.Option{ID: string(rune('1' + i)), Text: o})
+			rq.Options = append(rq.Options, wire.Option{ID: string(rune('1' + i)), Text: o})
 		}
 		ask.Questions = append(ask.Questions, rq)
 		args.Questions = append(args.Questions, argQ{q.text, q.multi, q.options})
 	}
 	b, _ := json.Marshal(args)
 	m := meta()
-	m.ToolCall = &rpc.ToolCall{ID: "call-ask", Name: "ask_question", ArgumentsJSON: string(b)}
+	m.ToolCall = &wire.ToolCall{ID: "call-ask", Name: "ask_question", ArgumentsJSON: string(b)}
 	askCopy := ask
-	return rpc.Step{
-		Type:                 rpc.StepAskQuestion,
+	return wire.Step{
+		Type:                 wire.StepAskQuestion,
 		Status:               status,
 		Metadata:             m,
 		AskQuestion:          &ask,
-		RequestedInteraction: &rpc.Interaction{AskQuestion: &askCopy},
+		RequestedInteraction: &wire.Interaction{AskQuestion: &askCopy},
 	}
 }
 
-func genericStep(status rpc.StepStatus, name, args, result string) rpc.Step {
+func genericStep(status wire.StepStatus, name, args, result string) wire.Step {
 	m := meta()
-	m.ToolCall = &rpc.ToolCall{ID: "call-" + name, Name: name, ArgumentsJSON: args}
-	s := rpc.Step{Type: rpc.StepGeneric, Status: status, Metadata: m, Generic: &rpc.Generic{Args: json.RawMessage(args)}}
+	m.ToolCall = &wire.ToolCall{ID: "call-" + name, Name: name, ArgumentsJSON: args}
+	s := wire.Step{Type: wire.StepGeneric, Status: status, Metadata: m, Generic: &wire.Generic{Args: json.RawMessage(args)}}
 	if result != "" {
-		s.Generic.Result = &rpc.GenericResult{Result: result}
+		s.Generic.Result = &wire.GenericResult{Result: result}
 	}
 	return s
 }
 
-func subagentStep(status rpc.StepStatus, children ...string) rpc.Step {
-	s := rpc.Step{Type: rpc.StepInvokeSubagent, Status: status, Metadata: meta(), InvokeSubagent: &rpc.InvokeSubagent{}}
+func subagentStep(status wire.StepStatus, children ...string) wire.Step {
+	s := wire.Step{Type: wire.StepInvokeSubagent, Status: status, Metadata: meta(), InvokeSubagent: &wire.InvokeSubagent{}}
 	for _, c := range children {
-		s.InvokeSubagent.Results = append(s.InvokeSubagent.Results, rpc.SubagentResult{ConversationID: c})
+		s.InvokeSubagent.Results = append(s.InvokeSubagent.Results, wire.SubagentResult{ConversationID: c})
 	}
 	return s
 }
 
-// wire round-trips a step through JSON, as the client decodes agy's steps
+// roundTrip round-trips a step through JSON, as the client decodes agy's steps
 // (Raw set). The members of Raw that the typed fields do not write (bodies
 // set with withBody) are kept.
-func wire(s rpc.Step) rpc.Step {
+func roundTrip(s wire.Step) wire.Step {
 	b, err := json.Marshal(s)
 	if err != nil {
 		panic(err)
@@ -180,7 +181,7 @@ func wire(s rpc.Step) rpc.Step {
 			panic(err)
 		}
 	}
-	var out rpc.Step
+	var out wire.Step
 	if err := json.Unmarshal(b, &out); err != nil {
 		panic(err)
 	}
@@ -189,31 +190,31 @@ func wire(s rpc.Step) rpc.Step {
 
 // indexed stamps metadata stepIndex from positions (not on USER_INPUT, like
 // the fixtures) and sends every step over the wire.
-func indexed(steps []rpc.Step) []rpc.Step {
-	out := make([]rpc.Step, len(steps))
+func indexed(steps []wire.Step) []wire.Step {
+	out := make([]wire.Step, len(steps))
 	for i, s := range steps {
-		if s.Type != rpc.StepUserInput {
-			s.Metadata.SourceTrajectoryStepInfo.StepIndex = rpc.Int(i)
+		if s.Type != wire.StepUserInput {
+			s.Metadata.SourceTrajectoryStepInfo.StepIndex = wire.Int(i)
 		}
-		out[i] = wire(s)
+		out[i] = roundTrip(s)
 	}
 	return out
 }
 
-func snapshot(k int, run rpc.RunStatus, steps ...rpc.Step) Observation {
+func snapshot(k int, run wire.RunStatus, steps ...wire.Step) Observation {
 	return FromSnapshot(indexed(steps), run, at(k))
 }
 
 // frame is a stream frame carrying steps at the given indices.
-func frame(k int, run rpc.RunStatus, at0 int, steps ...rpc.Step) Observation {
+func frame(k int, run wire.RunStatus, at0 int, steps ...wire.Step) Observation {
 	f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: testConv, TrajectoryID: testTraj, Status: run}}
 	u := &f.Update.MainTrajectoryUpdate.StepsUpdate
 	for i, s := range steps {
-		s.Metadata.SourceTrajectoryStepInfo.StepIndex = rpc.Int(at0 + i)
-		u.Indices = append(u.Indices, rpc.Int(at0+i))
-		u.Steps = append(u.Steps, wire(s))
+		s.Metadata.SourceTrajectoryStepInfo.StepIndex = wire.Int(at0 + i)
+		u.Indices = append(u.Indices, wire.Int(at0+i))
+		u.Steps = append(u.Steps, roundTrip(s))
 	}
-	u.TotalLength = rpc.Int(at0 + len(steps))
+	u.TotalLength = wire.Int(at0 + len(steps))
 	return FromFrame(f, at(k))
 }
 
@@ -221,7 +222,7 @@ func newTestReconciler() *Reconciler {
 	return NewReconciler(Config{ConversationID: testConv, Models: testModels})
 }
 
-var testModels = map[string]rpc.ModelInfo{
+var testModels = map[string]wire.ModelInfo{
 	"MODEL_M20": {Model: "MODEL_M20", DisplayName: "Gemini 3 Pro (Medium)", Recommended: true},
 	"MODEL_M26": {Model: "MODEL_M26", DisplayName: "Claude Opus 4.6 (Thinking)"},
 }
@@ -248,14 +249,6 @@ func types(evs []messages.Event) []string {
 		if e.Type == messages.EventStatus {
 			out[i] += ":" + e.State
 		}
-	}
-	return out
-}
-
-func ids(evs []messages.Event) []string {
-	out := make([]string, len(evs))
-	for i, e := range evs {
-		out[i] = e.ID
 	}
 	return out
 }
@@ -289,9 +282,9 @@ func keepMissing(typed, raw any) any {
 	return t
 }
 
-// withBody adds members the typed fields of rpc.Step do not have (a step
+// withBody adds members the typed fields of wire.Step do not have (a step
 // type's body, as `"codeAction":{...}`) to a step, as agy sends them.
-func withBody(s rpc.Step, members string) rpc.Step {
+func withBody(s wire.Step, members string) wire.Step {
 	var extra map[string]json.RawMessage
 	if err := json.Unmarshal([]byte("{"+members+"}"), &extra); err != nil {
 		panic(err)
@@ -310,19 +303,19 @@ func withBody(s rpc.Step, members string) rpc.Step {
 	if b, err = json.Marshal(m); err != nil {
 		panic(err)
 	}
-	var out rpc.Step
+	var out wire.Step
 	if err := json.Unmarshal(b, &out); err != nil {
 		panic(err)
 	}
 	return out
 }
 
-// toolStep is a step of a tool type whose body rpc.Step does not decode,
+// toolStep is a step of a tool type whose body wire.Step does not decode,
 // with toolAction and toolSummary as agy writes them (and toolCall when call
 // is not nil: a polled copy).
-func toolStep(typ rpc.StepType, status rpc.StepStatus, summary string, call *rpc.ToolCall, body string) rpc.Step {
+func toolStep(typ wire.StepType, status wire.StepStatus, summary string, call *wire.ToolCall, body string) wire.Step {
 	m := meta()
 	m.ToolSummary, m.ToolAction = summary, summary
 	m.ToolCall = call
-	return withBody(rpc.Step{Type: typ, Status: status, Metadata: m}, body)
+	return withBody(wire.Step{Type: typ, Status: status, Metadata: m}, body)
 }

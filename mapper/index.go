@@ -1,6 +1,6 @@
 package mapper
 
-import "github.com/agyharness/agyharness/rpc"
+import "github.com/agyharness/agyharness/wire"
 
 // Indexer returns the trajectory index of each step of a window read from
 // trajectory index offset (GetCascadeTrajectorySteps' stepOffset): the
@@ -14,7 +14,7 @@ import "github.com/agyharness/agyharness/rpc"
 // When the carried indices cannot be the window's (not strictly
 // increasing, below offset, or from different trajectories), positions are
 // used for the whole window, as a reader of a full snapshot always could.
-func Indexer(steps []rpc.Step, offset int) func(i int) int {
+func Indexer(steps []wire.Step, offset int) func(i int) int {
 	if carriedIndices(steps, offset) {
 		return func(i int) int { return ownIndex(&steps[i], offset+i) }
 	}
@@ -22,7 +22,7 @@ func Indexer(steps []rpc.Step, offset int) func(i int) int {
 }
 
 // ownIndex is the trajectory index a step carries, or fallback.
-func ownIndex(s *rpc.Step, fallback int) int {
+func ownIndex(s *wire.Step, fallback int) int {
 	if n := int(s.Metadata.SourceTrajectoryStepInfo.StepIndex); n > 0 {
 		return n
 	}
@@ -30,7 +30,7 @@ func ownIndex(s *rpc.Step, fallback int) int {
 }
 
 // carriedIndices reports whether the indices the steps carry are usable.
-func carriedIndices(steps []rpc.Step, offset int) bool {
+func carriedIndices(steps []wire.Step, offset int) bool {
 	prev := offset - 1
 	traj := ""
 	for i := range steps {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Prompt is one logical prompt agy waits on: a question or a permission.
@@ -30,15 +30,15 @@ var ErrInvalidResolve = errors.New("mapper: invalid resolve")
 // PendingInteraction reads the prompt of a WAITING step with a
 // requestedInteraction at index. ElicitationID is left for the reconciler to
 // assign, as is the header of Request (id, conversation, time).
-func PendingInteraction(step *rpc.Step, index int) (*Prompt, bool) {
-	if step == nil || step.Status != rpc.StatusWaiting {
+func PendingInteraction(step *wire.Step, index int) (*Prompt, bool) {
+	if step == nil || step.Status != wire.StatusWaiting {
 		return nil, false
 	}
 	return promptOf(step, index)
 }
 
 // promptOf reads the prompt of a step whatever its status.
-func promptOf(step *rpc.Step, index int) (*Prompt, bool) {
+func promptOf(step *wire.Step, index int) (*Prompt, bool) {
 	ri := step.RequestedInteraction
 	if ri == nil || (ri.AskQuestion == nil && ri.Permission == nil) {
 		return nil, false
@@ -62,7 +62,7 @@ func promptOf(step *rpc.Step, index int) (*Prompt, bool) {
 				line = rc.ProposedCommandLine
 			}
 			p.Command = &messages.CommandLine{Line: line, Cwd: rc.Cwd}
-		} else if step.Type == rpc.StepRunCommand && p.Resource != nil {
+		} else if step.Type == wire.StepRunCommand && p.Resource != nil {
 			p.Command = &messages.CommandLine{Line: p.Resource.Target}
 		}
 	}
@@ -100,7 +100,7 @@ func (q *toolQuestion) allowsWriteIn() bool {
 	return true
 }
 
-func questionsOf(step *rpc.Step) []messages.Question {
+func questionsOf(step *wire.Step) []messages.Question {
 	var args struct {
 		Questions []toolQuestion `json:"questions"`
 	}
@@ -138,7 +138,7 @@ func questionsOf(step *rpc.Step) []messages.Question {
 // and content (question texts and options; or resource and command line). A
 // timeout-retry asks the same thing at a higher index, so it has the same
 // key. "" when the step requests nothing.
-func PromptKey(step *rpc.Step) string {
+func PromptKey(step *wire.Step) string {
 	if step == nil || step.RequestedInteraction == nil {
 		return ""
 	}
@@ -187,11 +187,11 @@ func PromptKey(step *rpc.Step) string {
 // key, in a window of steps read from trajectory index offset, and returns
 // its trajectory index (see Indexer). Used at delivery time: a prompt may
 // have timed out and been asked again since it was detected.
-func FreshestWaiting(steps []rpc.Step, offset int, key string) (index int, step *rpc.Step, ok bool) {
+func FreshestWaiting(steps []wire.Step, offset int, key string) (index int, step *wire.Step, ok bool) {
 	at := Indexer(steps, offset)
 	for i := len(steps) - 1; i >= 0; i-- {
 		s := &steps[i]
-		if s.Status == rpc.StatusWaiting && s.RequestedInteraction != nil && PromptKey(s) == key {
+		if s.Status == wire.StatusWaiting && s.RequestedInteraction != nil && PromptKey(s) == key {
 			return at(i), s, true
 		}
 	}
@@ -210,8 +210,8 @@ func FreshestWaiting(steps []rpc.Step, offset int, key string) (index int, step 
 // match (a single question takes a single unnamed answer); option ids, not
 // texts; a write-in where the question allows it. Anything else is an error
 // wrapping ErrInvalidResolve, and no payload.
-func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, stepIndex int) (rpc.InteractionResponse, error) {
-	var none rpc.InteractionResponse
+func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, stepIndex int) (wire.InteractionResponse, error) {
+	var none wire.InteractionResponse
 	if p == nil {
 		return none, fmt.Errorf("%w: no prompt", ErrInvalidResolve)
 	}
@@ -226,33 +226,33 @@ func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, step
 	default:
 		return none, fmt.Errorf("%w: unknown action %q (want accept, decline or cancel)", ErrInvalidResolve, res.Action)
 	}
-	out := rpc.InteractionResponse{TrajectoryID: trajectoryID, StepIndex: rpc.Int(stepIndex)}
+	out := wire.InteractionResponse{TrajectoryID: trajectoryID, StepIndex: wire.Int(stepIndex)}
 	switch p.Kind {
 	case messages.KindPermission:
 		if len(res.Answers) > 0 {
 			return none, fmt.Errorf("%w: answers given for a permission prompt", ErrInvalidResolve)
 		}
-		out.Permission = &rpc.PermissionAnswer{Allow: res.Action == messages.ActionAccept}
+		out.Permission = &wire.PermissionAnswer{Allow: res.Action == messages.ActionAccept}
 		return out, nil
 	case messages.KindQuestion:
 		if res.Action != messages.ActionAccept {
 			if len(res.Answers) > 0 {
 				return none, fmt.Errorf("%w: answers given to %s a question", ErrInvalidResolve, res.Action)
 			}
-			out.AskQuestion = &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{}}
+			out.AskQuestion = &wire.QuestionResponses{Responses: []wire.QuestionResponse{}}
 			return out, nil
 		}
 		rs, err := questionResponses(p.Questions, res.Answers)
 		if err != nil {
 			return none, err
 		}
-		out.AskQuestion = &rpc.QuestionResponses{Responses: rs}
+		out.AskQuestion = &wire.QuestionResponses{Responses: rs}
 		return out, nil
 	}
 	return none, fmt.Errorf("%w: unknown prompt kind %q", ErrInvalidResolve, p.Kind)
 }
 
-func questionResponses(qs []messages.Question, answers []messages.Answer) ([]rpc.QuestionResponse, error) {
+func questionResponses(qs []messages.Question, answers []messages.Answer) ([]wire.QuestionResponse, error) {
 	if len(qs) == 0 {
 		return nil, fmt.Errorf("%w: the prompt has no questions", ErrInvalidResolve)
 	}
@@ -289,7 +289,7 @@ func questionResponses(qs []messages.Question, answers []messages.Answer) ([]rpc
 			}
 		}
 	}
-	out := make([]rpc.QuestionResponse, 0, len(qs))
+	out := make([]wire.QuestionResponse, 0, len(qs))
 	for j, q := range qs {
 		a := matched[j]
 		if a == nil || (len(a.SelectedOptionIDs) == 0 && a.WriteIn == "") {
@@ -306,7 +306,7 @@ func questionResponses(qs []messages.Question, answers []messages.Answer) ([]rpc
 		if a.WriteIn != "" && !q.AllowWriteIn {
 			return nil, fmt.Errorf("%w: question %q does not allow a write-in", ErrInvalidResolve, q.Question)
 		}
-		out = append(out, rpc.QuestionResponse{
+		out = append(out, wire.QuestionResponse{
 			Question:          q.Question,
 			SelectedOptionIDs: append([]string(nil), a.SelectedOptionIDs...),
 			WriteInResponse:   a.WriteIn,

@@ -9,11 +9,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestPendingInteraction(t *testing.T) {
-	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	q := questionStep(wire.StatusWaiting, qLang, qExtra)
 	p, ok := PendingInteraction(&q, 4)
 	require.True(t, ok)
 	assert.Equal(t, messages.KindQuestion, p.Kind)
@@ -26,7 +26,7 @@ func TestPendingInteraction(t *testing.T) {
 	assert.Equal(t, messages.EventElicitationRequest, p.Request.Type)
 	assert.Equal(t, p.Questions, p.Request.Questions)
 
-	c := commandStep(rpc.StatusWaiting, "pwd")
+	c := commandStep(wire.StatusWaiting, "pwd")
 	p, ok = PendingInteraction(&c, 2)
 	require.True(t, ok)
 	assert.Equal(t, messages.KindPermission, p.Kind)
@@ -38,11 +38,11 @@ func TestPendingInteraction(t *testing.T) {
 	p, _ = PendingInteraction(&c, 2)
 	assert.Equal(t, &messages.CommandLine{Line: "pwd"}, p.Command)
 
-	done := commandStep(rpc.StatusDone, "pwd")
+	done := commandStep(wire.StatusDone, "pwd")
 	_, ok = PendingInteraction(&done, 2)
 	assert.False(t, ok, "only WAITING steps are pending")
 	plain := userStep("x", "")
-	plain.Status = rpc.StatusWaiting
+	plain.Status = wire.StatusWaiting
 	_, ok = PendingInteraction(&plain, 0)
 	assert.False(t, ok)
 	_, ok = PendingInteraction(nil, 0)
@@ -50,7 +50,7 @@ func TestPendingInteraction(t *testing.T) {
 
 	// Write-in and multi-select flags by order when texts differ; a broken
 	// argumentsJson only loses the flags.
-	w := questionStep(rpc.StatusWaiting, qLang)
+	w := questionStep(wire.StatusWaiting, qLang)
 	w.Metadata.ToolCall.ArgumentsJSON = `{"questions":[{"question":"other text","is_multi_select":true,"allow_write_in":true}]}`
 	p, _ = PendingInteraction(&w, 0)
 	assert.True(t, p.Questions[0].MultiSelect)
@@ -61,35 +61,35 @@ func TestPendingInteraction(t *testing.T) {
 }
 
 func TestPromptKey(t *testing.T) {
-	a := commandStep(rpc.StatusWaiting, "pwd")
-	b := commandStep(rpc.StatusError, "pwd")
+	a := commandStep(wire.StatusWaiting, "pwd")
+	b := commandStep(wire.StatusError, "pwd")
 	b.Metadata.SourceTrajectoryStepInfo.StepIndex = 9
-	c := commandStep(rpc.StatusWaiting, "ls")
+	c := commandStep(wire.StatusWaiting, "ls")
 	assert.Equal(t, PromptKey(&a), PromptKey(&b), "a retry has the same key")
 	assert.NotEqual(t, PromptKey(&a), PromptKey(&c))
-	q1 := questionStep(rpc.StatusWaiting, qLang)
-	q2 := questionStep(rpc.StatusWaiting, qExtra)
+	q1 := questionStep(wire.StatusWaiting, qLang)
+	q2 := questionStep(wire.StatusWaiting, qExtra)
 	assert.NotEqual(t, PromptKey(&q1), PromptKey(&q2))
 	assert.NotEqual(t, PromptKey(&q1), PromptKey(&a))
 	u := userStep("x", "")
 	assert.Empty(t, PromptKey(&u))
 	assert.Empty(t, PromptKey(nil))
-	u.RequestedInteraction = &rpc.Interaction{}
+	u.RequestedInteraction = &wire.Interaction{}
 	assert.Empty(t, PromptKey(&u))
 }
 
 func TestFreshestWaiting(t *testing.T) {
-	steps := indexed([]rpc.Step{
+	steps := indexed([]wire.Step{
 		userStep("x", ""),
-		commandStep(rpc.StatusError, "pwd"),
-		commandStep(rpc.StatusWaiting, "ls"),
-		commandStep(rpc.StatusWaiting, "pwd"),
-		plannerStep(rpc.StatusGenerating, "", ""),
+		commandStep(wire.StatusError, "pwd"),
+		commandStep(wire.StatusWaiting, "ls"),
+		commandStep(wire.StatusWaiting, "pwd"),
+		plannerStep(wire.StatusGenerating, "", ""),
 	})
 	i, s, ok := FreshestWaiting(steps, 0, PromptKey(&steps[1]))
 	require.True(t, ok)
 	assert.Equal(t, 3, i)
-	assert.Equal(t, rpc.StatusWaiting, s.Status)
+	assert.Equal(t, wire.StatusWaiting, s.Status)
 	_, _, ok = FreshestWaiting(steps[:3], 0, PromptKey(&steps[1]))
 	assert.False(t, ok, "the only pwd prompt timed out")
 
@@ -100,9 +100,9 @@ func TestFreshestWaiting(t *testing.T) {
 }
 
 func TestCloseKeys(t *testing.T) {
-	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	q := questionStep(wire.StatusWaiting, qLang, qExtra)
 	qp, _ := PendingInteraction(&q, 5)
-	c := commandStep(rpc.StatusWaiting, "pwd")
+	c := commandStep(wire.StatusWaiting, "pwd")
 	cp, _ := PendingInteraction(&c, 5)
 	for _, tc := range []struct {
 		name string
@@ -137,26 +137,27 @@ func TestCloseKeys(t *testing.T) {
 // tmux key name, a letter agy's terminal acts on, a leading "-" or a ";"
 // is refused, and nothing is pressed.
 func TestCloseKeysRefusesAnOptionIDThatIsNotDigits(t *testing.T) {
-	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	q := questionStep(wire.StatusWaiting, qLang, qExtra)
 	qp, _ := PendingInteraction(&q, 5)
 	for _, id := range []string{"Enter", "C-c", "q", "-l", "1;", ";", "#{pane_pid}", " 1", "1 ", "", "1234", "١"} {
 		keys, err := CloseKeys(qp, messages.Resolve{Action: messages.ActionAccept, Answers: []messages.Answer{
 			{SelectedOptionIDs: []string{"1", id}},
 		}})
+		assert.ErrorContains(t, err, "mapper: option id ", "%q", id)
 		assert.ErrorContains(t, err, "is not plain digits", "%q", id)
 		assert.Nil(t, keys, "%q", id)
 	}
 }
 
 func TestBuildInteraction(t *testing.T) {
-	q := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	q := questionStep(wire.StatusWaiting, qLang, qExtra)
 	qp, _ := PendingInteraction(&q, 5)
-	single := questionStep(rpc.StatusWaiting, qLang)
+	single := questionStep(wire.StatusWaiting, qLang)
 	sp, _ := PendingInteraction(&single, 5)
 	writeIn := *sp
 	writeIn.Questions = []messages.Question{sp.Questions[0]}
 	writeIn.Questions[0].AllowWriteIn = true
-	c := commandStep(rpc.StatusWaiting, "pwd")
+	c := commandStep(wire.StatusWaiting, "pwd")
 	cp, _ := PendingInteraction(&c, 5)
 
 	ok := func(p *Prompt, res messages.Resolve, want string) func(t *testing.T) {
@@ -174,7 +175,7 @@ func TestBuildInteraction(t *testing.T) {
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, ErrInvalidResolve))
 			assert.Contains(t, err.Error(), msg)
-			assert.Equal(t, rpc.InteractionResponse{}, got, "no payload with an error")
+			assert.Equal(t, wire.InteractionResponse{}, got, "no payload with an error")
 		}
 	}
 	accept := func(answers ...messages.Answer) messages.Resolve {
@@ -239,7 +240,7 @@ func TestPrompts(t *testing.T) {
 	u := userStep("go", "")
 	t.Run("harness answer: resolved once, never by terminal after", func(t *testing.T) {
 		r := newTestReconciler()
-		evs := r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
+		evs := r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls")))
 		eid := findEvent(t, evs, messages.EventElicitationRequest).ElicitationID
 		require.Len(t, r.OpenPrompts(), 1)
 		p, ok := r.Prompt(eid)
@@ -261,26 +262,26 @@ func TestPrompts(t *testing.T) {
 		assert.False(t, ok)
 		assert.Empty(t, r.OpenPrompts())
 
-		evs = r.Apply(snapshot(2, rpc.RunRunning, u, commandStep(rpc.StatusDone, "ls")))
+		evs = r.Apply(snapshot(2, wire.RunRunning, u, commandStep(wire.StatusDone, "ls")))
 		assert.Equal(t, []string{"status:running", "function_call_output"}, types(evs))
 	})
 	t.Run("canceled prompt expires", func(t *testing.T) {
 		r := newTestReconciler()
-		r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
-		evs := r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusCanceled, "ls")))
+		r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls")))
+		evs := r.Apply(snapshot(1, wire.RunRunning, u, commandStep(wire.StatusCanceled, "ls")))
 		assert.Equal(t, []string{"elicitation_resolved", "status:running", "function_call_output"}, types(evs))
 		assert.Equal(t, messages.ByExpired, evs[0].By)
 		assert.Equal(t, messages.ActionCancel, evs[0].Action)
 		assert.Nil(t, evs[0].DeliveredStepIndex)
 	})
 	t.Run("timed out prompt expires when a later turn or tool moves on", func(t *testing.T) {
-		for _, later := range []rpc.Step{userStep("next", ""), commandStep(rpc.StatusDone, "other")} {
+		for _, later := range []wire.Step{userStep("next", ""), commandStep(wire.StatusDone, "other")} {
 			r := newTestReconciler()
-			r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
-			assert.Equal(t, []string{"function_call_output"}, types(r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusError, "ls")))))
+			r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls")))
+			assert.Equal(t, []string{"function_call_output"}, types(r.Apply(snapshot(1, wire.RunRunning, u, commandStep(wire.StatusError, "ls")))))
 			// A pending retry or a planner step does not expire it.
-			assert.Empty(t, r.Apply(snapshot(2, rpc.RunRunning, u, commandStep(rpc.StatusError, "ls"), plannerStep(rpc.StatusGenerating, "", ""))))
-			evs := r.Apply(snapshot(3, rpc.RunRunning, u, commandStep(rpc.StatusError, "ls"), plannerStep(rpc.StatusGenerating, "", ""), later))
+			assert.Empty(t, r.Apply(snapshot(2, wire.RunRunning, u, commandStep(wire.StatusError, "ls"), plannerStep(wire.StatusGenerating, "", ""))))
+			evs := r.Apply(snapshot(3, wire.RunRunning, u, commandStep(wire.StatusError, "ls"), plannerStep(wire.StatusGenerating, "", ""), later))
 			require.Equal(t, messages.EventElicitationResolved, evs[0].Type, "%v", types(evs))
 			assert.Equal(t, messages.ByExpired, evs[0].By)
 			assert.Empty(t, r.OpenPrompts())
@@ -288,47 +289,47 @@ func TestPrompts(t *testing.T) {
 	})
 	t.Run("answered in the terminal while the command runs", func(t *testing.T) {
 		r := newTestReconciler()
-		r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")))
+		r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls")))
 		// A stale pre-prompt RUNNING copy does not close it.
-		assert.Empty(t, r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusRunning, "ls"))))
-		running := answered(commandStep(rpc.StatusRunning, "ls"), 1, rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}})
-		evs := r.Apply(snapshot(2, rpc.RunRunning, u, running))
+		assert.Empty(t, r.Apply(snapshot(1, wire.RunRunning, u, commandStep(wire.StatusRunning, "ls"))))
+		running := answered(commandStep(wire.StatusRunning, "ls"), 1, wire.InteractionResponse{Permission: &wire.PermissionAnswer{}})
+		evs := r.Apply(snapshot(2, wire.RunRunning, u, running))
 		require.Equal(t, []string{"elicitation_resolved", "status:running"}, types(evs))
 		assert.Equal(t, messages.ActionDecline, evs[0].Action)
 		assert.Equal(t, messages.ByTerminal, evs[0].By)
 		// A stale WAITING copy does not reopen it.
-		assert.Empty(t, r.Apply(snapshot(3, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"))))
+		assert.Empty(t, r.Apply(snapshot(3, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls"))))
 	})
 	t.Run("retry seen before the timeout, and the old step's error after", func(t *testing.T) {
 		r := newTestReconciler()
-		r.Apply(frame(0, rpc.RunRunning, 1, commandStep(rpc.StatusWaiting, "ls")))
-		assert.Equal(t, []string{"function_call"}, types(r.Apply(frame(1, rpc.RunRunning, 3, commandStep(rpc.StatusWaiting, "ls")))))
-		assert.Equal(t, []string{"function_call_output"}, types(r.Apply(frame(2, rpc.RunRunning, 1, commandStep(rpc.StatusError, "ls")))))
+		r.Apply(frame(0, wire.RunRunning, 1, commandStep(wire.StatusWaiting, "ls")))
+		assert.Equal(t, []string{"function_call"}, types(r.Apply(frame(1, wire.RunRunning, 3, commandStep(wire.StatusWaiting, "ls")))))
+		assert.Equal(t, []string{"function_call_output"}, types(r.Apply(frame(2, wire.RunRunning, 1, commandStep(wire.StatusError, "ls")))))
 		require.Len(t, r.OpenPrompts(), 1)
 		assert.Equal(t, 3, r.OpenPrompts()[0].StepIndex)
 		// A stale first sighting of an older step binds without moving back.
-		r.Apply(frame(3, rpc.RunRunning, 2, commandStep(rpc.StatusWaiting, "ls")))
+		r.Apply(frame(3, wire.RunRunning, 2, commandStep(wire.StatusWaiting, "ls")))
 		assert.Equal(t, 3, r.OpenPrompts()[0].StepIndex)
 	})
 	t.Run("a retry first seen done resolves the open prompt", func(t *testing.T) {
 		r := newTestReconciler()
-		r.Apply(frame(0, rpc.RunRunning, 1, commandStep(rpc.StatusWaiting, "ls")))
-		r.Apply(frame(1, rpc.RunRunning, 1, commandStep(rpc.StatusError, "ls")))
-		evs := r.Apply(frame(2, rpc.RunRunning, 2, commandStep(rpc.StatusDone, "ls")))
+		r.Apply(frame(0, wire.RunRunning, 1, commandStep(wire.StatusWaiting, "ls")))
+		r.Apply(frame(1, wire.RunRunning, 1, commandStep(wire.StatusError, "ls")))
+		evs := r.Apply(frame(2, wire.RunRunning, 2, commandStep(wire.StatusDone, "ls")))
 		require.Equal(t, []string{"function_call", "elicitation_resolved", "status:running", "function_call_output"}, types(evs))
 		assert.Equal(t, 2, *evs[1].DeliveredStepIndex)
 		assert.Equal(t, messages.ActionAccept, evs[1].Action, "ran without an echo: allowed")
 	})
 	t.Run("history replay opens nothing", func(t *testing.T) {
 		r := newTestReconciler()
-		evs := r.Apply(snapshot(0, rpc.RunIdle, u, commandStep(rpc.StatusError, "ls"), commandStep(rpc.StatusDone, "ls")))
+		evs := r.Apply(snapshot(0, wire.RunIdle, u, commandStep(wire.StatusError, "ls"), commandStep(wire.StatusDone, "ls")))
 		assert.NotContains(t, types(evs), "elicitation_request")
 		assert.Empty(t, r.OpenPrompts())
 	})
 	t.Run("two prompts: waiting until both close; open order kept", func(t *testing.T) {
 		r := newTestReconciler()
-		q := questionStep(rpc.StatusWaiting, qLang)
-		evs := r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"), q))
+		q := questionStep(wire.StatusWaiting, qLang)
+		evs := r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls"), q))
 		assert.Equal(t, []string{"user_message", "status:running", "function_call", "elicitation_request", "status:waiting", "function_call", "elicitation_request"}, types(evs))
 		open := r.OpenPrompts()
 		require.Len(t, open, 2)
@@ -336,24 +337,24 @@ func TestPrompts(t *testing.T) {
 		assert.Equal(t, messages.KindQuestion, open[1].Kind)
 		_, ok := r.MarkResolved(open[0].ElicitationID, messages.ActionAccept, 1, at(1))
 		require.True(t, ok)
-		assert.Empty(t, r.Apply(snapshot(1, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"), q)), "still waiting on the question")
+		assert.Empty(t, r.Apply(snapshot(1, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls"), q)), "still waiting on the question")
 		_, ok = r.MarkResolved(open[1].ElicitationID, messages.ActionAccept, 2, at(2))
 		require.True(t, ok)
-		assert.Equal(t, []string{"status:running"}, types(r.Apply(snapshot(2, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls"), q))))
+		assert.Equal(t, []string{"status:running"}, types(r.Apply(snapshot(2, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls"), q))))
 	})
 }
 
 func TestQuestionFromAStreamedCopyWaitsForItsFlags(t *testing.T) {
 	r := newTestReconciler()
-	streamed := questionStep(rpc.StatusWaiting, qLang, qExtra)
+	streamed := questionStep(wire.StatusWaiting, qLang, qExtra)
 	streamed.Metadata.ToolCall = nil
-	evs := r.Apply(frame(0, rpc.RunRunning, 1, streamed))
+	evs := r.Apply(frame(0, wire.RunRunning, 1, streamed))
 	assert.NotContains(t, types(evs), "elicitation_request", "a streamed copy cannot tell multi-select: no request yet")
 	assert.True(t, r.AwaitingDetail(), "the caller is told to read a polled copy")
 	assert.Empty(t, r.OpenPrompts())
 
-	polled := questionStep(rpc.StatusWaiting, qLang, qExtra)
-	evs = r.Apply(snapshot(1, rpc.RunRunning, userStep("x", ""), polled))
+	polled := questionStep(wire.StatusWaiting, qLang, qExtra)
+	evs = r.Apply(snapshot(1, wire.RunRunning, userStep("x", ""), polled))
 	assert.False(t, r.AwaitingDetail())
 	req := findEvent(t, evs, messages.EventElicitationRequest)
 	assert.True(t, req.Questions[1].MultiSelect, "the request carries the flags of the polled copy")
@@ -367,7 +368,7 @@ func TestQuestionFromAStreamedCopyWaitsForItsFlags(t *testing.T) {
 	assert.NoError(t, err)
 
 	// Once open, later streamed copies keep it open and do not ask again.
-	evs = r.Apply(frame(2, rpc.RunRunning, 1, streamed))
+	evs = r.Apply(frame(2, wire.RunRunning, 1, streamed))
 	assert.NotContains(t, types(evs), "elicitation_request")
 	assert.Len(t, r.OpenPrompts(), 1)
 }
@@ -375,13 +376,13 @@ func TestQuestionFromAStreamedCopyWaitsForItsFlags(t *testing.T) {
 func TestAnswerInFlightAttributesAnEarlyDoneToTheHarness(t *testing.T) {
 	r := newTestReconciler()
 	u := userStep("run it", "")
-	evs := r.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "pwd")))
+	evs := r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "pwd")))
 	req := findEvent(t, evs, messages.EventElicitationRequest)
 	r.AnswerInFlight(req.ElicitationID, messages.ActionAccept)
 	// agy shows the step answered before the delivery's reply reaches the session.
-	done := commandStep(rpc.StatusDone, "pwd")
-	done.CompletedInteractions = []rpc.CompletedInteraction{{Response: &rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}}}
-	evs = r.Apply(snapshot(1, rpc.RunRunning, u, done))
+	done := commandStep(wire.StatusDone, "pwd")
+	done.CompletedInteractions = []wire.CompletedInteraction{{Response: &wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}}}
+	evs = r.Apply(snapshot(1, wire.RunRunning, u, done))
 	res := findEvent(t, evs, messages.EventElicitationResolved)
 	assert.Equal(t, messages.ByHarness, res.By)
 	assert.Equal(t, messages.ActionAccept, res.Action)
@@ -390,10 +391,10 @@ func TestAnswerInFlightAttributesAnEarlyDoneToTheHarness(t *testing.T) {
 
 	// A failed delivery clears it: a later answer in agy's terminal is the terminal's.
 	r2 := newTestReconciler()
-	evs = r2.Apply(snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "pwd")))
+	evs = r2.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "pwd")))
 	req = findEvent(t, evs, messages.EventElicitationRequest)
 	r2.AnswerInFlight(req.ElicitationID, messages.ActionAccept)
 	r2.AnswerInFlight(req.ElicitationID, "")
-	evs = r2.Apply(snapshot(1, rpc.RunRunning, u, done))
+	evs = r2.Apply(snapshot(1, wire.RunRunning, u, done))
 	assert.Equal(t, messages.ByTerminal, findEvent(t, evs, messages.EventElicitationResolved).By)
 }

@@ -46,7 +46,7 @@ func CloseKeys(p *Prompt, r messages.Resolve) ([]string, error) {
 		}
 		for _, id := range first.SelectedOptionIDs {
 			if !digits(id) {
-				return nil, fmt.Errorf("option id %q is not plain digits: it is not pressed in agy's terminal", trimID(id))
+				return nil, fmt.Errorf("mapper: option id %q is not plain digits: it is not pressed in agy's terminal", trimID(id))
 			}
 		}
 		return append(append([]string(nil), first.SelectedOptionIDs...), "Enter"), nil

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // ObservationKind tells a full snapshot from a sparse stream frame.
@@ -33,11 +34,11 @@ func (k ObservationKind) String() string {
 // Observation is one read of a trajectory, the unit Reconciler.Apply takes.
 type Observation struct {
 	Kind           ObservationKind
-	ConversationID string        // frame's update.conversationId ("" for snapshots)
-	RunStatus      rpc.RunStatus // cascade run status if known ("" = unknown)
-	Indices        []int         // Frame: Indices[i] is the step index of Steps[i]; Snapshot: nil (see Offset)
-	Offset         int           // Snapshot: the trajectory index the read started at (stepOffset)
-	Steps          []rpc.Step
+	ConversationID string         // frame's update.conversationId ("" for snapshots)
+	RunStatus      wire.RunStatus // cascade run status if known ("" = unknown)
+	Indices        []int          // Frame: Indices[i] is the step index of Steps[i]; Snapshot: nil (see Offset)
+	Offset         int            // Snapshot: the trajectory index the read started at (stepOffset)
+	Steps          []wire.Step
 	TotalLength    int       // frames: stepsUpdate.totalLength (0 = unknown)
 	Time           time.Time // stamped on the events it yields
 	// Length is the trajectory's length as agy's summary gave it in the
@@ -86,7 +87,7 @@ func FromFrame(f *rpc.StreamFrame, t time.Time) Observation {
 
 // FromSnapshot makes an observation of a full read of the steps. runStatus is
 // the cascade status read around the steps, or "" when unknown.
-func FromSnapshot(steps []rpc.Step, runStatus rpc.RunStatus, t time.Time) Observation {
+func FromSnapshot(steps []wire.Step, runStatus wire.RunStatus, t time.Time) Observation {
 	return FromWindow(steps, 0, runStatus, t)
 }
 
@@ -94,7 +95,7 @@ func FromSnapshot(steps []rpc.Step, runStatus rpc.RunStatus, t time.Time) Observ
 // index offset to the trajectory's end (GetCascadeTrajectorySteps with
 // stepOffset, every window of it read): the steps before offset are known
 // and can no longer change.
-func FromWindow(steps []rpc.Step, offset int, runStatus rpc.RunStatus, t time.Time) Observation {
+func FromWindow(steps []wire.Step, offset int, runStatus wire.RunStatus, t time.Time) Observation {
 	return Observation{Kind: Snapshot, RunStatus: runStatus, Offset: offset, Steps: steps, Time: t}
 }
 

@@ -6,19 +6,19 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // planner maps a PLANNER_RESPONSE step: reasoning and text deltas while it is
 // live, then (at its terminal copy) the last delta, the message and usage.
 // A step first seen terminal (a replay) yields the message and usage only.
-func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
+func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	if st.committed {
 		return
 	}
 	pr := s.PlannerResponse
 	if pr == nil {
-		pr = &rpc.PlannerResponse{}
+		pr = &wire.PlannerResponse{}
 	}
 	terminal := s.Status.Terminal()
 	if first && !terminal {
@@ -65,7 +65,7 @@ func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
 	if mu := s.Metadata.ModelUsage; mu != nil {
 		r.usage(index, s, mu)
 	}
-	if s.Status == rpc.StatusError && !r.saidBy(s) {
+	if s.Status == wire.StatusError && !r.saidBy(s) {
 		// The model call failed: the driver must know the turn ended in error.
 		e := r.event(messages.EventError, r.itemID(index, "error"))
 		e.Message = "agy's turn failed: " + stepError(s)
@@ -76,7 +76,7 @@ func (r *Reconciler) planner(index int, s *rpc.Step, st *slot, first bool) {
 
 // saidBy reports whether a failed planner step's error was already told by
 // an ERROR_MESSAGE of this turn: its text is that error's, or none of its own.
-func (r *Reconciler) saidBy(s *rpc.Step) bool {
+func (r *Reconciler) saidBy(s *wire.Step) bool {
 	if r.turnError == "" {
 		return false
 	}
@@ -89,7 +89,7 @@ const genericStepError = "the model returned an error"
 
 // stepError is agy's message for a failed step (error.userErrorMessage, else
 // error.shortError), read from the raw step.
-func stepError(s *rpc.Step) string {
+func stepError(s *wire.Step) string {
 	var body struct {
 		Error struct {
 			UserErrorMessage string `json:"userErrorMessage"`
@@ -162,7 +162,7 @@ func (r *Reconciler) stampCall(e *messages.Event, index int) {
 }
 
 // usage reports a model call's tokens and the conversation's running totals.
-func (r *Reconciler) usage(index int, s *rpc.Step, mu *rpc.ModelUsage) {
+func (r *Reconciler) usage(index int, s *wire.Step, mu *wire.ModelUsage) {
 	r.totalIn += int64(mu.InputTokens)
 	r.totalOut += int64(mu.OutputTokens)
 	e := r.event(messages.EventUsage, r.itemID(index, "usage"))

@@ -5,18 +5,18 @@ import (
 	"testing"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestFailedPlannerStepIsAnError(t *testing.T) {
-	var failed rpc.Step
+	var failed wire.Step
 	require.NoError(t, json.Unmarshal([]byte(`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_ERROR",
 		"metadata":{"sourceTrajectoryStepInfo":{"trajectoryId":"t","stepIndex":1}},
 		"error":{"userErrorMessage":"model provider unavailable: quota exceeded","shortError":"quota"}}`), &failed))
 	steps := func() Observation {
-		return FromSnapshot([]rpc.Step{wire(userStep("go", "")), failed}, rpc.RunRunning, at(0))
+		return FromSnapshot([]wire.Step{roundTrip(userStep("go", "")), failed}, wire.RunRunning, at(0))
 	}
 	r := newTestReconciler()
 	evs := r.Apply(steps())
@@ -27,9 +27,9 @@ func TestFailedPlannerStepIsAnError(t *testing.T) {
 	// Once, however often it is seen.
 	assert.NotContains(t, types(r.Apply(steps())), "error")
 
-	var bare rpc.Step
+	var bare wire.Step
 	require.NoError(t, json.Unmarshal([]byte(`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_ERROR"}`), &bare))
 	r2 := newTestReconciler()
-	e = findEvent(t, r2.Apply(FromSnapshot([]rpc.Step{wire(userStep("go", "")), bare}, rpc.RunRunning, at(0))), messages.EventError)
+	e = findEvent(t, r2.Apply(FromSnapshot([]wire.Step{roundTrip(userStep("go", "")), bare}, wire.RunRunning, at(0))), messages.EventError)
 	assert.Contains(t, e.Message, "the model returned an error")
 }

@@ -5,18 +5,18 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // prompt tracks the prompt a step asks (see "Prompts" in the package doc).
-func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
+func (r *Reconciler) prompt(index int, s *wire.Step, st *slot) {
 	if st.prompt == nil {
 		if s.RequestedInteraction == nil {
 			return
 		}
 		switch {
-		case s.Status == rpc.StatusWaiting:
-		case s.Status.Terminal() && s.Status != rpc.StatusError:
+		case s.Status == wire.StatusWaiting:
+		case s.Status.Terminal() && s.Status != wire.StatusError:
 			// A retry that ended before we saw it wait: it resolves the open
 			// prompt asking the same thing. Otherwise it is history.
 		default:
@@ -34,7 +34,7 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 					p.TrajectoryID = fresh.TrajectoryID
 				}
 			}
-		} else if s.Status == rpc.StatusWaiting {
+		} else if s.Status == wire.StatusWaiting {
 			if fresh.Kind == messages.KindQuestion && s.Metadata.ToolCall == nil {
 				// A streamed copy: it lacks toolCall, the only source of the
 				// multi-select and write-in flags. Ask the driver once a
@@ -68,11 +68,11 @@ func (r *Reconciler) prompt(index int, s *rpc.Step, st *slot) {
 		p.Request.Questions = p.Questions
 	}
 	switch {
-	case s.Status == rpc.StatusWaiting:
+	case s.Status == wire.StatusWaiting:
 		p.timedOut = false
-	case s.Status == rpc.StatusError:
+	case s.Status == wire.StatusError:
 		p.timedOut = true // agy may ask again at a higher index
-	case s.Status == rpc.StatusDone:
+	case s.Status == wire.StatusDone:
 		r.closeAnswered(p, s, index)
 	case s.Status.Terminal():
 		if p.inFlight == messages.ActionCancel || p.inFlight == messages.ActionDecline {
@@ -116,7 +116,7 @@ func (r *Reconciler) openNew(p *Prompt) {
 // answeredAction reads the action of an answer agy echoed in
 // completedInteractions: a permission is accept when allowed, else decline;
 // a question answered is accept, one answered with no responses declined.
-func answeredAction(s *rpc.Step, kind string) string {
+func answeredAction(s *wire.Step, kind string) string {
 	if kind != messages.KindPermission {
 		for i := len(s.CompletedInteractions) - 1; i >= 0; i-- {
 			if resp := s.CompletedInteractions[i].Response; resp != nil && resp.AskQuestion != nil {
@@ -164,12 +164,12 @@ func (r *Reconciler) openCount() int {
 // expireBehind closes prompts that timed out and were not asked again before
 // the conversation moved on: a later user turn, or a later tool step that
 // ended without asking the same thing.
-func (r *Reconciler) expireBehind(index int, s *rpc.Step) {
+func (r *Reconciler) expireBehind(index int, s *wire.Step) {
 	for _, p := range r.prompts {
 		if p.closed || !p.timedOut || index <= p.StepIndex {
 			continue
 		}
-		moved := s.Type == rpc.StepUserInput ||
+		moved := s.Type == wire.StepUserInput ||
 			(isTool(s) && s.Status.Terminal() && PromptKey(s) != p.Key)
 		if moved {
 			r.closePrompt(p, messages.ActionCancel, messages.ByExpired, nil)
@@ -180,7 +180,7 @@ func (r *Reconciler) expireBehind(index int, s *rpc.Step) {
 // closeAnswered closes a prompt agy shows answered: by the harness when an
 // answer of ours was in flight (the trajectory can show it before the
 // delivery's reply arrives), else in agy's own terminal.
-func (r *Reconciler) closeAnswered(p *promptState, s *rpc.Step, index int) {
+func (r *Reconciler) closeAnswered(p *promptState, s *wire.Step, index int) {
 	if p.inFlight != "" {
 		r.closePrompt(p, p.inFlight, messages.ByHarness, messages.Ptr(index))
 		return

@@ -9,16 +9,16 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // genTrajectory draws a trajectory as the moments agy goes through: steps
 // appear one after another, each through its versions (a planner's text
 // growing in chunks, sometimes rewritten; a command pending, running, done).
 // It returns the moments and, per planner step index, every text it had.
-func genTrajectory(t *rapid.T) ([][]rpc.Step, map[int][]string) {
-	var cur []rpc.Step
-	var moments [][]rpc.Step
+func genTrajectory(t *rapid.T) ([][]wire.Step, map[int][]string) {
+	var cur []wire.Step
+	var moments [][]wire.Step
 	texts := map[int][]string{}
 	snap := func() { moments = append(moments, indexed(cur)) }
 	n := rapid.IntRange(1, 6).Draw(t, "steps")
@@ -29,7 +29,7 @@ func genTrajectory(t *rapid.T) ([][]rpc.Step, map[int][]string) {
 			snap()
 		case 1:
 			idx := len(cur)
-			cur = append(cur, rpc.Step{})
+			cur = append(cur, wire.Step{})
 			thinking, text := "", ""
 			versions := rapid.IntRange(0, 5).Draw(t, "versions")
 			for v := 0; v < versions; v++ {
@@ -40,7 +40,7 @@ func genTrajectory(t *rapid.T) ([][]rpc.Step, map[int][]string) {
 					text += rapid.StringMatching(`[a-zé ]{1,5}`).Draw(t, "chunk")
 				}
 				texts[idx] = append(texts[idx], text)
-				cur[idx] = plannerStep(rpc.StatusGenerating, thinking, text)
+				cur[idx] = plannerStep(wire.StatusGenerating, thinking, text)
 				snap()
 			}
 			final := text
@@ -48,19 +48,19 @@ func genTrajectory(t *rapid.T) ([][]rpc.Step, map[int][]string) {
 				final = rapid.StringMatching(`[a-z]{0,8}`).Draw(t, "final")
 			}
 			texts[idx] = append(texts[idx], final)
-			cur[idx] = plannerStep(rpc.StatusDone, thinking, final)
+			cur[idx] = plannerStep(wire.StatusDone, thinking, final)
 			snap()
 		default:
 			idx := len(cur)
-			cur = append(cur, commandStep(rpc.StatusPending, "cmd"+strconv.Itoa(i)))
+			cur = append(cur, commandStep(wire.StatusPending, "cmd"+strconv.Itoa(i)))
 			snap()
 			if rapid.Bool().Draw(t, "runs") {
-				running := commandStep(rpc.StatusRunning, "cmd"+strconv.Itoa(i))
+				running := commandStep(wire.StatusRunning, "cmd"+strconv.Itoa(i))
 				running.RequestedInteraction = nil
 				cur[idx] = running
 				snap()
 			}
-			done := withOutput(commandStep(rpc.StatusDone, "cmd"+strconv.Itoa(i)), "out", 0)
+			done := withOutput(commandStep(wire.StatusDone, "cmd"+strconv.Itoa(i)), "out", 0)
 			done.RequestedInteraction = nil
 			cur[idx] = done
 			snap()
@@ -72,13 +72,13 @@ func genTrajectory(t *rapid.T) ([][]rpc.Step, map[int][]string) {
 // genFeed draws what a session might see of those moments: each as a frame
 // (changed steps only) or a poll, or missed; duplicates, replays of older
 // frames and stale polls in between; and a last poll once agy is idle.
-func genFeed(t *rapid.T, moments [][]rpc.Step) []Observation {
+func genFeed(t *rapid.T, moments [][]wire.Step) []Observation {
 	frameOf := func(k int) Observation {
-		var prev []rpc.Step
+		var prev []wire.Step
 		if k > 0 {
 			prev = moments[k-1]
 		}
-		obs := Observation{Kind: Frame, RunStatus: rpc.RunRunning, Time: at(k)}
+		obs := Observation{Kind: Frame, RunStatus: wire.RunRunning, Time: at(k)}
 		for i, s := range moments[k] {
 			if i < len(prev) && string(prev[i].Raw) == string(s.Raw) {
 				continue
@@ -94,7 +94,7 @@ func genFeed(t *rapid.T, moments [][]rpc.Step) []Observation {
 		case 0:
 			feed = append(feed, frameOf(k))
 		case 1:
-			feed = append(feed, FromSnapshot(moments[k], rpc.RunRunning, at(k)))
+			feed = append(feed, FromSnapshot(moments[k], wire.RunRunning, at(k)))
 		case 2: // missed
 		default:
 			feed = append(feed, frameOf(k), frameOf(k))
@@ -111,7 +111,7 @@ func genFeed(t *rapid.T, moments [][]rpc.Step) []Observation {
 		}
 	}
 	last := moments[len(moments)-1]
-	feed = append(feed, FromSnapshot(last, rpc.RunIdle, at(len(moments))))
+	feed = append(feed, FromSnapshot(last, wire.RunIdle, at(len(moments))))
 	return feed
 }
 
@@ -140,15 +140,15 @@ func TestPropertyExactlyOnce(t *testing.T) {
 		for i, s := range final {
 			base := testConv + "/" + strconv.Itoa(i) + "/"
 			switch s.Type {
-			case rpc.StepUserInput:
+			case wire.StepUserInput:
 				if count[base+"user"] != 1 {
 					t.Fatalf("user turn %d: %d user_message", i, count[base+"user"])
 				}
-			case rpc.StepRunCommand:
+			case wire.StepRunCommand:
 				if count[base+"call"] != 1 || count[base+"output"] != 1 {
 					t.Fatalf("command %d: %d calls, %d outputs", i, count[base+"call"], count[base+"output"])
 				}
-			case rpc.StepPlannerResponse:
+			case wire.StepPlannerResponse:
 				// A step committed without text has no message, unless text
 				// was streamed: then the text shown is committed (checked
 				// against the deltas below).
@@ -233,7 +233,7 @@ func TestPropertyReusedStepsAsDecoded(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		moments, _ := genTrajectory(t)
 		feed := genFeed(t, moments)
-		var prev []rpc.Step // the poller's last read
+		var prev []wire.Step // the poller's last read
 		reused := make([]Observation, len(feed))
 		decoded := make([]Observation, len(feed))
 		for k, o := range feed {

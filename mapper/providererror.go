@@ -7,13 +7,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // StepErrorMessage is agy's ERROR_MESSAGE step: an error it shows the user
 // (a quota or usage limit, a provider failure), written once per attempt
 // while it retries.
-const StepErrorMessage rpc.StepType = "CORTEX_STEP_TYPE_ERROR_MESSAGE"
+const StepErrorMessage wire.StepType = "CORTEX_STEP_TYPE_ERROR_MESSAGE"
 
 // maxErrorText bounds the text of an error event taken from agy.
 const maxErrorText = 4 << 10
@@ -55,7 +55,7 @@ type errorDetails struct {
 // .shortError and the step's error.userErrorMessage; its code comes from the
 // provider's response (errorMessage.error.details, when it is JSON), the
 // error code, and the wording of the texts.
-func ClassifyErrorMessage(s *rpc.Step) ProviderError {
+func ClassifyErrorMessage(s *wire.Step) ProviderError {
 	var b errorMessageBody
 	_ = json.Unmarshal(s.Raw, &b)
 	d := b.ErrorMessage.Error
@@ -176,7 +176,7 @@ func clip(s string, n int) string {
 
 // errorMessage maps an ERROR_MESSAGE step to an error event, once, at its
 // terminal copy.
-func (r *Reconciler) errorMessage(index int, s *rpc.Step, st *slot) {
+func (r *Reconciler) errorMessage(index int, s *wire.Step, st *slot) {
 	if st.committed || !s.Status.Terminal() {
 		return
 	}

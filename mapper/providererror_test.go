@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // quotaText is the final text of agy's quota exhaustion as agy-acp's tests
@@ -19,14 +19,14 @@ const quotaDetails = `{\"error\":{\"code\":429,\"status\":\"RESOURCE_EXHAUSTED\"
 // errorMessageStep is an ERROR_MESSAGE step: errorMessage.error with the
 // short error, the full error, the provider's response and the text for
 // the model/user.
-func errorMessageStep(status rpc.StepStatus, short, modelMsg, details string, show bool) rpc.Step {
+func errorMessageStep(status wire.StepStatus, short, modelMsg, details string, show bool) wire.Step {
 	m := meta()
-	m.Source = rpc.SourceSystem
+	m.Source = wire.SourceSystem
 	showJSON := ""
 	if show {
 		showJSON = `,"shouldShowUser":true`
 	}
-	return withBody(rpc.Step{Type: StepErrorMessage, Status: status, Metadata: m},
+	return withBody(wire.Step{Type: StepErrorMessage, Status: status, Metadata: m},
 		`"errorMessage":{"error":{"shortError":"`+short+`","fullError":"HTTP 429 Too Many Requests","details":"`+details+`","modelErrorMessage":"`+modelMsg+`"}`+showJSON+`}`)
 }
 
@@ -36,15 +36,15 @@ func errorMessageStep(status rpc.StepStatus, short, modelMsg, details string, sh
 // planner step that may follow it adds no second generic error.
 func TestQuotaErrorMessagesBecomeErrorEvents(t *testing.T) {
 	notice := "The model API is currently overloaded and may experience intermittent errors."
-	steps := []rpc.Step{
+	steps := []wire.Step{
 		userStep("hello", "MODEL_M20"),
-		errorMessageStep(rpc.StatusDone, quotaText, notice, quotaDetails, false),
+		errorMessageStep(wire.StatusDone, quotaText, notice, quotaDetails, false),
 		systemStep("CORTEX_STEP_TYPE_EPHEMERAL_MESSAGE"),
-		errorMessageStep(rpc.StatusDone, quotaText, quotaText, quotaDetails, true),
-		withBody(plannerStep(rpc.StatusError, "", ""), `"error":{}`),
+		errorMessageStep(wire.StatusDone, quotaText, quotaText, quotaDetails, true),
+		withBody(plannerStep(wire.StatusError, "", ""), `"error":{}`),
 	}
 	r := newTestReconciler()
-	evs := r.Apply(snapshot(1, rpc.RunIdle, steps...))
+	evs := r.Apply(snapshot(1, wire.RunIdle, steps...))
 	var errs []messages.Event
 	for _, e := range evs {
 		if e.Type == messages.EventError {
@@ -68,18 +68,18 @@ func TestQuotaErrorMessagesBecomeErrorEvents(t *testing.T) {
 	assert.Equal(t, "status:idle", types(evs)[len(evs)-1], "the turn still closes")
 
 	// Applied again: nothing new.
-	assert.Empty(t, r.Apply(snapshot(2, rpc.RunIdle, steps...)))
+	assert.Empty(t, r.Apply(snapshot(2, wire.RunIdle, steps...)))
 }
 
 // TestErrorMessageWaitsForItsTerminalCopy: a live copy says nothing yet.
 func TestErrorMessageWaitsForItsTerminalCopy(t *testing.T) {
 	r := newTestReconciler()
-	live := errorMessageStep(rpc.StatusRunning, quotaText, quotaText, quotaDetails, true)
-	for _, e := range r.Apply(snapshot(1, rpc.RunRunning, userStep("hi", ""), live)) {
+	live := errorMessageStep(wire.StatusRunning, quotaText, quotaText, quotaDetails, true)
+	for _, e := range r.Apply(snapshot(1, wire.RunRunning, userStep("hi", ""), live)) {
 		assert.NotEqual(t, messages.EventError, e.Type)
 	}
-	done := errorMessageStep(rpc.StatusDone, quotaText, quotaText, quotaDetails, true)
-	e := findEvent(t, r.Apply(snapshot(2, rpc.RunRunning, userStep("hi", ""), done)), messages.EventError)
+	done := errorMessageStep(wire.StatusDone, quotaText, quotaText, quotaDetails, true)
+	e := findEvent(t, r.Apply(snapshot(2, wire.RunRunning, userStep("hi", ""), done)), messages.EventError)
 	assert.Equal(t, messages.ErrorQuotaExhausted, e.Code)
 }
 
@@ -104,7 +104,7 @@ func TestClassifyErrorMessage(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			pe := ClassifyErrorMessage(ptr(wire(errorMessageStep(rpc.StatusDone, c.short, c.model, c.details, true))))
+			pe := ClassifyErrorMessage(ptr(roundTrip(errorMessageStep(wire.StatusDone, c.short, c.model, c.details, true))))
 			assert.Equal(t, c.code, pe.Code)
 			assert.Equal(t, c.retryable, pe.Retryable)
 			assert.True(t, pe.Final)
@@ -116,7 +116,7 @@ func TestClassifyErrorMessage(t *testing.T) {
 	for i := range long {
 		long[i] = 'x'
 	}
-	pe := ClassifyErrorMessage(ptr(errorMessageStep(rpc.StatusDone, "s", string(long), "", true)))
+	pe := ClassifyErrorMessage(ptr(errorMessageStep(wire.StatusDone, "s", string(long), "", true)))
 	assert.LessOrEqual(t, len(pe.Text), maxErrorText+len("…"))
 }
 

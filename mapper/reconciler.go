@@ -9,14 +9,22 @@ import (
 	"unicode"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Config configures a Reconciler.
 type Config struct {
-	ConversationID       string                   // the conversation whose steps it maps; its events carry it
-	ParentConversationID string                   // set for a subagent's reconciler: its events carry it
-	Models               map[string]rpc.ModelInfo // catalog keyed by model enum (display names); may be nil
+	ConversationID       string                    // the conversation whose steps it maps; its events carry it
+	ParentConversationID string                    // set for a subagent's reconciler: its events carry it
+	Models               map[string]wire.ModelInfo // catalog keyed by model enum (display names); may be nil
+	// Window is how many of the latest step indices are kept whole
+	// (DefaultWindow when 0): older finished steps are dropped from memory,
+	// a fingerprint kept (see "Memory" in the package doc).
+	Window int
+	// Fingerprints bounds the dropped steps that keep a fingerprint
+	// (DefaultFingerprints when 0): a copy of an older one is taken as
+	// delivered.
+	Fingerprints int
 }
 
 // Reconciler maps the observations of one conversation to events, each
@@ -26,8 +34,13 @@ type Config struct {
 type Reconciler struct {
 	cfg Config
 
-	slots map[int]*slot // per step index: what has been emitted for it
+	slots map[int]*slot // per step index of the window: what has been emitted for it
 	known int           // highest step index seen + 1
+	// The steps dropped from the window (window.go): a fingerprint per
+	// index from pastBase on; indices below pastBase are sealed.
+	past            []uint32
+	pastBase        int
+	window, maxPast int
 	// stale: the observation being applied is a snapshot that ends before
 	// the steps already seen. It was read before them (the session's poller
 	// and stream reader race), and its IDLE cannot close the turn.
@@ -48,11 +61,12 @@ type Reconciler struct {
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
-	unknown   map[rpc.StepType]bool
-	commands  map[string]string // commandId -> command line, of the commands that ran
-	children  []Child
-	childAt   map[string]int
-	statusIDs map[string]int
+	unknown      map[wire.StepType]bool
+	commands     map[string]string // commandId -> command line, of the latest commands that ran
+	commandOrder []string          // the keys of commands, oldest first
+	children     []Child
+	childAt      map[string]int
+	statusIDs    map[statusKey]int
 
 	totalIn, totalOut int64
 
@@ -71,7 +85,7 @@ type slot struct {
 	// snapshot step that rpc reused from the poller's previous read carries
 	// this very slice again, and is known unchanged without hashing.
 	raw      []byte
-	typ      rpc.StepType
+	typ      wire.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
 
 	epoch   int    // the rewinds before this slot was made: its ids carry it
@@ -112,24 +126,39 @@ type promptState struct {
 	inFlight string // the action of an answer the harness is delivering
 }
 
+// statusKey is a status id's anchor and state: a repeat is numbered.
+type statusKey struct {
+	anchor int
+	state  string
+}
+
 var hashSeed = maphash.MakeSeed()
 
 // NewReconciler returns a Reconciler for one conversation.
 func NewReconciler(cfg Config) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		cfg:       cfg,
 		slots:     make(map[int]*slot),
+		window:    cfg.Window,
+		maxPast:   cfg.Fingerprints,
 		promptIDs: make(map[string]*promptState),
-		unknown:   make(map[rpc.StepType]bool),
+		unknown:   make(map[wire.StepType]bool),
 		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
-		statusIDs: make(map[string]int),
+		statusIDs: make(map[statusKey]int),
 		rewinds:   newRewindState(),
 	}
+	if r.window <= 0 {
+		r.window = DefaultWindow
+	}
+	if r.maxPast <= 0 {
+		r.maxPast = DefaultFingerprints
+	}
+	return r
 }
 
 // SetModels replaces the model catalog used for display names.
-func (r *Reconciler) SetModels(models map[string]rpc.ModelInfo) { r.cfg.Models = models }
+func (r *Reconciler) SetModels(models map[string]wire.ModelInfo) { r.cfg.Models = models }
 
 // ExpectTurn records that this session sent a turn with text: the next
 // USER_INPUT with that text (matched in order of sending) is reported with
@@ -227,19 +256,22 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 		for i := range obs.Steps {
 			if i < len(obs.Indices) {
 				r.step(obs.Indices[i], &obs.Steps[i])
+				r.compact()
 			}
 		}
 	default:
 		for i := range obs.Steps {
 			r.step(at(i), &obs.Steps[i])
+			r.compact()
 		}
 	}
 	r.runStatus()
+	r.letGoOfClosedPrompts()
 	return r.out
 }
 
 // step maps one copy of the step at index.
-func (r *Reconciler) step(index int, s *rpc.Step) {
+func (r *Reconciler) step(index int, s *wire.Step) {
 	if index < 0 || r.retired(index, s) {
 		return
 	}
@@ -247,7 +279,10 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 		r.known = index + 1
 	}
 	st := r.slots[index]
-	if st != nil && rpc.SameSlice(st.raw, s.Raw) {
+	if st == nil && r.dropped(index, s) {
+		return
+	}
+	if st != nil && sameSlice(st.raw, s.Raw) {
 		return
 	}
 	h := hashStep(s)
@@ -262,7 +297,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 	if st != nil && r.rewritten(index, st, s) {
 		st = nil // a rewind: the slot was dropped
 	}
-	if s.Status == rpc.StatusCleared {
+	if s.Status == wire.StatusCleared {
 		r.cleared(index, st, h)
 		return
 	}
@@ -288,11 +323,11 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 	r.expireBehind(index, s)
 
 	switch s.Type {
-	case rpc.StepUserInput:
+	case wire.StepUserInput:
 		r.userInput(index, s, st)
-	case rpc.StepPlannerResponse:
+	case wire.StepPlannerResponse:
 		r.planner(index, s, st, first)
-	case rpc.StepCheckpoint, rpc.StepConversationHistory, rpc.StepSystemMessage:
+	case wire.StepCheckpoint, wire.StepConversationHistory, wire.StepSystemMessage:
 		// Not conversation items.
 	case StepErrorMessage:
 		r.errorMessage(index, s, st)
@@ -301,7 +336,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 			r.tool(index, s, st, first)
 			return
 		}
-		if rowOf(s.Type).role == roleUnknown && !r.unknown[s.Type] {
+		if rowOf(s.Type).role == roleUnknown && !r.unknown[s.Type] && len(r.unknown) < maxUnknownTypes {
 			r.unknown[s.Type] = true
 			e := r.event(messages.EventUnknownStep, r.cfg.ConversationID+"/unknown/"+string(s.Type))
 			e.StepType = string(s.Type)
@@ -314,7 +349,7 @@ func (r *Reconciler) step(index int, s *rpc.Step) {
 
 // hashStep hashes the raw bytes of a step (or its encoding, for steps built
 // in Go without Raw).
-func hashStep(s *rpc.Step) uint64 {
+func hashStep(s *wire.Step) uint64 {
 	raw := s.Raw
 	if len(raw) == 0 {
 		b, err := json.Marshal(s)
@@ -330,11 +365,11 @@ func hashStep(s *rpc.Step) uint64 {
 func (r *Reconciler) runStatus() {
 	obs := &r.obs
 	switch obs.RunStatus {
-	case rpc.RunRunning, rpc.RunBusy:
+	case wire.RunRunning, wire.RunBusy:
 		if r.state == "" || r.state == messages.StateIdle {
 			r.setState(messages.StateRunning, r.known)
 		}
-	case rpc.RunIdle:
+	case wire.RunIdle:
 		// Only steps read after agy said IDLE close the turn: a frame's IDLE
 		// can come before the last steps are flushed, and a snapshot without
 		// a status may have been read before the IDLE (the caller reads one
@@ -373,7 +408,7 @@ func (r *Reconciler) goIdle() {
 // idleBound reports whether this observation will close the turn, so a
 // prompt closing inside it does not flap the status to running first.
 func (r *Reconciler) idleBound() bool {
-	return r.obs.Kind == Snapshot && r.obs.RunStatus == rpc.RunIdle
+	return r.obs.Kind == Snapshot && r.obs.RunStatus == wire.RunIdle
 }
 
 func (r *Reconciler) setState(state string, anchor int) {
@@ -382,11 +417,12 @@ func (r *Reconciler) setState(state string, anchor int) {
 	}
 	r.state = state
 	id := r.cfg.ConversationID + "/status/" + strconv.Itoa(anchor) + "/" + state
-	if n := r.statusIDs[id]; n > 0 {
-		r.statusIDs[id] = n + 1
+	k := statusKey{anchor, state}
+	if n := r.statusIDs[k]; n > 0 {
+		r.statusIDs[k] = n + 1
 		id += "." + strconv.Itoa(n+1)
 	} else {
-		r.statusIDs[id] = 1
+		r.statusIDs[k] = 1
 	}
 	e := r.event(messages.EventStatus, id)
 	e.State = state
@@ -411,7 +447,7 @@ func (r *Reconciler) itemID(index int, suffix string) string {
 }
 
 // userInput maps a USER_INPUT step: user_message, model_changed, running.
-func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
+func (r *Reconciler) userInput(index int, s *wire.Step, st *slot) {
 	if st.userDone {
 		return
 	}
@@ -444,7 +480,7 @@ func (r *Reconciler) userInput(index int, s *rpc.Step, st *slot) {
 	}
 }
 
-func userText(s *rpc.Step) string {
+func userText(s *wire.Step) string {
 	ui := s.UserInput
 	if ui == nil {
 		return ""
@@ -462,7 +498,7 @@ func userText(s *rpc.Step) string {
 	return text
 }
 
-func turnModel(s *rpc.Step) string {
+func turnModel(s *wire.Step) string {
 	if ui := s.UserInput; ui != nil && ui.UserConfig != nil {
 		if m := ui.UserConfig.PlannerConfig.Model(); m != "" {
 			return m

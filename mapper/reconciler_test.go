@@ -10,19 +10,20 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestPlannerResponse(t *testing.T) {
-	gen := func(thinking, text string) rpc.Step { return plannerStep(rpc.StatusGenerating, thinking, text) }
-	done := func(text string) rpc.Step { return plannerStep(rpc.StatusDone, "", text) }
+	gen := func(thinking, text string) wire.Step { return plannerStep(wire.StatusGenerating, thinking, text) }
+	done := func(text string) wire.Step { return plannerStep(wire.StatusDone, "", text) }
 	tests := []struct {
 		name   string
-		copies []rpc.Step
+		copies []wire.Step
 		want   []string // "type id delta|snapshot|text"
 	}{
 		{
 			name:   "deltas then message",
-			copies: []rpc.Step{gen("Think", ""), gen("Thinking.", "Hel"), gen("Thinking.", "Hello"), done("Hello world")},
+			copies: []wire.Step{gen("Think", ""), gen("Thinking.", "Hel"), gen("Thinking.", "Hello"), done("Hello world")},
 			want: []string{
 				"reasoning_delta conv-1/0/reasoning@0 Δ=Think",
 				"reasoning_delta conv-1/0/reasoning@5 Δ=ing.",
@@ -35,12 +36,12 @@ func TestPlannerResponse(t *testing.T) {
 		},
 		{
 			name:   "first seen done: message only",
-			copies: []rpc.Step{plannerStep(rpc.StatusDone, "Thought.", "Hi.")},
+			copies: []wire.Step{plannerStep(wire.StatusDone, "Thought.", "Hi.")},
 			want:   []string{"message conv-1/0/message =Hi.", "usage conv-1/0/usage"},
 		},
 		{
 			name:   "rewrite is a snapshot, later deltas extend it",
-			copies: []rpc.Step{gen("", "Hello wor"), gen("", "Hi there, world"), gen("", "Hi there, world!"), done("Hi there, world!")},
+			copies: []wire.Step{gen("", "Hello wor"), gen("", "Hi there, world"), gen("", "Hi there, world!"), done("Hi there, world!")},
 			want: []string{
 				"output_text_delta conv-1/0/text@0 Δ=Hello wor",
 				"output_text_delta conv-1/0/text#1 S=Hi there, world",
@@ -51,7 +52,7 @@ func TestPlannerResponse(t *testing.T) {
 		},
 		{
 			name:   "stale shorter copies are ignored",
-			copies: []rpc.Step{gen("", "Hello wor"), gen("", "Hello"), gen("", "Help"), gen("", "Hello world"), done("Hello world")},
+			copies: []wire.Step{gen("", "Hello wor"), gen("", "Hello"), gen("", "Help"), gen("", "Hello world"), done("Hello world")},
 			want: []string{
 				"output_text_delta conv-1/0/text@0 Δ=Hello wor",
 				"output_text_delta conv-1/0/text@9 Δ=ld",
@@ -61,7 +62,7 @@ func TestPlannerResponse(t *testing.T) {
 		},
 		{
 			name:   "committed text that rewrites the stream: snapshot before the message",
-			copies: []rpc.Step{gen("", "Hello world, how"), done("Hello world.")},
+			copies: []wire.Step{gen("", "Hello world, how"), done("Hello world.")},
 			want: []string{
 				"output_text_delta conv-1/0/text@0 Δ=Hello world, how",
 				"output_text_delta conv-1/0/text#1 S=Hello world.",
@@ -71,7 +72,7 @@ func TestPlannerResponse(t *testing.T) {
 		},
 		{
 			name:   "regression after done emits nothing",
-			copies: []rpc.Step{gen("", "Hi"), done("Hi!"), gen("", "Hi"), gen("", "Hi! And more"), done("Hi!")},
+			copies: []wire.Step{gen("", "Hi"), done("Hi!"), gen("", "Hi"), gen("", "Hi! And more"), done("Hi!")},
 			want: []string{
 				"output_text_delta conv-1/0/text@0 Δ=Hi",
 				"output_text_delta conv-1/0/text@2 Δ=!",
@@ -81,15 +82,15 @@ func TestPlannerResponse(t *testing.T) {
 		},
 		{
 			name:   "tool calls only: usage, no message",
-			copies: []rpc.Step{gen("Plan.", ""), plannerStep(rpc.StatusDone, "Plan.", "")},
+			copies: []wire.Step{gen("Plan.", ""), plannerStep(wire.StatusDone, "Plan.", "")},
 			want:   []string{"reasoning_delta conv-1/0/reasoning@0 Δ=Plan.", "usage conv-1/0/usage"},
 		},
 		{
 			name: "streamed done copy without response uses modifiedResponse",
-			copies: func() []rpc.Step {
+			copies: func() []wire.Step {
 				d := done("Full text")
 				d.PlannerResponse.Response = ""
-				return []rpc.Step{gen("", "Full"), d}
+				return []wire.Step{gen("", "Full"), d}
 			}(),
 			want: []string{
 				"output_text_delta conv-1/0/text@0 Δ=Full",
@@ -100,8 +101,8 @@ func TestPlannerResponse(t *testing.T) {
 		},
 		{
 			name: "interrupted without text in the terminal copy keeps what was shown",
-			copies: []rpc.Step{gen("", "Partial"), func() rpc.Step {
-				s := plannerStep(rpc.StatusCanceled, "", "")
+			copies: []wire.Step{gen("", "Partial"), func() wire.Step {
+				s := plannerStep(wire.StatusCanceled, "", "")
 				s.PlannerResponse = nil
 				return s
 			}()},
@@ -109,12 +110,12 @@ func TestPlannerResponse(t *testing.T) {
 		},
 		{
 			name:   "reasoning rewrite is a reasoning snapshot",
-			copies: []rpc.Step{gen("abc", ""), gen("xyz!", "")},
+			copies: []wire.Step{gen("abc", ""), gen("xyz!", "")},
 			want:   []string{"reasoning_delta conv-1/0/reasoning@0 Δ=abc", "reasoning_delta conv-1/0/reasoning#1 S=xyz!"},
 		},
 		{
 			name:   "response only while live is read too",
-			copies: []rpc.Step{{Type: rpc.StepPlannerResponse, Status: rpc.StatusGenerating, PlannerResponse: &rpc.PlannerResponse{Response: "R"}}},
+			copies: []wire.Step{{Type: wire.StepPlannerResponse, Status: wire.StatusGenerating, PlannerResponse: &wire.PlannerResponse{Response: "R"}}},
 			want:   []string{"output_text_delta conv-1/0/text@0 Δ=R"},
 		},
 	}
@@ -147,7 +148,7 @@ func describe(e messages.Event) string {
 
 func TestUsageTotals(t *testing.T) {
 	r := newTestReconciler()
-	evs := r.Apply(snapshot(0, "", plannerStep(rpc.StatusDone, "", "ab"), plannerStep(rpc.StatusDone, "x", "abc")))
+	evs := r.Apply(snapshot(0, "", plannerStep(wire.StatusDone, "", "ab"), plannerStep(wire.StatusDone, "x", "abc")))
 	var totals []int64
 	for _, e := range evs {
 		if e.Type == messages.EventUsage {
@@ -157,25 +158,25 @@ func TestUsageTotals(t *testing.T) {
 	assert.Equal(t, []int64{1002, 2, 2005, 6}, totals)
 
 	// No model in modelUsage: the generator model names it.
-	s := plannerStep(rpc.StatusDone, "", "c")
+	s := plannerStep(wire.StatusDone, "", "c")
 	s.Metadata.ModelUsage.Model = ""
 	s.Metadata.GeneratorModel = "MODEL_GEN"
-	evs = r.Apply(snapshot(1, "", plannerStep(rpc.StatusDone, "", "ab"), plannerStep(rpc.StatusDone, "x", "abc"), s))
+	evs = r.Apply(snapshot(1, "", plannerStep(wire.StatusDone, "", "ab"), plannerStep(wire.StatusDone, "x", "abc"), s))
 	assert.Equal(t, "MODEL_GEN", findEvent(t, evs, messages.EventUsage).Model)
 }
 
 func TestIdempotence(t *testing.T) {
-	steps := []rpc.Step{
+	steps := []wire.Step{
 		userStep("hi", "MODEL_M20"),
-		plannerStep(rpc.StatusGenerating, "t", "Hel"),
-		commandStep(rpc.StatusWaiting, "ls"),
+		plannerStep(wire.StatusGenerating, "t", "Hel"),
+		commandStep(wire.StatusWaiting, "ls"),
 	}
 	r := newTestReconciler()
-	first := r.Apply(snapshot(0, rpc.RunRunning, steps...))
+	first := r.Apply(snapshot(0, wire.RunRunning, steps...))
 	require.NotEmpty(t, first)
-	assert.Empty(t, r.Apply(snapshot(1, rpc.RunRunning, steps...)), "the same snapshot twice")
-	assert.Empty(t, r.Apply(frame(2, rpc.RunRunning, 0, steps...)), "a frame of the same steps")
-	assert.Empty(t, r.Apply(frame(3, rpc.RunRunning, 1, steps[1])), "a sparse frame of one unchanged step")
+	assert.Empty(t, r.Apply(snapshot(1, wire.RunRunning, steps...)), "the same snapshot twice")
+	assert.Empty(t, r.Apply(frame(2, wire.RunRunning, 0, steps...)), "a frame of the same steps")
+	assert.Empty(t, r.Apply(frame(3, wire.RunRunning, 1, steps[1])), "a sparse frame of one unchanged step")
 	assert.Equal(t, 3, r.Steps())
 }
 
@@ -210,14 +211,14 @@ func TestUserInput(t *testing.T) {
 	})
 	t.Run("text from items when userResponse is absent", func(t *testing.T) {
 		s := userStep("", "")
-		s.UserInput.Items = []rpc.TextItem{{Text: "line one"}, {Text: "line two"}}
+		s.UserInput.Items = []wire.TextItem{{Text: "line one"}, {Text: "line two"}}
 		evs := newTestReconciler().Apply(snapshot(0, "", s))
 		assert.Equal(t, "line one\nline two", findEvent(t, evs, messages.EventUserMessage).Text)
 	})
 	t.Run("a live empty turn waits to be filled", func(t *testing.T) {
 		r := newTestReconciler()
 		s := userStep("", "")
-		s.Status = rpc.StatusRunning
+		s.Status = wire.StatusRunning
 		assert.Empty(t, r.Apply(snapshot(0, "", s)))
 		evs := r.Apply(snapshot(1, "", userStep("now", "")))
 		assert.Equal(t, []string{"user_message", "status:running"}, types(evs))
@@ -234,7 +235,7 @@ func TestModelChanged(t *testing.T) {
 	assert.NotContains(t, types(evs), "model_changed", "the first turn's model is not a change")
 	assert.Equal(t, "MODEL_A", r.LastModel())
 
-	r.SetModels(map[string]rpc.ModelInfo{"gemini-key": {Model: "MODEL_B", DisplayName: "Model B"}, "z-key": {Model: "MODEL_B", DisplayName: "Other B"}})
+	r.SetModels(map[string]wire.ModelInfo{"gemini-key": {Model: "MODEL_B", DisplayName: "Model B"}, "z-key": {Model: "MODEL_B", DisplayName: "Other B"}})
 	evs = r.Apply(snapshot(1, "", userStep("one", "MODEL_A"), userStep("two", "MODEL_B")))
 	mc := findEvent(t, evs, messages.EventModelChanged)
 	assert.Equal(t, "MODEL_A", mc.From)
@@ -244,7 +245,7 @@ func TestModelChanged(t *testing.T) {
 
 	// Same model again, a turn without a model, and a model from metadata.
 	third := userStep("three", "")
-	third.Metadata.RequestedModel = &rpc.ModelRef{Model: "MODEL_C"}
+	third.Metadata.RequestedModel = &wire.ModelRef{Model: "MODEL_C"}
 	evs = r.Apply(snapshot(2, "", userStep("one", "MODEL_A"), userStep("two", "MODEL_B"), userStep("x", "MODEL_B"), userStep("y", ""), third))
 	mc = findEvent(t, evs, messages.EventModelChanged)
 	assert.Equal(t, "MODEL_B", mc.From)
@@ -253,8 +254,8 @@ func TestModelChanged(t *testing.T) {
 
 	// requestedModel in the planner config wins over planModel.
 	s := userStep("four", "MODEL_C")
-	s.UserInput.UserConfig.PlannerConfig.RequestedModel = &rpc.ModelRef{Model: "MODEL_D"}
-	r.Apply(FromFrame(&rpc.StreamFrame{Update: rpc.StateUpdate{MainTrajectoryUpdate: rpc.TrajectoryUpdate{StepsUpdate: rpc.StepsUpdate{Indices: []rpc.Int{5}, Steps: []rpc.Step{wire(s)}}}}}, at(3)))
+	s.UserInput.UserConfig.PlannerConfig.RequestedModel = &wire.ModelRef{Model: "MODEL_D"}
+	r.Apply(FromFrame(&rpc.StreamFrame{Update: rpc.StateUpdate{MainTrajectoryUpdate: rpc.TrajectoryUpdate{StepsUpdate: rpc.StepsUpdate{Indices: []wire.Int{5}, Steps: []wire.Step{roundTrip(s)}}}}}, at(3)))
 	assert.Equal(t, "MODEL_D", r.LastModel())
 }
 
@@ -269,41 +270,41 @@ func TestStatusEdges(t *testing.T) {
 		steps []step
 	}{
 		{"snapshot idle closes the turn", []step{
-			{snapshot(0, rpc.RunRunning, u), []string{"user_message", "status:running"}},
-			{snapshot(1, rpc.RunIdle, u), []string{"status:idle"}},
-			{snapshot(2, rpc.RunIdle, u), nil},
+			{snapshot(0, wire.RunRunning, u), []string{"user_message", "status:running"}},
+			{snapshot(1, wire.RunIdle, u), []string{"status:idle"}},
+			{snapshot(2, wire.RunIdle, u), nil},
 		}},
 		{"a frame's idle does not close; a snapshot read after it does", []step{
-			{snapshot(0, rpc.RunRunning, u), []string{"user_message", "status:running"}},
-			{frame(1, rpc.RunIdle, 0), nil},
+			{snapshot(0, wire.RunRunning, u), []string{"user_message", "status:running"}},
+			{frame(1, wire.RunIdle, 0), nil},
 			{frame(2, "", 0), nil},
 			{snapshot(3, "", u), nil}, // may have been read before the IDLE
-			{snapshot(4, rpc.RunIdle, u), []string{"status:idle"}},
+			{snapshot(4, wire.RunIdle, u), []string{"status:idle"}},
 		}},
 		{"a running frame after an idle frame disarms", []step{
-			{snapshot(0, rpc.RunRunning, u), []string{"user_message", "status:running"}},
-			{frame(1, rpc.RunIdle, 0), nil},
-			{frame(2, rpc.RunRunning, 0), nil},
+			{snapshot(0, wire.RunRunning, u), []string{"user_message", "status:running"}},
+			{frame(1, wire.RunIdle, 0), nil},
+			{frame(2, wire.RunRunning, 0), nil},
 			{snapshot(3, "", u), nil},
 		}},
 		{"running after idle, and at the start", []step{
-			{frame(0, rpc.RunRunning, 0), []string{"status:running"}},
-			{snapshot(1, rpc.RunIdle), []string{"status:idle"}},
-			{frame(2, rpc.RunBusy, 0), []string{"status:running"}},
-			{frame(3, rpc.RunCanceling, 0), nil},
-			{snapshot(4, rpc.RunIdle), []string{"status:idle"}},
+			{frame(0, wire.RunRunning, 0), []string{"status:running"}},
+			{snapshot(1, wire.RunIdle), []string{"status:idle"}},
+			{frame(2, wire.RunBusy, 0), []string{"status:running"}},
+			{frame(3, wire.RunCanceling, 0), nil},
+			{snapshot(4, wire.RunIdle), []string{"status:idle"}},
 		}},
 		{"a snapshot read before the turn's first step does not close it", []step{
-			{snapshot(0, rpc.RunIdle), []string{"status:idle"}},
-			{frame(1, rpc.RunRunning, 0, u), []string{"user_message", "status:running"}},
+			{snapshot(0, wire.RunIdle), []string{"status:idle"}},
+			{frame(1, wire.RunRunning, 0, u), []string{"user_message", "status:running"}},
 			// Read (IDLE, no steps) before the turn began; applied after its
 			// first frame (the poller and the stream reader race).
-			{snapshot(2, rpc.RunIdle), nil},
-			{snapshot(3, rpc.RunIdle, u), []string{"status:idle"}},
+			{snapshot(2, wire.RunIdle), nil},
+			{snapshot(3, wire.RunIdle, u), []string{"status:idle"}},
 		}},
 		{"no idle while a prompt waits", []step{
-			{snapshot(0, rpc.RunRunning, u, commandStep(rpc.StatusWaiting, "ls")), []string{"user_message", "status:running", "function_call", "elicitation_request", "status:waiting"}},
-			{snapshot(1, rpc.RunIdle, u, commandStep(rpc.StatusWaiting, "ls")), nil},
+			{snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "ls")), []string{"user_message", "status:running", "function_call", "elicitation_request", "status:waiting"}},
+			{snapshot(1, wire.RunIdle, u, commandStep(wire.StatusWaiting, "ls")), nil},
 		}},
 	}
 	for _, tc := range tests {
@@ -325,8 +326,8 @@ func TestStatusIDsAreUnique(t *testing.T) {
 	r := newTestReconciler()
 	var all []messages.Event
 	for k := 0; k < 4; k++ {
-		all = append(all, r.Apply(frame(k, rpc.RunRunning, 0))...)
-		all = append(all, r.Apply(snapshot(k, rpc.RunIdle))...)
+		all = append(all, r.Apply(frame(k, wire.RunRunning, 0))...)
+		all = append(all, r.Apply(snapshot(k, wire.RunIdle))...)
 	}
 	require.Len(t, all, 8)
 	assertUniqueIDs(t, all)
@@ -335,10 +336,10 @@ func TestStatusIDsAreUnique(t *testing.T) {
 
 func TestUnknownAndSystemSteps(t *testing.T) {
 	r := newTestReconciler()
-	odd := rpc.Step{Type: "CORTEX_STEP_TYPE_FUTURE_THING", Status: rpc.StatusDone}
-	odd2 := rpc.Step{Type: "CORTEX_STEP_TYPE_FUTURE_THING", Status: rpc.StatusRunning}
-	withTool := rpc.Step{Type: "CORTEX_STEP_TYPE_WRITE_TO_FILE", Status: rpc.StatusDone, Metadata: rpc.StepMetadata{ToolCall: &rpc.ToolCall{ID: "w1", Name: "write_to_file", ArgumentsJSON: `{"path":"a"}`}, ToolSummary: "Wrote a"}}
-	evs := r.Apply(snapshot(0, "", systemStep(rpc.StepSystemMessage), odd, odd2, withTool, rpc.Step{}))
+	odd := wire.Step{Type: "CORTEX_STEP_TYPE_FUTURE_THING", Status: wire.StatusDone}
+	odd2 := wire.Step{Type: "CORTEX_STEP_TYPE_FUTURE_THING", Status: wire.StatusRunning}
+	withTool := wire.Step{Type: "CORTEX_STEP_TYPE_WRITE_TO_FILE", Status: wire.StatusDone, Metadata: wire.StepMetadata{ToolCall: &wire.ToolCall{ID: "w1", Name: "write_to_file", ArgumentsJSON: `{"path":"a"}`}, ToolSummary: "Wrote a"}}
+	evs := r.Apply(snapshot(0, "", systemStep(wire.StepSystemMessage), odd, odd2, withTool, wire.Step{}))
 	require.Equal(t, []string{"unknown_step", "function_call", "function_call_output", "unknown_step"}, types(evs))
 	assert.Equal(t, "CORTEX_STEP_TYPE_FUTURE_THING", evs[0].StepType)
 	assert.Equal(t, 1, *evs[0].StepIndex)
@@ -351,20 +352,20 @@ func TestUnknownAndSystemSteps(t *testing.T) {
 func TestToolSteps(t *testing.T) {
 	t.Run("call once, output once at the end, call id decided once", func(t *testing.T) {
 		r := newTestReconciler()
-		pending := commandStep(rpc.StatusPending, "make")
+		pending := commandStep(wire.StatusPending, "make")
 		pending.RunCommand.CommandLine = ""
 		evs := r.Apply(snapshot(0, "", pending))
 		require.Equal(t, []string{"function_call"}, types(evs))
 		assert.Equal(t, testTraj+":0", evs[0].CallID)
 		assert.JSONEq(t, `{"command":"make","cwd":"/work"}`, evs[0].Arguments, "the proposed command line when not yet set")
 
-		running := commandStep(rpc.StatusRunning, "make")
+		running := commandStep(wire.StatusRunning, "make")
 		running.RequestedInteraction = nil
-		running.Metadata.ToolCall = &rpc.ToolCall{ID: "late-id", Name: "run_command"}
+		running.Metadata.ToolCall = &wire.ToolCall{ID: "late-id", Name: "run_command"}
 		assert.Empty(t, r.Apply(snapshot(1, "", running)))
 
 		doneStep := withOutput(running, "built\n", 2)
-		doneStep.Status = rpc.StatusDone
+		doneStep.Status = wire.StatusDone
 		evs = r.Apply(snapshot(2, "", doneStep))
 		require.Equal(t, []string{"function_call_output_delta", "function_call_output"}, types(evs), "seen live: its output streamed")
 		assert.Equal(t, "built\n", evs[0].Delta)
@@ -374,54 +375,54 @@ func TestToolSteps(t *testing.T) {
 		assert.Empty(t, r.Apply(snapshot(3, "", running)), "a stale live copy")
 	})
 	t.Run("outputs by type and status", func(t *testing.T) {
-		noTraj := rpc.Step{Type: rpc.StepViewFile, Status: rpc.StatusCanceled}
+		noTraj := wire.Step{Type: wire.StepViewFile, Status: wire.StatusCanceled}
 		evs := NewReconciler(Config{ConversationID: "cv"}).Apply(snapshot(0, "", noTraj))
 		assert.Equal(t, "cv:0", evs[0].CallID)
 		assert.Equal(t, "view_file", evs[0].Name)
 		assert.Equal(t, "{}", evs[0].Arguments)
 		assert.Equal(t, "the tool step ended canceled", evs[1].Output)
 
-		failed := genericStep(rpc.StatusError, "grep", `{"q":"x"}`, "")
+		failed := genericStep(wire.StatusError, "grep", `{"q":"x"}`, "")
 		evs = newTestReconciler().Apply(snapshot(0, "", failed))
 		assert.Equal(t, "error: the tool step failed", evs[1].Output)
 
-		bare := rpc.Step{Type: rpc.StepGeneric, Status: rpc.StatusDone}
+		bare := wire.Step{Type: wire.StepGeneric, Status: wire.StatusDone}
 		evs = newTestReconciler().Apply(snapshot(0, "", bare))
 		assert.Equal(t, "generic", evs[0].Name)
 		assert.Equal(t, "done", evs[1].Output)
 
-		emptySub := subagentStep(rpc.StatusDone)
+		emptySub := subagentStep(wire.StatusDone)
 		evs = newTestReconciler().Apply(snapshot(0, "", emptySub))
 		assert.Equal(t, "done", evs[1].Output)
 
-		bad := rpc.Step{Type: rpc.StepListDirectory, Status: rpc.StatusDone, ListDirectory: []byte(`[1]`)}
+		bad := wire.Step{Type: wire.StepListDirectory, Status: wire.StatusDone, ListDirectory: []byte(`[1]`)}
 		evs = newTestReconciler().Apply(snapshot(0, "", bad))
 		assert.Equal(t, "listed a directory", evs[1].Output)
-		badView := rpc.Step{Type: rpc.StepViewFile, Status: rpc.StatusDone, ViewFile: []byte(`"x"`)}
+		badView := wire.Step{Type: wire.StepViewFile, Status: wire.StatusDone, ViewFile: []byte(`"x"`)}
 		evs = newTestReconciler().Apply(snapshot(0, "", badView))
 		assert.Equal(t, "viewed a file", evs[1].Output)
 	})
 	t.Run("body key", func(t *testing.T) {
-		assert.Equal(t, "viewFile", bodyKey(rpc.StepViewFile))
-		assert.Equal(t, "invokeSubagent", bodyKey(rpc.StepInvokeSubagent))
-		assert.Equal(t, "generic", bodyKey(rpc.StepGeneric))
+		assert.Equal(t, "viewFile", bodyKey(wire.StepViewFile))
+		assert.Equal(t, "invokeSubagent", bodyKey(wire.StepInvokeSubagent))
+		assert.Equal(t, "generic", bodyKey(wire.StepGeneric))
 	})
 }
 
 func TestObservationEdges(t *testing.T) {
 	t.Run("frame of another conversation is ignored", func(t *testing.T) {
 		r := newTestReconciler()
-		f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: "other", Status: rpc.RunRunning}}
-		f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []rpc.Int{0}, Steps: []rpc.Step{wire(userStep("x", ""))}}
+		f := &rpc.StreamFrame{Update: rpc.StateUpdate{ConversationID: "other", Status: wire.RunRunning}}
+		f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Indices: []wire.Int{0}, Steps: []wire.Step{roundTrip(userStep("x", ""))}}
 		assert.Nil(t, r.Apply(FromFrame(f, at(0))))
 	})
 	t.Run("frame without indices is positional; extra steps dropped", func(t *testing.T) {
 		f := &rpc.StreamFrame{}
-		f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Steps: []rpc.Step{{}, {}}, TotalLength: 2}
+		f.Update.MainTrajectoryUpdate.StepsUpdate = rpc.StepsUpdate{Steps: []wire.Step{{}, {}}, TotalLength: 2}
 		obs := FromFrame(f, at(0))
 		assert.Equal(t, []int{0, 1}, obs.Indices)
 		assert.Equal(t, 2, obs.TotalLength)
-		f.Update.MainTrajectoryUpdate.StepsUpdate.Indices = []rpc.Int{7}
+		f.Update.MainTrajectoryUpdate.StepsUpdate.Indices = []wire.Int{7}
 		obs = FromFrame(f, at(0))
 		assert.Equal(t, []int{7}, obs.Indices)
 		assert.Len(t, obs.Steps, 1)
@@ -432,18 +433,18 @@ func TestObservationEdges(t *testing.T) {
 	})
 	t.Run("negative indices are ignored", func(t *testing.T) {
 		r := newTestReconciler()
-		assert.Empty(t, r.Apply(Observation{Kind: Frame, Indices: []int{-1}, Steps: []rpc.Step{userStep("x", "")}}))
+		assert.Empty(t, r.Apply(Observation{Kind: Frame, Indices: []int{-1}, Steps: []wire.Step{userStep("x", "")}}))
 		assert.Equal(t, 0, r.Steps())
 	})
 	t.Run("a slot whose type changes is a new step", func(t *testing.T) {
 		r := newTestReconciler()
 		r.Apply(snapshot(0, "", userStep("x", "")))
-		evs := r.Apply(snapshot(1, "", plannerStep(rpc.StatusDone, "", "new")))
+		evs := r.Apply(snapshot(1, "", plannerStep(wire.StatusDone, "", "new")))
 		assert.Equal(t, []string{"message", "usage"}, types(evs))
 	})
 	t.Run("events carry the parent conversation of a subagent", func(t *testing.T) {
 		r := NewReconciler(Config{ConversationID: "child", ParentConversationID: "parent"})
-		evs := r.Apply(FromSnapshot([]rpc.Step{userStep("x", "")}, "", at(0)))
+		evs := r.Apply(FromSnapshot([]wire.Step{userStep("x", "")}, "", at(0)))
 		for _, e := range evs {
 			assert.Equal(t, "child", e.ConversationID)
 			assert.Equal(t, "parent", e.ParentConversationID)
@@ -454,16 +455,16 @@ func TestObservationEdges(t *testing.T) {
 		r := newTestReconciler()
 		s := userStep("x", "")
 		require.Nil(t, s.Raw)
-		assert.NotEmpty(t, r.Apply(FromSnapshot([]rpc.Step{s}, "", at(0))))
-		assert.Empty(t, r.Apply(FromSnapshot([]rpc.Step{s}, "", at(1))))
+		assert.NotEmpty(t, r.Apply(FromSnapshot([]wire.Step{s}, "", at(0))))
+		assert.Empty(t, r.Apply(FromSnapshot([]wire.Step{s}, "", at(1))))
 	})
 }
 
 func TestChildren(t *testing.T) {
 	r := newTestReconciler()
-	r.Apply(snapshot(0, "", userStep("x", ""), subagentStep(rpc.StatusRunning, "a", "", "a")))
+	r.Apply(snapshot(0, "", userStep("x", ""), subagentStep(wire.StatusRunning, "a", "", "a")))
 	assert.Equal(t, []Child{{ConversationID: "a", ParentStepIndex: 1}}, r.Children())
-	r.Apply(snapshot(1, "", userStep("x", ""), subagentStep(rpc.StatusDone, "a", "b")))
+	r.Apply(snapshot(1, "", userStep("x", ""), subagentStep(wire.StatusDone, "a", "b")))
 	assert.Equal(t, []Child{{"a", 1, true, ""}, {"b", 1, true, ""}}, r.Children())
 	assert.Nil(t, ChildConversations(nil))
 	u := userStep("x", "")
@@ -480,7 +481,7 @@ func TestDeltasDoNotPinTheirStep(t *testing.T) {
 	for k := range 5 {
 		text += strings.Repeat(string(rune('a'+k)), 100)
 		thinking := strings.Repeat("t", 100*(k+1))
-		obs := frame(k, rpc.RunRunning, 0, plannerStep(rpc.StatusGenerating, thinking, text))
+		obs := frame(k, wire.RunRunning, 0, plannerStep(wire.StatusGenerating, thinking, text))
 		s := obs.Steps[0].PlannerResponse
 		for _, e := range r.Apply(obs) {
 			if e.Delta == "" {
@@ -499,8 +500,8 @@ func TestDeltasDoNotPinTheirStep(t *testing.T) {
 // Apply would return; a frame for another conversation appends nothing.
 func TestAppendApplyAppends(t *testing.T) {
 	obs := []Observation{
-		frame(0, rpc.RunRunning, 0, plannerStep(rpc.StatusGenerating, "Think", "Hel")),
-		frame(1, rpc.RunRunning, 0, plannerStep(rpc.StatusDone, "Think", "Hello")),
+		frame(0, wire.RunRunning, 0, plannerStep(wire.StatusGenerating, "Think", "Hel")),
+		frame(1, wire.RunRunning, 0, plannerStep(wire.StatusDone, "Think", "Hello")),
 	}
 	a, b := newTestReconciler(), newTestReconciler()
 	mark := messages.Event{Type: messages.EventStatus, ID: "mark"}

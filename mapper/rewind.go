@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // rewindState is what the reconciler knows of agy's rewinds (/rewind cuts
@@ -54,7 +54,7 @@ func (r *Reconciler) RewindSuspected() bool { return r.rewinds.shorter >= 0 }
 func (r *Reconciler) Epoch() int { return r.rewinds.epoch }
 
 // retired reports whether s is a copy of a step a rewind removed.
-func (r *Reconciler) retired(index int, s *rpc.Step) bool {
+func (r *Reconciler) retired(index int, s *wire.Step) bool {
 	c := s.Metadata.CreatedAt
 	return c != "" && len(r.rewinds.retired) > 0 && r.rewinds.retired[identity(index, c)]
 }
@@ -62,7 +62,7 @@ func (r *Reconciler) retired(index int, s *rpc.Step) bool {
 // rewritten reports whether the step at index is another step than the
 // one the slot holds (its createdAt changed): agy's history was cut back to
 // index and written anew. It rewinds the reconciler to index.
-func (r *Reconciler) rewritten(index int, st *slot, s *rpc.Step) bool {
+func (r *Reconciler) rewritten(index int, st *slot, s *wire.Step) bool {
 	c := s.Metadata.CreatedAt
 	if c == "" || st.created == "" || c == st.created {
 		return false

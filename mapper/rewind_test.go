@@ -7,26 +7,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // created stamps a step's createdAt, its identity at its index.
-func created(s rpc.Step, at string) rpc.Step {
+func created(s wire.Step, at string) wire.Step {
 	s.Metadata.CreatedAt = "2026-08-02T04:49:" + at + "Z"
 	return s
 }
 
 // twoTurns is a conversation of two finished turns: steps 0-1 and 2-3.
-func twoTurns() []rpc.Step {
-	return []rpc.Step{
+func twoTurns() []wire.Step {
+	return []wire.Step{
 		created(userStep("first", "MODEL_M20"), "00"),
-		created(plannerStep(rpc.StatusDone, "", "one"), "01"),
+		created(plannerStep(wire.StatusDone, "", "one"), "01"),
 		created(userStep("second", "MODEL_M20"), "02"),
-		created(plannerStep(rpc.StatusDone, "", "two"), "03"),
+		created(plannerStep(wire.StatusDone, "", "two"), "03"),
 	}
 }
 
-func lengthSnapshot(k int, run rpc.RunStatus, length int, steps ...rpc.Step) Observation {
+func lengthSnapshot(k int, run wire.RunStatus, length int, steps ...wire.Step) Observation {
 	return snapshot(k, run, steps...).WithLength(length)
 }
 
@@ -36,14 +36,14 @@ func lengthSnapshot(k int, run rpc.RunStatus, length int, steps ...rpc.Step) Obs
 // closes. The first turn's ids are untouched.
 func TestRewindRewritesStepsInPlace(t *testing.T) {
 	r := newTestReconciler()
-	before := r.Apply(snapshot(1, rpc.RunIdle, twoTurns()...))
+	before := r.Apply(snapshot(1, wire.RunIdle, twoTurns()...))
 	assert.Contains(t, ids(before), testConv+"/2/user")
 
 	after := append(twoTurns()[:2],
 		created(userStep("second, again", "MODEL_M20"), "10"),
-		created(plannerStep(rpc.StatusDone, "", "two, again"), "11"),
+		created(plannerStep(wire.StatusDone, "", "two, again"), "11"),
 	)
-	evs := r.Apply(snapshot(2, rpc.RunIdle, after...))
+	evs := r.Apply(snapshot(2, wire.RunIdle, after...))
 	require.NotEmpty(t, evs)
 	rw := evs[0]
 	assert.Equal(t, messages.EventConversationRewound, rw.Type)
@@ -57,8 +57,8 @@ func TestRewindRewritesStepsInPlace(t *testing.T) {
 	assert.Equal(t, testConv+"/r1/3/message", findEvent(t, evs, messages.EventMessage).ID)
 
 	// Read again, and a stale read from before the rewind: nothing new.
-	assert.Empty(t, r.Apply(snapshot(3, rpc.RunIdle, after...)))
-	assert.Empty(t, r.Apply(snapshot(4, rpc.RunIdle, twoTurns()...)), "a copy of a rewound step is stale")
+	assert.Empty(t, r.Apply(snapshot(3, wire.RunIdle, after...)))
+	assert.Empty(t, r.Apply(snapshot(4, wire.RunIdle, twoTurns()...)), "a copy of a rewound step is stale")
 }
 
 // TestRewindSeenAsAShorterTrajectory: rewound to step 2 with nothing new
@@ -67,17 +67,17 @@ func TestRewindRewritesStepsInPlace(t *testing.T) {
 // freed indices maps with the epoch's ids, and closes.
 func TestRewindSeenAsAShorterTrajectory(t *testing.T) {
 	r := newTestReconciler()
-	r.Apply(lengthSnapshot(1, rpc.RunIdle, 4, twoTurns()...))
+	r.Apply(lengthSnapshot(1, wire.RunIdle, 4, twoTurns()...))
 	short := twoTurns()[:2]
-	assert.Empty(t, ofType(r.Apply(lengthSnapshot(2, rpc.RunIdle, 2, short...)), messages.EventConversationRewound), "one short read proves nothing")
-	evs := r.Apply(lengthSnapshot(3, rpc.RunIdle, 2, short...))
+	assert.Empty(t, ofType(r.Apply(lengthSnapshot(2, wire.RunIdle, 2, short...)), messages.EventConversationRewound), "one short read proves nothing")
+	evs := r.Apply(lengthSnapshot(3, wire.RunIdle, 2, short...))
 	require.Len(t, ofType(evs, messages.EventConversationRewound), 1)
 	assert.Equal(t, messages.Ptr(2), evs[0].ToStep)
 	assert.Equal(t, 2, r.Steps())
 
 	// A new turn: the same indices, without createdAt (only the length said it).
-	next := append(twoTurns()[:2], userStep("third", "MODEL_M20"), plannerStep(rpc.StatusDone, "", "three"))
-	evs = r.Apply(lengthSnapshot(4, rpc.RunIdle, 4, next...))
+	next := append(twoTurns()[:2], userStep("third", "MODEL_M20"), plannerStep(wire.StatusDone, "", "three"))
+	evs = r.Apply(lengthSnapshot(4, wire.RunIdle, 4, next...))
 	assert.Equal(t, []string{"user_message", "status:running", "message", "usage", "status:idle"}, types(evs))
 	assert.Equal(t, testConv+"/r1/2/user", evs[0].ID)
 }
@@ -86,10 +86,10 @@ func TestRewindSeenAsAShorterTrajectory(t *testing.T) {
 // the full length resets the count.
 func TestShortReadThenGrowthIsNotARewind(t *testing.T) {
 	r := newTestReconciler()
-	r.Apply(lengthSnapshot(1, rpc.RunIdle, 4, twoTurns()...))
-	r.Apply(lengthSnapshot(2, rpc.RunIdle, 2, twoTurns()[:2]...))
-	r.Apply(lengthSnapshot(3, rpc.RunIdle, 4, twoTurns()...))
-	evs := r.Apply(lengthSnapshot(4, rpc.RunIdle, 2, twoTurns()[:2]...))
+	r.Apply(lengthSnapshot(1, wire.RunIdle, 4, twoTurns()...))
+	r.Apply(lengthSnapshot(2, wire.RunIdle, 2, twoTurns()[:2]...))
+	r.Apply(lengthSnapshot(3, wire.RunIdle, 4, twoTurns()...))
+	evs := r.Apply(lengthSnapshot(4, wire.RunIdle, 2, twoTurns()[:2]...))
 	assert.Empty(t, ofType(evs, messages.EventConversationRewound))
 	assert.Equal(t, 0, r.Epoch())
 }
@@ -99,27 +99,27 @@ func TestShortReadThenGrowthIsNotARewind(t *testing.T) {
 // nothing for the cleared ones, the epoch in the new items' ids.
 func TestRewindMarkedCleared(t *testing.T) {
 	r := newTestReconciler()
-	r.Apply(snapshot(1, rpc.RunIdle, twoTurns()...))
+	r.Apply(snapshot(1, wire.RunIdle, twoTurns()...))
 	steps := twoTurns()
-	steps[2].Status, steps[3].Status = rpc.StatusCleared, rpc.StatusCleared
-	steps = append(steps, created(userStep("instead", "MODEL_M20"), "20"), created(plannerStep(rpc.StatusDone, "", "ok"), "21"))
-	evs := r.Apply(snapshot(2, rpc.RunIdle, steps...))
+	steps[2].Status, steps[3].Status = wire.StatusCleared, wire.StatusCleared
+	steps = append(steps, created(userStep("instead", "MODEL_M20"), "20"), created(plannerStep(wire.StatusDone, "", "ok"), "21"))
+	evs := r.Apply(snapshot(2, wire.RunIdle, steps...))
 	assert.Equal(t, []string{"conversation_rewound", "user_message", "status:running", "message", "usage", "status:idle"}, types(evs))
 	assert.Equal(t, messages.Ptr(2), evs[0].ToStep)
 	assert.Equal(t, testConv+"/r1/4/user", evs[1].ID)
-	assert.Empty(t, r.Apply(snapshot(3, rpc.RunIdle, steps...)))
+	assert.Empty(t, r.Apply(snapshot(3, wire.RunIdle, steps...)))
 }
 
 // TestRewindWithdrawsPromptsAfterIt: a prompt open at a rewound step is
 // withdrawn (expired).
 func TestRewindWithdrawsPromptsAfterIt(t *testing.T) {
 	r := newTestReconciler()
-	steps := append(twoTurns()[:3], created(commandStep(rpc.StatusWaiting, "ls"), "05"))
-	evs := r.Apply(snapshot(1, rpc.RunRunning, steps...))
+	steps := append(twoTurns()[:3], created(commandStep(wire.StatusWaiting, "ls"), "05"))
+	evs := r.Apply(snapshot(1, wire.RunRunning, steps...))
 	req := findEvent(t, evs, messages.EventElicitationRequest)
 	short := twoTurns()[:2]
-	r.Apply(lengthSnapshot(2, rpc.RunIdle, 2, short...))
-	evs = r.Apply(lengthSnapshot(3, rpc.RunIdle, 2, short...))
+	r.Apply(lengthSnapshot(2, wire.RunIdle, 2, short...))
+	evs = r.Apply(lengthSnapshot(3, wire.RunIdle, 2, short...))
 	res := findEvent(t, evs, messages.EventElicitationResolved)
 	assert.Equal(t, req.ElicitationID, res.ElicitationID)
 	assert.Equal(t, messages.ByExpired, res.By)
@@ -136,12 +136,20 @@ func TestSecondRewindIdsCarryItsEpoch(t *testing.T) {
 			seen[e.ID] = true
 		}
 	}
-	add(r.Apply(snapshot(1, rpc.RunIdle, twoTurns()...)))
+	add(r.Apply(snapshot(1, wire.RunIdle, twoTurns()...)))
 	for k, at := range []string{"30", "40"} {
-		steps := append(twoTurns()[:2], created(userStep("again", "MODEL_M20"), at), created(plannerStep(rpc.StatusDone, "", "again"), at+".5"))
-		evs := r.Apply(snapshot(2+k, rpc.RunIdle, steps...))
+		steps := append(twoTurns()[:2], created(userStep("again", "MODEL_M20"), at), created(plannerStep(wire.StatusDone, "", "again"), at+".5"))
+		evs := r.Apply(snapshot(2+k, wire.RunIdle, steps...))
 		add(evs)
 		assert.Equal(t, k+1, findEvent(t, evs, messages.EventConversationRewound).Epoch)
 	}
 	assert.True(t, seen[testConv+"/r2/2/user"])
+}
+
+func ids(evs []messages.Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.ID
+	}
+	return out
 }

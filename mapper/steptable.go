@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // stepRole is what the mapper makes of a step type.
@@ -54,15 +54,15 @@ type stepRow struct {
 // steps win where the two disagree. Streamed copies have no
 // metadata.toolCall, so detail is read from the step's body (and its
 // metadata.toolSummary) only.
-var stepTable = map[rpc.StepType]stepRow{
+var stepTable = map[wire.StepType]stepRow{
 	// Conversation structure: mapped elsewhere, or nothing to show.
 	"CORTEX_STEP_TYPE_UNSPECIFIED":          {role: roleNotTool, note: "no type: nothing to map"},
 	"CORTEX_STEP_TYPE_DUMMY":                {role: roleNotTool, note: "a placeholder step with no content"},
-	rpc.StepUserInput:                       {role: roleNotTool, note: "a user turn: user_message"},
-	rpc.StepPlannerResponse:                 {role: roleNotTool, note: "the model's reply: deltas, message and usage; its tool calls come as steps of their own"},
-	rpc.StepCheckpoint:                      {role: roleNotTool, note: "agy's own summary of the conversation so far, for its context"},
-	rpc.StepConversationHistory:             {role: roleNotTool, note: "context agy puts at the start of a conversation"},
-	rpc.StepSystemMessage:                   {role: roleNotTool, note: "a message from agy to the model"},
+	wire.StepUserInput:                      {role: roleNotTool, note: "a user turn: user_message"},
+	wire.StepPlannerResponse:                {role: roleNotTool, note: "the model's reply: deltas, message and usage; its tool calls come as steps of their own"},
+	wire.StepCheckpoint:                     {role: roleNotTool, note: "agy's own summary of the conversation so far, for its context"},
+	wire.StepConversationHistory:            {role: roleNotTool, note: "context agy puts at the start of a conversation"},
+	wire.StepSystemMessage:                  {role: roleNotTool, note: "a message from agy to the model"},
 	"CORTEX_STEP_TYPE_EPHEMERAL_MESSAGE":    {role: roleNotTool, note: "a transient note from agy to the model (reminders, browser state), not part of the conversation"},
 	"CORTEX_STEP_TYPE_ERROR_MESSAGE":        {role: roleNotTool, note: "an error agy shows the user (quota, usage limit, provider failure): an error event with a code (providererror.go)"},
 	"CORTEX_STEP_TYPE_SUGGESTED_RESPONSES":  {role: roleNotTool, note: "reply suggestions for agy's own UI"},
@@ -82,33 +82,33 @@ var stepTable = map[rpc.StepType]stepRow{
 	"CORTEX_STEP_TYPE_RETRIEVE_MEMORY":      {role: roleNotTool, note: "memories agy puts in the model's context"},
 
 	// Tools with typed detail.
-	rpc.StepRunCommand: {role: roleDetailed, name: "run_command", kind: messages.ToolExecute,
+	wire.StepRunCommand: {role: roleDetailed, name: "run_command", kind: messages.ToolExecute,
 		note: "the command line as title; combinedOutput streamed while it runs; output and exit code",
 		call: runCommandCall, result: runCommandResult, live: runCommandLive},
-	rpc.StepCommandStatus: {role: roleDetailed, args: []string{"commandId", "waitDurationSeconds", "outputPriority"}, name: "command_status", kind: messages.ToolExecute,
+	wire.StepCommandStatus: {role: roleDetailed, args: []string{"commandId", "waitDurationSeconds", "outputPriority"}, name: "command_status", kind: messages.ToolExecute,
 		note: "a background command's output (combined) streamed while it grows; its exit code once it ended",
 		call: commandStatusCall, result: commandStatusResult, live: commandStatusLive},
-	rpc.StepSendCommandInput: {role: roleDetailed, args: []string{"commandId", "input", "terminate", "waitMs"}, name: "send_command_input", kind: messages.ToolExecute,
+	wire.StepSendCommandInput: {role: roleDetailed, args: []string{"commandId", "input", "terminate", "waitMs"}, name: "send_command_input", kind: messages.ToolExecute,
 		note: "the input sent to a running command; the command's output",
 		call: sendCommandInputCall, result: sendCommandInputResult},
 	"CORTEX_STEP_TYPE_READ_TERMINAL": {role: roleDetailed, args: []string{"processId", "name"}, name: "read_terminal", kind: messages.ToolRead,
 		note: "the terminal read; its contents", call: readTerminalCall, result: readTerminalResult},
 	"CORTEX_STEP_TYPE_SHELL_EXEC": {role: roleDetailed, args: []string{"command"}, name: "shell_exec", kind: messages.ToolExecute,
 		note: "the command; output and exit code", call: shellExecCall, result: shellExecResult},
-	rpc.StepViewFile: {role: roleDetailed, args: []string{"absolutePathUri", "startLine", "endLine"}, name: "view_file", kind: messages.ToolRead,
+	wire.StepViewFile: {role: roleDetailed, args: []string{"absolutePathUri", "startLine", "endLine"}, name: "view_file", kind: messages.ToolRead,
 		note: "the file and first line read; lines and bytes", call: viewFileCall, result: viewFileResult},
-	rpc.StepListDirectory: {role: roleDetailed, args: []string{"directoryPathUri"}, name: "list_dir", kind: messages.ToolRead,
+	wire.StepListDirectory: {role: roleDetailed, args: []string{"directoryPathUri"}, name: "list_dir", kind: messages.ToolRead,
 		note: "the directory; its entries", call: listDirectoryCall, result: listDirectoryResult},
-	rpc.StepViewFileOutline: {role: roleDetailed, args: []string{"absolutePathUri", "cciOffset"}, name: "view_file_outline", kind: messages.ToolRead,
+	wire.StepViewFileOutline: {role: roleDetailed, args: []string{"absolutePathUri", "cciOffset"}, name: "view_file_outline", kind: messages.ToolRead,
 		note: "the file; its outline", call: viewFileOutlineCall, result: viewFileOutlineResult},
 	"CORTEX_STEP_TYPE_VIEW_CODE_ITEM": {role: roleDetailed, args: []string{"absoluteUri", "nodePaths"}, name: "view_code_item", kind: messages.ToolRead,
 		note: "the file and the symbols read", call: viewCodeItemCall},
 	"CORTEX_STEP_TYPE_VIEW_CONTENT_CHUNK": {role: roleDetailed, args: []string{"documentId", "position"}, name: "view_content_chunk", kind: messages.ToolFetch,
 		note: "a chunk of a web document read earlier; its text", call: viewContentChunkCall, result: viewContentChunkResult},
-	rpc.StepCodeAction: {role: roleDetailed, args: []string{"actionSpec", "description", "codeInstruction"}, name: "replace_file_content", kind: messages.ToolEdit,
+	wire.StepCodeAction: {role: roleDetailed, args: []string{"actionSpec", "description", "codeInstruction"}, name: "replace_file_content", kind: messages.ToolEdit,
 		note: "an edit (replacement chunks), a new file or a deletion: the file, the diffs proposed, then the diff applied",
 		call: codeActionCall, result: codeActionResult},
-	rpc.StepFileChange: {role: roleDetailed, args: []string{"absolutePathUri", "fileChangeType", "replacementChunks", "instruction", "overwrite"}, name: "file_change", kind: messages.ToolEdit,
+	wire.StepFileChange: {role: roleDetailed, args: []string{"absolutePathUri", "fileChangeType", "replacementChunks", "instruction", "overwrite"}, name: "file_change", kind: messages.ToolEdit,
 		note: "a file created, edited (replacement chunks or a diff) or deleted",
 		call: fileChangeCall, result: fileChangeResult},
 	"CORTEX_STEP_TYPE_WRITE_TO_FILE": {role: roleDetailed, args: []string{"targetFileUri", "codeContent"}, name: "write_to_file", kind: messages.ToolEdit,
@@ -120,10 +120,10 @@ var stepTable = map[rpc.StepType]stepRow{
 		note: "the directory removed", call: deleteDirectoryCall},
 	"CORTEX_STEP_TYPE_WRITE_BLOB": {role: roleDetailed, args: []string{"blobId", "targetPath"}, name: "write_blob", kind: messages.ToolEdit,
 		note: "the file written; bytes written", call: writeBlobCall, result: writeBlobResult},
-	rpc.StepGrepSearch: {role: roleDetailed, args: []string{"searchPathUri", "query", "matchPerLine", "includes", "caseInsensitive", "isRegex"}, name: "grep_search", kind: messages.ToolSearch,
+	wire.StepGrepSearch: {role: roleDetailed, args: []string{"searchPathUri", "query", "matchPerLine", "includes", "caseInsensitive", "isRegex"}, name: "grep_search", kind: messages.ToolSearch,
 		note: "the query and where; the hits (file, line, text) and their count",
 		call: grepSearchCall, result: grepSearchResult},
-	rpc.StepFind: {role: roleDetailed, args: []string{"searchDirectory", "pattern", "excludes", "type", "maxDepth", "extensions", "fullPath", "includes"}, name: "find_by_name", kind: messages.ToolSearch,
+	wire.StepFind: {role: roleDetailed, args: []string{"searchDirectory", "pattern", "excludes", "type", "maxDepth", "extensions", "fullPath", "includes"}, name: "find_by_name", kind: messages.ToolSearch,
 		note: "the pattern and where; the paths found and their count", call: findCall, result: findResult},
 	"CORTEX_STEP_TYPE_CODE_SEARCH": {role: roleDetailed, args: []string{"query", "onlyPaths", "allowDirs"}, name: "codebase_search", kind: messages.ToolSearch,
 		note: "the query; the files and lines found", call: codeSearchCall, result: codeSearchResult},
@@ -131,9 +131,9 @@ var stepTable = map[rpc.StepType]stepRow{
 		note: "the symbol and where; its references", call: findReferencesCall, result: findReferencesResult},
 	"CORTEX_STEP_TYPE_INTERNAL_SEARCH": {role: roleDetailed, args: []string{"query"}, name: "internal_search", kind: messages.ToolSearch,
 		note: "the query; the pages found", call: queryCall("Search for "), result: internalSearchResult},
-	rpc.StepSearchWeb: {role: roleDetailed, args: []string{"query", "domain"}, name: "search_web", kind: messages.ToolFetch,
+	wire.StepSearchWeb: {role: roleDetailed, args: []string{"query", "domain"}, name: "search_web", kind: messages.ToolFetch,
 		note: "the query; the pages found (URL, title) and agy's summary", call: searchWebCall, result: searchWebResult},
-	rpc.StepReadURLContent: {role: roleDetailed, args: []string{"url"}, name: "read_url_content", kind: messages.ToolFetch,
+	wire.StepReadURLContent: {role: roleDetailed, args: []string{"url"}, name: "read_url_content", kind: messages.ToolFetch,
 		note: "the URL; the page's text", call: readURLCall, result: readURLResult},
 	"CORTEX_STEP_TYPE_OPEN_BROWSER_URL": {role: roleDetailed, args: []string{"url", "pageIdToReplace"}, name: "open_browser_url", kind: messages.ToolFetch,
 		note: "the URL opened in agy's browser", call: openBrowserURLCall},
@@ -141,29 +141,29 @@ var stepTable = map[rpc.StepType]stepRow{
 		note: "the page read in agy's browser; its text", call: readBrowserPageCall, result: readBrowserPageResult},
 	"CORTEX_STEP_TYPE_WORKSPACE_API": {role: roleDetailed, args: []string{"url", "httpMethod", "body", "description"}, name: "workspace_api", kind: messages.ToolFetch,
 		note: "the HTTP method and URL; the response", call: workspaceAPICall, result: workspaceAPIResult},
-	rpc.StepMCPTool: {role: roleDetailed, name: "mcp_tool", kind: messages.ToolOther,
+	wire.StepMCPTool: {role: roleDetailed, name: "mcp_tool", kind: messages.ToolOther,
 		note: "the server and tool, its arguments (mcpTool.toolCall); its result",
 		call: mcpToolCall, result: mcpToolResult},
 	"CORTEX_STEP_TYPE_LIST_RESOURCES": {role: roleDetailed, args: []string{"serverName", "cursor"}, name: "list_resources", kind: messages.ToolRead,
 		note: "the MCP server; its resources", call: listResourcesCall, result: listResourcesResult},
 	"CORTEX_STEP_TYPE_READ_RESOURCE": {role: roleDetailed, args: []string{"serverName", "uri"}, name: "read_resource", kind: messages.ToolRead,
 		note: "the MCP server and resource; its text", call: readResourceCall, result: readResourceResult},
-	rpc.StepInvokeSubagent: {role: roleDetailed, args: []string{"subagentName", "prompt", "resumedConversationId", "background"}, name: "invoke_subagent", kind: messages.ToolThink,
+	wire.StepInvokeSubagent: {role: roleDetailed, args: []string{"subagentName", "prompt", "resumedConversationId", "background"}, name: "invoke_subagent", kind: messages.ToolThink,
 		note: "the subagent and its task; the child conversations (their own items follow)",
 		call: invokeSubagentCall, result: invokeSubagentResult},
-	rpc.StepBrowserSubagent: {role: roleDetailed, args: []string{"task", "taskName", "reusedSubagentId"}, name: "browser_subagent", kind: messages.ToolThink,
+	wire.StepBrowserSubagent: {role: roleDetailed, args: []string{"task", "taskName", "reusedSubagentId"}, name: "browser_subagent", kind: messages.ToolThink,
 		note: "the browsing task; its result", call: browserSubagentCall, result: browserSubagentResult},
-	rpc.StepTaskBoundary: {role: roleDetailed, name: "task_boundary", kind: messages.ToolThink,
+	wire.StepTaskBoundary: {role: roleDetailed, name: "task_boundary", kind: messages.ToolThink,
 		note: "the task agy reports it works on, and its status", call: taskBoundaryCall, result: taskBoundaryResult},
-	rpc.StepNotifyUser: {role: roleDetailed, name: "notify_user", kind: messages.ToolOther,
+	wire.StepNotifyUser: {role: roleDetailed, name: "notify_user", kind: messages.ToolOther,
 		note: "agy's note to the user and the files it asks to review", call: notifyUserCall, result: notifyUserResult},
-	rpc.StepAskQuestion: {role: roleDetailed, name: "ask_question", kind: messages.ToolOther,
+	wire.StepAskQuestion: {role: roleDetailed, name: "ask_question", kind: messages.ToolOther,
 		note: "the question (its prompt is an elicitation); the answers chosen", call: askQuestionCall, result: askQuestionResult},
 	"CORTEX_STEP_TYPE_GENERATE_IMAGE": {role: roleDetailed, args: []string{"prompt", "imageName", "imagePaths"}, name: "generate_image", kind: messages.ToolOther,
 		note: "the prompt; the image files written", call: generateImageCall, result: generateImageResult},
 
 	// Tools mapped generically on purpose.
-	rpc.StepGeneric: {role: roleGeneric, name: "generic", kind: "",
+	wire.StepGeneric: {role: roleGeneric, name: "generic", kind: "",
 		note: "a tool without a step type of its own: its name is in toolCall (kept by streamed copies), its arguments in generic.args, its result in generic.result; the kind is guessed from the name"},
 	"CORTEX_STEP_TYPE_FINISH":                        {role: roleGeneric, name: "finish", kind: messages.ToolThink, note: "the agent declaring its task done; its output map is shown as is"},
 	"CORTEX_STEP_TYPE_MQUERY":                        {role: roleGeneric, name: "mquery", kind: messages.ToolSearch, note: "agy's semantic code search over its index; the body is context items, not hits an editor can open"},
@@ -214,14 +214,14 @@ const (
 )
 
 // rowOf is the table's row for a step type (roleUnknown when absent).
-func rowOf(t rpc.StepType) stepRow { return stepTable[t] }
+func rowOf(t wire.StepType) stepRow { return stepTable[t] }
 
 // isTool reports whether a step is a tool call: a tool row of the table, or
 // any step carrying metadata.toolAction (kept by streamed copies) or
 // metadata.toolCall, whatever its type.
-func isTool(s *rpc.Step) bool {
+func isTool(s *wire.Step) bool {
 	switch s.Type {
-	case rpc.StepUserInput, rpc.StepPlannerResponse:
+	case wire.StepUserInput, wire.StepPlannerResponse:
 		return false
 	}
 	switch rowOf(s.Type).role {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // stepTypesFile lists the step type names of the reference schema, one a line
@@ -34,20 +34,20 @@ func TestStepTableCoversTheReferenceEnum(t *testing.T) {
 	}
 	require.Greater(t, len(names), 90, "the enum is in the file")
 	for _, name := range names {
-		row, ok := stepTable[rpc.StepType(name)]
+		row, ok := stepTable[wire.StepType(name)]
 		if assert.True(t, ok, "no row for %s", name) {
 			assert.NotEmpty(t, row.note, "%s: a row says why", name)
 		}
 	}
 	// The types seen in recorded steps but absent from the schema.
-	for _, typ := range []rpc.StepType{rpc.StepAskQuestion, rpc.StepGeneric} {
+	for _, typ := range []wire.StepType{wire.StepAskQuestion, wire.StepGeneric} {
 		assert.Contains(t, stepTable, typ)
 	}
 }
 
 // stepOf builds a step as agy sends it (proto3 JSON), at index 0 of
 // testTraj. meta is merged into the metadata.
-func stepOf(t *testing.T, typ rpc.StepType, status rpc.StepStatus, meta, body string) rpc.Step {
+func stepOf(t *testing.T, typ wire.StepType, status wire.StepStatus, meta, body string) wire.Step {
 	t.Helper()
 	raw := `{"type":"` + string(typ) + `","status":"` + string(status) + `","metadata":{"source":"CORTEX_STEP_SOURCE_MODEL",` +
 		`"sourceTrajectoryStepInfo":{"trajectoryId":"` + testTraj + `","cascadeId":"` + testConv + `"}` + meta + `}`
@@ -55,7 +55,7 @@ func stepOf(t *testing.T, typ rpc.StepType, status rpc.StepStatus, meta, body st
 		raw += "," + body
 	}
 	raw += "}"
-	var s rpc.Step
+	var s wire.Step
 	require.NoError(t, json.Unmarshal([]byte(raw), &s), raw)
 	return s
 }
@@ -71,18 +71,18 @@ type detailCase struct {
 
 func str(s string) *string { return &s }
 
-var detailCases = map[rpc.StepType]detailCase{
-	rpc.StepRunCommand: {
+var detailCases = map[wire.StepType]detailCase{
+	wire.StepRunCommand: {
 		body:   `"runCommand":{"commandLine":"go test ./...","proposedCommandLine":"go test ./...","cwd":"/w","exitCode":1,"combinedOutput":{"full":"FAIL\n"}}`,
 		call:   messages.Event{Name: "run_command", Kind: "execute", Title: "go test ./...", Arguments: `{"command":"go test ./...","cwd":"/w"}`},
 		output: messages.Event{Output: "FAIL\n", ExitCode: messages.Ptr(1)},
 	},
-	rpc.StepCommandStatus: {
+	wire.StepCommandStatus: {
 		body:   `"commandStatus":{"commandId":"c-7","status":"CORTEX_STEP_STATUS_DONE","combined":"built\n","exitCode":2,"outputCharacterCount":6}`,
 		call:   messages.Event{Name: "command_status", Kind: "execute", Title: "Check command output (c-7)"},
 		output: messages.Event{Output: "built\n", ExitCode: messages.Ptr(2)},
 	},
-	rpc.StepSendCommandInput: {
+	wire.StepSendCommandInput: {
 		body:   `"sendCommandInput":{"commandId":"c-7","input":"y\n","output":{"full":"ok\n"},"running":true}`,
 		call:   messages.Event{Name: "send_command_input", Kind: "execute", Title: "Send input: y"},
 		output: messages.Event{Output: "ok\n"},
@@ -97,17 +97,17 @@ var detailCases = map[rpc.StepType]detailCase{
 		call:   messages.Event{Name: "shell_exec", Kind: "execute", Title: "ls"},
 		output: messages.Event{Output: "a\n", ExitCode: messages.Ptr(0)},
 	},
-	rpc.StepViewFile: {
+	wire.StepViewFile: {
 		body:   `"viewFile":{"absolutePathUri":"file:///w/main.go","startLine":9,"endLine":19,"numLines":20,"numBytes":300}`,
 		call:   messages.Event{Name: "view_file", Kind: "read", Title: "Read /w/main.go", Locations: []messages.Location{{Path: "/w/main.go", Line: 10}}},
 		output: messages.Event{Output: "/w/main.go: 20 lines, 300 bytes"},
 	},
-	rpc.StepListDirectory: {
+	wire.StepListDirectory: {
 		body:   `"listDirectory":{"directoryPathUri":"file:///w/my%20dir","results":[{"name":"a.go","sizeBytes":"10"},{"name":"sub","isDir":true}]}`,
 		call:   messages.Event{Name: "list_dir", Kind: "read", Title: "List /w/my dir", Locations: []messages.Location{{Path: "/w/my dir"}}},
 		output: messages.Event{Output: "/w/my dir: 2 entries\na.go\nsub/"},
 	},
-	rpc.StepViewFileOutline: {
+	wire.StepViewFileOutline: {
 		body:   `"viewFileOutline":{"absolutePathUri":"file:///w/main.go","outlineItems":["func main()","type server struct"],"numLines":80}`,
 		call:   messages.Event{Name: "view_file_outline", Kind: "read", Title: "Outline of /w/main.go", Locations: []messages.Location{{Path: "/w/main.go"}}},
 		output: messages.Event{Output: "func main()\ntype server struct"},
@@ -122,7 +122,7 @@ var detailCases = map[rpc.StepType]detailCase{
 		call:   messages.Event{Name: "view_content_chunk", Kind: "fetch", Title: "Read chunk 2 of https://go.dev/doc", URL: "https://go.dev/doc"},
 		output: messages.Event{Output: "chunk text", URL: "https://go.dev/doc"},
 	},
-	rpc.StepCodeAction: {
+	wire.StepCodeAction: {
 		body: `"codeAction":{"actionSpec":{"command":{"replacementChunks":[{"targetContent":"a := 1\n","replacementContent":"a := 2\n","startLine":3}],"file":{"absoluteUri":"file:///w/main.go"}}},` +
 			`"actionResult":{"edit":{"absoluteUri":"file:///w/main.go","diff":{"startLine":3,"unifiedDiff":{"lines":[{"text":"a := 1","type":"UNIFIED_DIFF_LINE_TYPE_DELETE"},{"text":"a := 2","type":"UNIFIED_DIFF_LINE_TYPE_INSERT"}]}}}}}`,
 		call: messages.Event{Name: "replace_file_content", Kind: "edit", Title: "Edit /w/main.go", Locations: []messages.Location{{Path: "/w/main.go", Line: 3}},
@@ -130,7 +130,7 @@ var detailCases = map[rpc.StepType]detailCase{
 		output: messages.Event{Output: "edited /w/main.go (+1 -1)",
 			Diffs: []messages.FileDiff{{Path: "/w/main.go", OldText: str("a := 1\n"), NewText: "a := 2\n", Line: 3, Unified: "-a := 1\n+a := 2\n"}}},
 	},
-	rpc.StepFileChange: {
+	wire.StepFileChange: {
 		body: `"fileChange":{"absolutePathUri":"file:///w/new.txt","fileChangeType":"FILE_CHANGE_TYPE_CREATE","diff":{"unifiedDiff":{"lines":[{"text":"hello","type":"UNIFIED_DIFF_LINE_TYPE_INSERT"}]}}}`,
 		call: messages.Event{Name: "file_change", Kind: "edit", Title: "Create /w/new.txt", Locations: []messages.Location{{Path: "/w/new.txt"}},
 			Diffs: []messages.FileDiff{{Path: "/w/new.txt", NewText: "hello\n", Unified: "+hello\n"}}},
@@ -157,7 +157,7 @@ var detailCases = map[rpc.StepType]detailCase{
 		call:   messages.Event{Name: "write_blob", Kind: "edit", Title: "Write /w/logo.png", Locations: []messages.Location{{Path: "/w/logo.png"}}},
 		output: messages.Event{Output: "wrote 2048 bytes to /w/logo.png"},
 	},
-	rpc.StepGrepSearch: {
+	wire.StepGrepSearch: {
 		body: `"grepSearch":{"searchPathUri":"file:///w","query":"TODO","includes":["*.go"],"results":[{"relativePath":"main.go","lineNumber":12,"content":"// TODO: tests\n"},{"absolutePath":"/w/pkg/x.go","lineNumber":3,"content":"// TODO"}],"totalResults":7}`,
 		call: messages.Event{Name: "grep_search", Kind: "search", Title: `Search for "TODO" in /w (*.go)`, Locations: []messages.Location{{Path: "/w"}}},
 		output: messages.Event{Output: "/w/main.go:12: // TODO: tests\n/w/pkg/x.go:3: // TODO",
@@ -165,7 +165,7 @@ var detailCases = map[rpc.StepType]detailCase{
 			HitCount:  messages.Ptr(7),
 			Locations: []messages.Location{{Path: "/w/main.go", Line: 12}, {Path: "/w/pkg/x.go", Line: 3}}},
 	},
-	rpc.StepFind: {
+	wire.StepFind: {
 		body: `"find":{"searchDirectory":"/w","pattern":"*_test.go","truncatedOutput":"/w/a_test.go\n/w/b/b_test.go\n","totalResults":2}`,
 		call: messages.Event{Name: "find_by_name", Kind: "search", Title: `Find "*_test.go" in /w`, Locations: []messages.Location{{Path: "/w"}}},
 		output: messages.Event{Output: "/w/a_test.go\n/w/b/b_test.go\n", Hits: []messages.Hit{{Path: "/w/a_test.go"}, {Path: "/w/b/b_test.go"}}, HitCount: messages.Ptr(2),
@@ -188,13 +188,13 @@ var detailCases = map[rpc.StepType]detailCase{
 		call:   messages.Event{Name: "internal_search", Kind: "search", Title: `Search for "oncall"`},
 		output: messages.Event{Output: "Oncall https://intra.example/x", Hits: []messages.Hit{{Path: "https://intra.example/x", Text: "Oncall"}}, HitCount: messages.Ptr(1)},
 	},
-	rpc.StepSearchWeb: {
+	wire.StepSearchWeb: {
 		body: `"searchWeb":{"query":"go 1.26 release","webDocuments":[{"url":"https://go.dev/doc/go1.26","title":"Go 1.26 Release Notes"}],"summary":"Go 1.26 was released in February."}`,
 		call: messages.Event{Name: "search_web", Kind: "fetch", Title: `Search the web for "go 1.26 release"`},
 		output: messages.Event{Output: "Go 1.26 was released in February.\n\nGo 1.26 Release Notes https://go.dev/doc/go1.26",
 			Hits: []messages.Hit{{Path: "https://go.dev/doc/go1.26", Text: "Go 1.26 Release Notes"}}, HitCount: messages.Ptr(1)},
 	},
-	rpc.StepReadURLContent: {
+	wire.StepReadURLContent: {
 		body:   `"readUrlContent":{"url":"https://go.dev/doc","webDocument":{"url":"https://go.dev/doc","title":"Docs","text":"The Go documentation."},"latencyMs":120}`,
 		call:   messages.Event{Name: "read_url_content", Kind: "fetch", Title: "Read https://go.dev/doc", URL: "https://go.dev/doc"},
 		output: messages.Event{Output: "The Go documentation.", URL: "https://go.dev/doc"},
@@ -214,7 +214,7 @@ var detailCases = map[rpc.StepType]detailCase{
 		call:   messages.Event{Name: "workspace_api", Kind: "fetch", Title: "GET https://api.example/v1/items", URL: "https://api.example/v1/items"},
 		output: messages.Event{Output: "[]", URL: "https://api.example/v1/items"},
 	},
-	rpc.StepMCPTool: {
+	wire.StepMCPTool: {
 		body:   `"mcpTool":{"serverName":"github","toolCall":{"name":"list_issues","argumentsJson":"{\"repo\": \"a/b\"}"},"serverInfo":{"name":"github","version":"1.0"},"resultString":"2 issues"}`,
 		call:   messages.Event{Name: "list_issues", Kind: "other", Title: "github: list_issues", Arguments: `{"repo":"a/b"}`},
 		output: messages.Event{Output: "2 issues"},
@@ -229,27 +229,27 @@ var detailCases = map[rpc.StepType]detailCase{
 		call:   messages.Event{Name: "read_resource", Kind: "read", Title: "Read docs://intro from docs"},
 		output: messages.Event{Output: "Welcome."},
 	},
-	rpc.StepInvokeSubagent: {
+	wire.StepInvokeSubagent: {
 		body:   `"invokeSubagent":{"subagentName":"reviewer","prompt":"Review main.go","results":[{"conversationId":"child-1"}]}`,
 		call:   messages.Event{Name: "invoke_subagent", Kind: "think", Title: "Subagent reviewer"},
 		output: messages.Event{Output: "subagents: child-1"},
 	},
-	rpc.StepBrowserSubagent: {
+	wire.StepBrowserSubagent: {
 		body:   `"browserSubagent":{"task":"Check that the login page works","taskName":"Login check","result":"The login page works."}`,
 		call:   messages.Event{Name: "browser_subagent", Kind: "think", Title: "Browse: Login check"},
 		output: messages.Event{Output: "The login page works."},
 	},
-	rpc.StepTaskBoundary: {
+	wire.StepTaskBoundary: {
 		body:   `"taskBoundary":{"taskName":"Add tests","taskStatus":"Writing the first test","taskSummary":"Tests for the parser"}`,
 		call:   messages.Event{Name: "task_boundary", Kind: "think", Title: "Task: Add tests — Writing the first test"},
 		output: messages.Event{Output: "Tests for the parser"},
 	},
-	rpc.StepNotifyUser: {
+	wire.StepNotifyUser: {
 		body:   `"notifyUser":{"notificationContent":"Please review the plan.","reviewAbsoluteUris":["file:///w/plan.md"],"isBlocking":true}`,
 		call:   messages.Event{Name: "notify_user", Kind: "other", Title: "Notify the user", Locations: []messages.Location{{Path: "/w/plan.md"}}},
 		output: messages.Event{Output: "Please review the plan."},
 	},
-	rpc.StepAskQuestion: {
+	wire.StepAskQuestion: {
 		body:   `"askQuestion":{"questions":[{"question":"Which?","options":[{"id":"1","text":"A"},{"id":"2","text":"B"}],"selectedOptionIds":["2"]}]}`,
 		call:   messages.Event{Name: "ask_question", Kind: "other", Title: "Question: Which?"},
 		output: messages.Event{Output: "Which?: B"},
@@ -285,7 +285,7 @@ func TestStepTableRows(t *testing.T) {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		typ := rpc.StepType(name)
+		typ := wire.StepType(name)
 		row := stepTable[typ]
 		t.Run(strings.TrimPrefix(name, "CORTEX_STEP_TYPE_"), func(t *testing.T) {
 			switch row.role {
@@ -293,7 +293,7 @@ func TestStepTableRows(t *testing.T) {
 				c, ok := detailCases[typ]
 				require.True(t, ok, "a detailed row needs a case in detailCases")
 				meta := c.meta + `,"toolSummary":"Read the item","toolAction":"Reading"`
-				evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{stepOf(t, typ, rpc.StatusDone, meta, c.body)}, "", at(0)))
+				evs := newTestReconciler().Apply(FromSnapshot([]wire.Step{stepOf(t, typ, wire.StatusDone, meta, c.body)}, "", at(0)))
 				require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 				assert.Equal(t, c.call, toolDetail(evs[0], c.call.Arguments != ""), "function_call")
 				want := c.output
@@ -302,7 +302,7 @@ func TestStepTableRows(t *testing.T) {
 				assert.Equal(t, evs[0].CallID, evs[1].CallID)
 			case roleGeneric:
 				body := `"` + bodyKey(typ) + `":{"target":"x"}`
-				evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{stepOf(t, typ, rpc.StatusDone, `,"toolSummary":"Did a thing"`, body)}, "", at(0)))
+				evs := newTestReconciler().Apply(FromSnapshot([]wire.Step{stepOf(t, typ, wire.StatusDone, `,"toolSummary":"Did a thing"`, body)}, "", at(0)))
 				require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 				call := evs[0]
 				assert.Equal(t, row.name == "generic", call.Name == "generic")
@@ -316,17 +316,17 @@ func TestStepTableRows(t *testing.T) {
 			case roleNotTool:
 				require.NotEmpty(t, row.note)
 				body := `"` + bodyKey(typ) + `":{}`
-				evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{stepOf(t, typ, rpc.StatusDone, "", body)}, "", at(0)))
+				evs := newTestReconciler().Apply(FromSnapshot([]wire.Step{stepOf(t, typ, wire.StatusDone, "", body)}, "", at(0)))
 				for _, e := range evs {
 					assert.NotEqual(t, messages.EventFunctionCall, e.Type)
 					assert.NotEqual(t, messages.EventUnknownStep, e.Type)
 				}
-				if typ == rpc.StepUserInput || typ == rpc.StepPlannerResponse ||
-					typ == rpc.StepCheckpoint || typ == rpc.StepConversationHistory || typ == rpc.StepSystemMessage ||
+				if typ == wire.StepUserInput || typ == wire.StepPlannerResponse ||
+					typ == wire.StepCheckpoint || typ == wire.StepConversationHistory || typ == wire.StepSystemMessage ||
 					typ == StepErrorMessage {
 					return // mapped before the table is asked
 				}
-				evs = newTestReconciler().Apply(FromSnapshot([]rpc.Step{stepOf(t, typ, rpc.StatusDone, `,"toolAction":"Doing"`, body)}, "", at(0)))
+				evs = newTestReconciler().Apply(FromSnapshot([]wire.Step{stepOf(t, typ, wire.StatusDone, `,"toolAction":"Doing"`, body)}, "", at(0)))
 				require.Equal(t, []string{"function_call", "function_call_output"}, types(evs), "with toolAction: a tool call")
 			default:
 				t.Fatalf("row with no role")
@@ -344,15 +344,15 @@ func TestStepTableRows(t *testing.T) {
 func TestStreamedCopiesGiveTheSameDetail(t *testing.T) {
 	for typ, c := range detailCases {
 		name := stepTable[typ].name
-		polled := stepOf(t, typ, rpc.StatusDone, c.meta+`,"toolCall":{"id":"tc1","name":"`+name+`","argumentsJson":"{}"}`, c.body)
-		streamed := stepOf(t, typ, rpc.StatusDone, c.meta, c.body)
-		a := newTestReconciler().Apply(FromSnapshot([]rpc.Step{polled}, "", at(0)))
-		b := newTestReconciler().Apply(FromSnapshot([]rpc.Step{streamed}, "", at(0)))
+		polled := stepOf(t, typ, wire.StatusDone, c.meta+`,"toolCall":{"id":"tc1","name":"`+name+`","argumentsJson":"{}"}`, c.body)
+		streamed := stepOf(t, typ, wire.StatusDone, c.meta, c.body)
+		a := newTestReconciler().Apply(FromSnapshot([]wire.Step{polled}, "", at(0)))
+		b := newTestReconciler().Apply(FromSnapshot([]wire.Step{streamed}, "", at(0)))
 		require.Len(t, a, 2, typ)
 		require.Len(t, b, 2, typ)
 		for i := range a {
 			x, y := toolDetail(a[i], false), toolDetail(b[i], false)
-			if typ == rpc.StepMCPTool && i == 0 {
+			if typ == wire.StepMCPTool && i == 0 {
 				x.Name, y.Name = "", "" // the metadata's name wins where there is one
 			}
 			assert.Equal(t, x, y, "%s event %d", typ, i)
@@ -374,7 +374,7 @@ func TestRecordedToolStepsGiveTheirDetail(t *testing.T) {
 	}
 	for name, want := range cases {
 		s := loadFixture(t, name)
-		evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{s}, "", at(0)))
+		evs := newTestReconciler().Apply(FromSnapshot([]wire.Step{s}, "", at(0)))
 		require.NotEmpty(t, evs, name)
 		require.Equal(t, messages.EventFunctionCall, evs[0].Type, name)
 		got := evs[0]
@@ -385,8 +385,8 @@ func TestRecordedToolStepsGiveTheirDetail(t *testing.T) {
 // TestGenericRowsKeepTheirToolCallName: a GENERIC step is named by its
 // toolCall, and its kind guessed from that name.
 func TestGenericRowsKeepTheirToolCallName(t *testing.T) {
-	s := stepOf(t, rpc.StepGeneric, rpc.StatusDone, `,"toolCall":{"id":"g1","name":"read_file"},"toolSummary":"Read hosts"`, `"generic":{"args":{"path":"/etc/hosts"},"result":{"result":"127.0.0.1 localhost"}}`)
-	evs := newTestReconciler().Apply(FromSnapshot([]rpc.Step{s}, "", at(0)))
+	s := stepOf(t, wire.StepGeneric, wire.StatusDone, `,"toolCall":{"id":"g1","name":"read_file"},"toolSummary":"Read hosts"`, `"generic":{"args":{"path":"/etc/hosts"},"result":{"result":"127.0.0.1 localhost"}}`)
+	evs := newTestReconciler().Apply(FromSnapshot([]wire.Step{s}, "", at(0)))
 	require.Equal(t, []string{"function_call", "function_call_output"}, types(evs))
 	assert.Equal(t, "read_file", evs[0].Name)
 	assert.Equal(t, messages.ToolRead, evs[0].Kind, "kind guessed from the name")

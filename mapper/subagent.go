@@ -3,7 +3,7 @@ package mapper
 import (
 	"strings"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Child is a subagent conversation spawned by an INVOKE_SUBAGENT step.
@@ -17,8 +17,8 @@ type Child struct {
 // ChildConversations lists the child conversation ids an INVOKE_SUBAGENT
 // step names (invokeSubagent.results[].conversationId), without empties or
 // repeats. Other steps name none.
-func ChildConversations(step *rpc.Step) []string {
-	if step == nil || step.Type != rpc.StepInvokeSubagent || step.InvokeSubagent == nil {
+func ChildConversations(step *wire.Step) []string {
+	if step == nil || step.Type != wire.StepInvokeSubagent || step.InvokeSubagent == nil {
 		return nil
 	}
 	var ids []string
@@ -41,7 +41,7 @@ func ChildConversations(step *rpc.Step) []string {
 }
 
 // noteChildren records the children of an INVOKE_SUBAGENT step at index.
-func (r *Reconciler) noteChildren(index int, step *rpc.Step) {
+func (r *Reconciler) noteChildren(index int, step *wire.Step) {
 	terminal := step.Status.Terminal()
 	for _, id := range ChildConversations(step) {
 		if i, ok := r.childAt[id]; ok {
@@ -71,7 +71,7 @@ func (r *Reconciler) Children() []Child {
 // childTitles gives each child an INVOKE_SUBAGENT step names its title:
 // the role of the subagent at the same position in invokeSubagent.subagents
 // (agy 1.1.9 fills results in positionally), else its type name.
-func childTitles(step *rpc.Step) map[string]string {
+func childTitles(step *wire.Step) map[string]string {
 	out := map[string]string{}
 	if step == nil || step.InvokeSubagent == nil {
 		return out
@@ -94,7 +94,7 @@ func childTitles(step *rpc.Step) map[string]string {
 
 // subagentsTitle is the title of an INVOKE_SUBAGENT call that lists its
 // subagents (agy 1.1.9): their roles ("" when it lists none).
-func subagentsTitle(step *rpc.Step) string {
+func subagentsTitle(step *wire.Step) string {
 	if step == nil || step.InvokeSubagent == nil || len(step.InvokeSubagent.Subagents) == 0 {
 		return ""
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TestSubagentsAsAgy119SendsThem: INVOKE_SUBAGENT DONE at spawn, its body
@@ -15,12 +15,12 @@ import (
 // children are known (their parent step already terminal), the call's
 // title and the children's titles come from the roles.
 func TestSubagentsAsAgy119SendsThem(t *testing.T) {
-	s := rpc.Step{Type: rpc.StepInvokeSubagent, Status: rpc.StatusDone, Metadata: meta(), InvokeSubagent: &rpc.InvokeSubagent{
-		Subagents: []rpc.SubagentSpec{{Role: "API researcher", TypeName: "research"}, {TypeName: "reviewer"}},
-		Results:   []rpc.SubagentResult{{ConversationID: "child-a"}, {ConversationID: "child-b"}},
+	s := wire.Step{Type: wire.StepInvokeSubagent, Status: wire.StatusDone, Metadata: meta(), InvokeSubagent: &wire.InvokeSubagent{
+		Subagents: []wire.SubagentSpec{{Role: "API researcher", TypeName: "research"}, {TypeName: "reviewer"}},
+		Results:   []wire.SubagentResult{{ConversationID: "child-a"}, {ConversationID: "child-b"}},
 	}}
 	r := newTestReconciler()
-	evs := r.Apply(snapshot(0, rpc.RunRunning, userStep("x", ""), s))
+	evs := r.Apply(snapshot(0, wire.RunRunning, userStep("x", ""), s))
 	assert.Equal(t, []Child{
 		{ConversationID: "child-a", ParentStepIndex: 1, ParentTerminal: true, Title: "API researcher"},
 		{ConversationID: "child-b", ParentStepIndex: 1, ParentTerminal: true, Title: "reviewer"},

@@ -7,15 +7,15 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // tool maps a tool step: function_call when first seen (with the typed
 // detail its table row reads from the body), its prompt if it asks one, its
 // output as it grows (function_call_output_delta, for steps first seen
 // live), and function_call_output once terminal.
-func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
-	if s.Type == rpc.StepInvokeSubagent {
+func (r *Reconciler) tool(index int, s *wire.Step, st *slot, first bool) {
+	if s.Type == wire.StepInvokeSubagent {
 		r.noteChildren(index, s)
 	}
 	row := rowOf(s.Type)
@@ -31,7 +31,7 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 			st.callID = epochCallID(st.callID, st.epoch) // derived from the index: keep it unique
 		}
 		d := callDetailOf(row, v)
-		if s.Type == rpc.StepCommandStatus {
+		if s.Type == wire.StepCommandStatus {
 			if line := r.commands[commandID(v)]; line != "" {
 				d.title = "Output of " + line
 			}
@@ -48,7 +48,7 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 	if st.outputDone {
 		return
 	}
-	if st.streamed && row.live != nil && (!terminal || s.Status == rpc.StatusDone) {
+	if st.streamed && row.live != nil && (!terminal || s.Status == wire.StatusDone) {
 		if live := row.live(v); live != "" {
 			// Brought to the terminal copy's output too, so that the deltas
 			// add up to the output, as a message's deltas add up to its text.
@@ -56,9 +56,9 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 		}
 	}
 	if terminal {
-		if s.Type == rpc.StepRunCommand {
+		if s.Type == wire.StepRunCommand {
 			if id := commandID(v); id != "" {
-				r.commands[id] = runCommandLine(s.RunCommand) // for the command_status steps that check on it
+				r.noteCommand(id, runCommandLine(s.RunCommand)) // for the command_status steps that check on it
 			}
 		}
 		st.outputDone = true
@@ -75,10 +75,7 @@ func (r *Reconciler) tool(index int, s *rpc.Step, st *slot, first bool) {
 
 // commandID is the commandId of a RUN_COMMAND or COMMAND_STATUS body.
 func commandID(v stepView) string {
-	var b struct {
-		CommandID string `json:"commandId"`
-	}
-	v.decode(&b)
+	b, _ := decodeBody[commandIDBody](v)
 	return b.CommandID
 }
 
@@ -112,14 +109,14 @@ func callDetailOf(row stepRow, v stepView) callDetail {
 		d.title = d.name
 	}
 	switch {
-	case s.Type == rpc.StepRunCommand || (s.Metadata.ToolCall != nil && s.Metadata.ToolCall.ArgumentsJSON != ""):
+	case s.Type == wire.StepRunCommand || (s.Metadata.ToolCall != nil && s.Metadata.ToolCall.ArgumentsJSON != ""):
 		d.arguments = toolArguments(s)
 	case d.arguments == "" && row.args != nil:
 		d.arguments = members(v.body(), row.args)
 	case d.arguments == "":
 		d.arguments = toolArguments(s)
 	}
-	if len(d.locations) == 0 && s.Type != rpc.StepRunCommand {
+	if len(d.locations) == 0 && s.Type != wire.StepRunCommand {
 		d.locations = argumentPath(d.arguments)
 	}
 	return d
@@ -166,7 +163,7 @@ func members(body json.RawMessage, names []string) string {
 
 // callID is toolCall.id, or (for copies without it) one derived from the
 // trajectory and the step index. The reconciler decides it once per step.
-func callID(s *rpc.Step, index int, conv string) string {
+func callID(s *wire.Step, index int, conv string) string {
 	if tc := s.Metadata.ToolCall; tc != nil && tc.ID != "" {
 		return tc.ID
 	}
@@ -177,7 +174,7 @@ func callID(s *rpc.Step, index int, conv string) string {
 	return traj + ":" + strconv.Itoa(index)
 }
 
-func toolName(s *rpc.Step) string {
+func toolName(s *wire.Step) string {
 	if tc := s.Metadata.ToolCall; tc != nil && tc.Name != "" {
 		return tc.Name
 	}
@@ -189,8 +186,8 @@ func toolName(s *rpc.Step) string {
 
 // toolArguments is the call's arguments as JSON: {"command","cwd"} for
 // commands, else toolCall.argumentsJson, else the step's own body.
-func toolArguments(s *rpc.Step) string {
-	if rc := s.RunCommand; s.Type == rpc.StepRunCommand && rc != nil {
+func toolArguments(s *wire.Step) string {
+	if rc := s.RunCommand; s.Type == wire.StepRunCommand && rc != nil {
 		line := rc.CommandLine
 		if line == "" {
 			line = rc.ProposedCommandLine
@@ -224,7 +221,7 @@ func compact(raw json.RawMessage) string {
 
 // stepBody is the step's type-named body (viewFile for VIEW_FILE, ...) as
 // agy sent it.
-func stepBody(s *rpc.Step) json.RawMessage {
+func stepBody(s *wire.Step) json.RawMessage {
 	raw := s.Raw
 	if len(raw) == 0 {
 		b, err := json.Marshal(s)
@@ -241,7 +238,7 @@ func stepBody(s *rpc.Step) json.RawMessage {
 }
 
 // bodyKey turns CORTEX_STEP_TYPE_VIEW_FILE into viewFile.
-func bodyKey(t rpc.StepType) string {
+func bodyKey(t wire.StepType) string {
 	parts := strings.Split(strings.ToLower(strings.TrimPrefix(string(t), "CORTEX_STEP_TYPE_")), "_")
 	for i := 1; i < len(parts); i++ {
 		if parts[i] != "" {
@@ -257,8 +254,8 @@ func toolOutput(row stepRow, v stepView) resultDetail {
 	s := v.s
 	var d resultDetail
 	switch s.Status {
-	case rpc.StatusDone:
-	case rpc.StatusError:
+	case wire.StatusDone:
+	case wire.StatusError:
 		if s.RequestedInteraction != nil {
 			d.say("error: no answer before the prompt timed out")
 		} else {
@@ -269,7 +266,7 @@ func toolOutput(row stepRow, v stepView) resultDetail {
 		d.say("the tool step ended " + strings.ToLower(strings.TrimPrefix(string(s.Status), "CORTEX_STEP_STATUS_")))
 		return d
 	}
-	if s.RequestedInteraction != nil && s.RequestedInteraction.Permission != nil && s.Type != rpc.StepRunCommand &&
+	if s.RequestedInteraction != nil && s.RequestedInteraction.Permission != nil && s.Type != wire.StepRunCommand &&
 		answeredAction(s, messages.KindPermission) == messages.ActionDecline {
 		d.say("the tool call was not allowed")
 		return d
@@ -289,84 +286,4 @@ func toolOutput(row stepRow, v stepView) resultDetail {
 		d.output = "done"
 	}
 	return d
-}
-
-func viewFileSummary(raw json.RawMessage) string {
-	var v struct {
-		AbsolutePathURI string  `json:"absolutePathUri"`
-		NumLines        rpc.Int `json:"numLines"`
-		NumBytes        rpc.Int `json:"numBytes"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return "viewed a file"
-	}
-	return uriPath(v.AbsolutePathURI) + ": " + strconv.FormatInt(int64(v.NumLines), 10) + " lines, " + strconv.FormatInt(int64(v.NumBytes), 10) + " bytes"
-}
-
-func listDirectorySummary(raw json.RawMessage) string {
-	var v struct {
-		DirectoryPathURI string `json:"directoryPathUri"`
-		Results          []struct {
-			Name  string `json:"name"`
-			IsDir bool   `json:"isDir"`
-		} `json:"results"`
-	}
-	if json.Unmarshal(raw, &v) != nil {
-		return "listed a directory"
-	}
-	var b strings.Builder
-	b.WriteString(uriPath(v.DirectoryPathURI))
-	b.WriteString(": ")
-	b.WriteString(strconv.Itoa(len(v.Results)))
-	b.WriteString(" entries")
-	for _, e := range v.Results {
-		b.WriteString("\n")
-		b.WriteString(e.Name)
-		if e.IsDir {
-			b.WriteString("/")
-		}
-	}
-	return b.String()
-}
-
-// answersSummary tells the chosen answers of an ask_question step, one line
-// per question: "question: option text; option text" (write-ins quoted).
-func answersSummary(s *rpc.Step) string {
-	var qs []rpc.Question
-	if s.AskQuestion != nil {
-		qs = s.AskQuestion.Questions
-	}
-	if s.RequestedInteraction != nil && s.RequestedInteraction.AskQuestion != nil && len(qs) == 0 {
-		qs = s.RequestedInteraction.AskQuestion.Questions
-	}
-	chosen := map[string]rpc.QuestionResponse{}
-	for _, ci := range s.CompletedInteractions {
-		if ci.Response != nil && ci.Response.AskQuestion != nil {
-			for _, qr := range ci.Response.AskQuestion.Responses {
-				chosen[qr.Question] = qr
-			}
-		}
-	}
-	var lines []string
-	for _, q := range qs {
-		ids, writeIn := q.SelectedOptionIDs, q.WriteInResponse
-		if qr, ok := chosen[q.Question]; ok {
-			ids, writeIn = qr.SelectedOptionIDs, qr.WriteInResponse
-		}
-		var picks []string
-		for _, id := range ids {
-			text := id
-			for _, o := range q.Options {
-				if o.ID == id {
-					text = o.Text
-				}
-			}
-			picks = append(picks, text)
-		}
-		if writeIn != "" {
-			picks = append(picks, strconv.Quote(writeIn))
-		}
-		lines = append(lines, q.Question+": "+strings.Join(picks, "; "))
-	}
-	return strings.Join(lines, "\n")
 }

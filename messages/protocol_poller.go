@@ -6,7 +6,7 @@ package messages
 import (
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // SnapshotRead is sent by Poller (root conversation) and Subagent (a child
@@ -17,9 +17,9 @@ import (
 type SnapshotRead struct {
 	Gen            Gen
 	ConversationID string
-	Steps          []rpc.Step
+	Steps          []wire.Step
 	Offset         int
-	RunStatus      rpc.RunStatus
+	RunStatus      wire.RunStatus
 	// Length is the trajectory's length by the summary reads around the
 	// steps, when HasLength (set with RunStatus: both reads agreed).
 	Length    int

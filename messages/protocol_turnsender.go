@@ -5,7 +5,7 @@ package messages
 import (
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // RunTurn is sent by a session to its TurnSender for a SendTurn it took:
@@ -39,5 +39,5 @@ type ConversationFrom struct {
 // model catalog (GetAvailableModels), so events can name models. No reply.
 type ModelsLoaded struct {
 	Gen    Gen
-	Models map[string]rpc.ModelInfo
+	Models map[string]wire.ModelInfo
 }

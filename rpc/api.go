@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 
 	"github.com/agyharness/agyharness/rpc/internal/spare"
+	"github.com/agyharness/agyharness/wire"
 )
+
+// Service is the fully qualified connect service agy's language server exposes.
+const Service = "exa.language_server_pb.LanguageServerService"
 
 // Method names of LanguageServerService used by the project.
 const (
@@ -68,7 +72,7 @@ const SourceCLI = "CORTEX_TRAJECTORY_SOURCE_CLI"
 
 // StepsResponse is GetCascadeTrajectorySteps' answer: one snapshot.
 type StepsResponse struct {
-	Steps []Step `json:"steps"`
+	Steps []wire.Step `json:"steps"`
 }
 
 // StreamRequest is the single enveloped message of StreamAgentStateUpdates.
@@ -107,7 +111,7 @@ func (f *StreamFrame) Release() {
 type StateUpdate struct {
 	ConversationID       string           `json:"conversationId,omitempty"`
 	TrajectoryID         string           `json:"trajectoryId,omitempty"`
-	Status               RunStatus        `json:"status,omitempty"`
+	Status               wire.RunStatus   `json:"status,omitempty"`
 	MainTrajectoryUpdate TrajectoryUpdate `json:"mainTrajectoryUpdate"`
 }
 
@@ -120,28 +124,28 @@ type TrajectoryUpdate struct {
 // Steps[i], and each step is a cumulative snapshot of that step. The first
 // frame of a stream carries every prior step.
 type StepsUpdate struct {
-	Indices     []Int  `json:"indices,omitempty"`
-	Steps       []Step `json:"steps,omitempty"`
-	TotalLength Int    `json:"totalLength,omitempty"`
+	Indices     []wire.Int  `json:"indices,omitempty"`
+	Steps       []wire.Step `json:"steps,omitempty"`
+	TotalLength wire.Int    `json:"totalLength,omitempty"`
 }
 
 // InteractionRequest is HandleCascadeUserInteraction's body.
 type InteractionRequest struct {
-	CascadeID   string              `json:"cascadeId,omitempty"`
-	Interaction InteractionResponse `json:"interaction"`
+	CascadeID   string                   `json:"cascadeId,omitempty"`
+	Interaction wire.InteractionResponse `json:"interaction"`
 }
 
 // SendMessageRequest is SendUserCascadeMessage's body. The model is required
 // per turn in CascadeConfig.PlannerConfig.PlanModel.
 type SendMessageRequest struct {
-	CascadeID     string         `json:"cascadeId,omitempty"`
-	Items         []TextItem     `json:"items,omitempty"`
-	CascadeConfig *CascadeConfig `json:"cascadeConfig,omitempty"`
+	CascadeID     string          `json:"cascadeId,omitempty"`
+	Items         []wire.TextItem `json:"items,omitempty"`
+	CascadeConfig *CascadeConfig  `json:"cascadeConfig,omitempty"`
 }
 
 // CascadeConfig is cascadeConfig of a turn.
 type CascadeConfig struct {
-	PlannerConfig *PlannerConfig `json:"plannerConfig,omitempty"`
+	PlannerConfig *wire.PlannerConfig `json:"plannerConfig,omitempty"`
 }
 
 // TrajectoriesResponse is GetAllCascadeTrajectories' answer, keyed by
@@ -153,14 +157,14 @@ type TrajectoriesResponse struct {
 // TrajectorySummary describes one conversation. Times are RFC 3339 strings
 // and are absent (null) for a conversation just minted.
 type TrajectorySummary struct {
-	Status                 RunStatus          `json:"status,omitempty"`
-	StepCount              Int                `json:"stepCount,omitempty"`
+	Status                 wire.RunStatus     `json:"status,omitempty"`
+	StepCount              wire.Int           `json:"stepCount,omitempty"`
 	TrajectoryID           string             `json:"trajectoryId,omitempty"`
 	TrajectoryType         string             `json:"trajectoryType,omitempty"`
 	TrajectoryMetadata     TrajectoryMetadata `json:"trajectoryMetadata"`
 	LastUserInputTime      string             `json:"lastUserInputTime,omitempty"`
 	LastModifiedTime       string             `json:"lastModifiedTime,omitempty"`
-	LastUserInputStepIndex Int                `json:"lastUserInputStepIndex,omitempty"`
+	LastUserInputStepIndex wire.Int           `json:"lastUserInputStepIndex,omitempty"`
 }
 
 // TrajectoryMetadata tells a subagent child (parentConversationId set, and a
@@ -173,17 +177,8 @@ type TrajectoryMetadata struct {
 // ModelsResponse is GetAvailableModels' answer.
 type ModelsResponse struct {
 	Response struct {
-		Models map[string]ModelInfo `json:"models,omitempty"`
+		Models map[string]wire.ModelInfo `json:"models,omitempty"`
 	} `json:"response"`
-}
-
-// ModelInfo describes one model; Model is the enum to send as planModel.
-type ModelInfo struct {
-	Model            string `json:"model,omitempty"`
-	DisplayName      string `json:"displayName,omitempty"`
-	Recommended      bool   `json:"recommended,omitempty"`
-	SupportsThinking bool   `json:"supportsThinking,omitempty"`
-	ThinkingBudget   Int    `json:"thinkingBudget,omitempty"`
 }
 
 // Empty is the {} request or response.

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/agyharness/agyharness/rpc/internal/flowconn"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Config says where a Client connects and how long it waits. The zero value
@@ -216,7 +217,7 @@ func (c *Client) call(ctx context.Context, timeout time.Duration, method string,
 			if len(bytes.TrimSpace(data)) == 0 {
 				data = []byte("{}")
 			}
-			return unmarshal(data, resp)
+			return wire.Unmarshal(data, resp)
 		}
 	}
 	return c.callRead(ctx, timeout, method, req, read)

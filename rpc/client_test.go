@@ -17,6 +17,8 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 )
 
 const (
@@ -57,11 +59,11 @@ func TestUnaryMethods(t *testing.T) {
 				steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
 				require.NoError(t, err)
 				require.Len(t, steps, 2)
-				assert.Equal(t, rpc.StepUserInput, steps[0].Type)
+				assert.Equal(t, wire.StepUserInput, steps[0].Type)
 				assert.Equal(t, 0, steps[0].Index())
 				assert.Equal(t, traj, steps[0].TrajectoryID())
 				assert.Equal(t, "hi", steps[0].UserInput.UserResponse)
-				assert.Equal(t, rpc.StepType("CORTEX_STEP_TYPE_SOMETHING_NEW"), steps[1].Type)
+				assert.Equal(t, wire.StepType("CORTEX_STEP_TYPE_SOMETHING_NEW"), steps[1].Type)
 				assert.Equal(t, 1, steps[1].Index())
 				assert.Contains(t, string(steps[1].Raw), `"somethingNew":{"x":1}`)
 			},
@@ -72,9 +74,9 @@ func TestUnaryMethods(t *testing.T) {
 				"askQuestion":{"responses":[{"question":"Which?","selectedOptionIds":["2"]}]}}}`,
 			answer: `{}`,
 			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
-				require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, rpc.InteractionResponse{
+				require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, wire.InteractionResponse{
 					TrajectoryID: traj, StepIndex: 12,
-					AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: "Which?", SelectedOptionIDs: []string{"2"}}}},
+					AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{{Question: "Which?", SelectedOptionIDs: []string{"2"}}}},
 				}))
 			},
 		},
@@ -83,8 +85,8 @@ func TestUnaryMethods(t *testing.T) {
 			wantBody: `{"cascadeId":"` + conv + `","interaction":{"trajectoryId":"` + traj + `","stepIndex":6,"permission":{}}}`,
 			answer:   `{}`,
 			call: func(t *testing.T, ctx context.Context, c *rpc.Client) {
-				require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, rpc.InteractionResponse{
-					TrajectoryID: traj, StepIndex: 6, Permission: &rpc.PermissionAnswer{Allow: false},
+				require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, wire.InteractionResponse{
+					TrajectoryID: traj, StepIndex: 6, Permission: &wire.PermissionAnswer{Allow: false},
 				}))
 			},
 		},
@@ -138,9 +140,9 @@ func TestUnaryMethods(t *testing.T) {
 				require.NoError(t, err)
 				require.Len(t, resp.TrajectorySummaries, 2)
 				root := resp.TrajectorySummaries[conv]
-				assert.Equal(t, rpc.RunIdle, root.Status)
-				assert.Equal(t, rpc.Int(14), root.StepCount)
-				assert.Equal(t, rpc.Int(12), root.LastUserInputStepIndex)
+				assert.Equal(t, wire.RunIdle, root.Status)
+				assert.Equal(t, wire.Int(14), root.StepCount)
+				assert.Equal(t, wire.Int(12), root.LastUserInputStepIndex)
 				assert.Equal(t, "2026-06-22T23:57:36Z", root.LastUserInputTime)
 				child := resp.TrajectorySummaries["child"]
 				assert.Equal(t, conv, child.TrajectoryMetadata.ParentConversationID)
@@ -168,7 +170,7 @@ func TestUnaryMethods(t *testing.T) {
 				assert.Equal(t, "Gemini (Medium)", m.DisplayName)
 				assert.True(t, m.Recommended)
 				assert.True(t, m.SupportsThinking)
-				assert.Equal(t, rpc.Int(1024), m.ThinkingBudget)
+				assert.Equal(t, wire.Int(1024), m.ThinkingBudget)
 			},
 		},
 		{
@@ -276,7 +278,7 @@ func TestConversationMatches(t *testing.T) {
 			_, _ = w.Write([]byte(`{"metadata":{"rootConversationId":"another"}}`))
 		}},
 		{name: "trajectory not found", heartbeat: 200, want: false, metadata: func(w http.ResponseWriter) {
-			rpc.WriteError(w, rpc.CodeUnknown, "trajectory not found: "+conv)
+			connectserver.WriteError(w, rpc.CodeUnknown, "trajectory not found: "+conv)
 		}},
 		{name: "metadata fails", heartbeat: 200, wantErr: true, wantIs: rpc.ErrUnimplemented, metadata: func(w http.ResponseWriter) {
 			w.WriteHeader(http.StatusNotFound)
@@ -317,14 +319,14 @@ func TestLocalValidation(t *testing.T) {
 	})
 	c := srv.client(t, rpc.Config{})
 	ctx := ctxT(t)
-	perm := &rpc.PermissionAnswer{Allow: true}
+	perm := &wire.PermissionAnswer{Allow: true}
 	cases := map[string]error{
 		"metadata empty id":    func() error { _, err := c.GetConversationMetadata(ctx, ""); return err }(),
 		"steps empty id":       func() error { _, err := c.GetCascadeTrajectorySteps(ctx, ""); return err }(),
-		"interaction no id":    c.HandleCascadeUserInteraction(ctx, "", rpc.InteractionResponse{TrajectoryID: traj, Permission: perm}),
-		"interaction no traj":  c.HandleCascadeUserInteraction(ctx, conv, rpc.InteractionResponse{Permission: perm}),
-		"interaction none":     c.HandleCascadeUserInteraction(ctx, conv, rpc.InteractionResponse{TrajectoryID: traj}),
-		"interaction both":     c.HandleCascadeUserInteraction(ctx, conv, rpc.InteractionResponse{TrajectoryID: traj, Permission: perm, AskQuestion: &rpc.QuestionResponses{}}),
+		"interaction no id":    c.HandleCascadeUserInteraction(ctx, "", wire.InteractionResponse{TrajectoryID: traj, Permission: perm}),
+		"interaction no traj":  c.HandleCascadeUserInteraction(ctx, conv, wire.InteractionResponse{Permission: perm}),
+		"interaction none":     c.HandleCascadeUserInteraction(ctx, conv, wire.InteractionResponse{TrajectoryID: traj}),
+		"interaction both":     c.HandleCascadeUserInteraction(ctx, conv, wire.InteractionResponse{TrajectoryID: traj, Permission: perm, AskQuestion: &wire.QuestionResponses{}}),
 		"turn no text":         c.SendUserCascadeMessage(ctx, conv, "", model),
 		"turn no id":           c.SendUserCascadeMessage(ctx, "", "hi", model),
 		"agent message no id":  c.SendAgentMessage(ctx, "", "hi"),

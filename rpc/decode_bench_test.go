@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agyharness/agyharness/wire"
 )
 
 const (
@@ -28,15 +30,15 @@ func benchMarkdown(n int) string {
 
 // benchPlannerStep is a PLANNER_RESPONSE step as agy streams it while it
 // generates, compact, with the metadata a streamed copy carries.
-func benchPlannerStep(index int, status StepStatus, text string) map[string]any {
+func benchPlannerStep(index int, status wire.StepStatus, text string) map[string]any {
 	return map[string]any{
-		"type":   StepPlannerResponse,
+		"type":   wire.StepPlannerResponse,
 		"status": status,
 		"metadata": map[string]any{
 			"stepGenerationVersion": 1,
 			"createdAt":             "2026-08-02T04:49:11.356933257Z",
 			"viewableAt":            "2026-08-02T04:49:12.421632134Z",
-			"source":                SourceModel,
+			"source":                wire.SourceModel,
 			"generatorModel":        "MODEL_PLACEHOLDER_M71",
 			"requestedModel":        map[string]any{"model": "MODEL_PLACEHOLDER_M71"},
 			"executionId":           "99875cd6-e73c-4e0f-8f1f-eb7505a88330",
@@ -65,10 +67,10 @@ func benchFrames(tb testing.TB) [][]byte {
 		frame := map[string]any{"update": map[string]any{
 			"conversationId": benchConv,
 			"trajectoryId":   benchTraj,
-			"status":         RunRunning,
+			"status":         wire.RunRunning,
 			"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{
 				"indices":     []int{41},
-				"steps":       []any{benchPlannerStep(41, StatusGenerating, text+chunk[:v*50])},
+				"steps":       []any{benchPlannerStep(41, wire.StatusGenerating, text+chunk[:v*50])},
 				"totalLength": 42,
 			}},
 		}}
@@ -91,20 +93,20 @@ func benchSnapshot(tb testing.TB, n int, text string) []byte {
 		info := map[string]any{"trajectoryId": benchTraj, "stepIndex": i, "cascadeId": benchConv}
 		switch {
 		case i == n-1:
-			steps[i] = benchPlannerStep(i, StatusGenerating, text)
+			steps[i] = benchPlannerStep(i, wire.StatusGenerating, text)
 		case i%4 == 0:
-			steps[i] = map[string]any{"type": StepUserInput, "status": StatusDone,
-				"metadata":  map[string]any{"source": SourceUserExplicit, "createdAt": "2026-08-02T04:49:11Z", "sourceTrajectoryStepInfo": info},
+			steps[i] = map[string]any{"type": wire.StepUserInput, "status": wire.StatusDone,
+				"metadata":  map[string]any{"source": wire.SourceUserExplicit, "createdAt": "2026-08-02T04:49:11Z", "sourceTrajectoryStepInfo": info},
 				"userInput": map[string]any{"items": []any{map[string]any{"text": fmt.Sprintf("turn %d: what changed?", i)}}, "userResponse": fmt.Sprintf("turn %d: what changed?", i)}}
 		case i%4 == 1:
-			steps[i] = benchPlannerStep(i, StatusDone, benchMarkdown(1200))
+			steps[i] = benchPlannerStep(i, wire.StatusDone, benchMarkdown(1200))
 		case i%4 == 2:
-			steps[i] = map[string]any{"type": StepRunCommand, "status": StatusDone,
-				"metadata":   map[string]any{"source": SourceModel, "toolCall": map[string]any{"id": fmt.Sprintf("call-%d", i), "name": "run_command", "argumentsJson": `{"CommandLine":"git status"}`}, "sourceTrajectoryStepInfo": info},
+			steps[i] = map[string]any{"type": wire.StepRunCommand, "status": wire.StatusDone,
+				"metadata":   map[string]any{"source": wire.SourceModel, "toolCall": map[string]any{"id": fmt.Sprintf("call-%d", i), "name": "run_command", "argumentsJson": `{"CommandLine":"git status"}`}, "sourceTrajectoryStepInfo": info},
 				"runCommand": map[string]any{"commandLine": "git status", "cwd": "/work", "combinedOutput": map[string]any{"full": "On branch main\nnothing to commit, working tree clean\n"}}}
 		default:
-			steps[i] = map[string]any{"type": StepCheckpoint, "status": StatusDone,
-				"metadata":   map[string]any{"source": SourceSystem, "modelUsage": map[string]any{"model": "MODEL_PLACEHOLDER_M71", "inputTokens": "13614", "outputTokens": "472"}, "sourceTrajectoryStepInfo": info},
+			steps[i] = map[string]any{"type": wire.StepCheckpoint, "status": wire.StatusDone,
+				"metadata":   map[string]any{"source": wire.SourceSystem, "modelUsage": map[string]any{"model": "MODEL_PLACEHOLDER_M71", "inputTokens": "13614", "outputTokens": "472"}, "sourceTrajectoryStepInfo": info},
 				"checkpoint": map[string]any{"intentOnly": true}}
 		}
 	}
@@ -171,23 +173,23 @@ func BenchmarkDecodeSnapshot(b *testing.B) {
 	text := benchMarkdown(3000)
 	body := benchSnapshot(b, n, text)
 	grown := benchSnapshot(b, n, text+"One more sentence.")
-	prev, err := decodeStepsReusing(bytes.NewReader(body), nil)
+	prev, err := wire.DecodeStepsReusing(bytes.NewReader(body), nil)
 	if err != nil || len(prev) != n {
 		b.Fatalf("snapshot: %d steps, %v", len(prev), err)
 	}
 	cases := []struct {
 		name   string
 		body   []byte
-		decode func([]byte) ([]Step, error)
+		decode func([]byte) ([]wire.Step, error)
 	}{
-		{"v1", body, func(data []byte) ([]Step, error) {
+		{"v1", body, func(data []byte) ([]wire.Step, error) {
 			var resp StepsResponse
 			err := json.Unmarshal(data, &resp)
 			return resp.Steps, err
 		}},
-		{"v2", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(bytes.NewReader(data), nil) }},
-		{"v2-reuse-unchanged", body, func(data []byte) ([]Step, error) { return decodeStepsReusing(bytes.NewReader(data), prev) }},
-		{"v2-reuse-last-grew", grown, func(data []byte) ([]Step, error) { return decodeStepsReusing(bytes.NewReader(data), prev) }},
+		{"v2", body, func(data []byte) ([]wire.Step, error) { return wire.DecodeStepsReusing(bytes.NewReader(data), nil) }},
+		{"v2-reuse-unchanged", body, func(data []byte) ([]wire.Step, error) { return wire.DecodeStepsReusing(bytes.NewReader(data), prev) }},
+		{"v2-reuse-last-grew", grown, func(data []byte) ([]wire.Step, error) { return wire.DecodeStepsReusing(bytes.NewReader(data), prev) }},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {

@@ -12,6 +12,7 @@ import (
 	"testing/iotest"
 	"unsafe"
 
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -117,7 +118,7 @@ func sameDecode[T any](t *testing.T, data []byte) (T, bool) {
 	t.Helper()
 	var v1, v2 T
 	err1 := json.Unmarshal(data, &v1)
-	err2 := unmarshal(data, &v2)
+	err2 := wire.Unmarshal(data, &v2)
 	if (err1 == nil) != (err2 == nil) {
 		t.Fatalf("%T from %q: encoding/json says %v, json v2 says %v", v1, data, err1, err2)
 	}
@@ -146,20 +147,20 @@ func FuzzDecodeV1V2(f *testing.F) {
 	for _, seed := range decodeSeeds(f) {
 		f.Add(seed)
 	}
-	var unrelated []Step
+	var unrelated []wire.Step
 	data, err := os.ReadFile("../testdata/agy-steps/run_command_done.json")
 	if err != nil {
 		f.Fatal(err)
 	}
-	unrelated = must(decodeStepsReusing(bytes.NewReader(append(append([]byte(`{"steps":[{"type":"A"},`), data...), "]}"...)), nil))
+	unrelated = must(wire.DecodeStepsReusing(bytes.NewReader(append(append([]byte(`{"steps":[{"type":"A"},`), data...), "]}"...)), nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if s, ok := sameDecode[Step](t, data); ok {
+		if s, ok := sameDecode[wire.Step](t, data); ok {
 			require.True(t, json.Valid(s.Raw) || !json.Valid(data), "Raw %q", s.Raw)
 		}
 		sameDecode[StreamFrame](t, data)
 		want, ok := sameDecode[StepsResponse](t, data)
-		for _, prev := range [][]Step{nil, want.Steps, unrelated} {
-			got, err := decodeStepsReusing(bytes.NewReader(data), prev)
+		for _, prev := range [][]wire.Step{nil, want.Steps, unrelated} {
+			got, err := wire.DecodeStepsReusing(bytes.NewReader(data), prev)
 			if !ok {
 				require.Error(t, err, "decodeStepsReusing accepted what encoding/json refused: %q", data)
 				continue
@@ -171,7 +172,7 @@ func FuzzDecodeV1V2(f *testing.F) {
 }
 
 // rawData is the address of a step's raw bytes: equal for a reused step.
-func rawData(s Step) *byte { return unsafe.SliceData(s.Raw) }
+func rawData(s wire.Step) *byte { return unsafe.SliceData(s.Raw) }
 
 func TestDecodeStepsReusing(t *testing.T) {
 	step := func(i int, text string) string {
@@ -188,7 +189,7 @@ func TestDecodeStepsReusing(t *testing.T) {
 		}(), []byte(","))) + `]}`)
 	}
 	first := body(step(0, "a"), step(1, "b"), step(2, "c"))
-	prev, err := decodeStepsReusing(bytes.NewReader(first), nil)
+	prev, err := wire.DecodeStepsReusing(bytes.NewReader(first), nil)
 	require.NoError(t, err)
 	require.Len(t, prev, 3)
 
@@ -209,7 +210,7 @@ func TestDecodeStepsReusing(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeStepsReusing(bytes.NewReader(tt.body), prev)
+			got, err := wire.DecodeStepsReusing(bytes.NewReader(tt.body), prev)
 			require.NoError(t, err)
 			require.Len(t, got, len(tt.reused))
 			var want StepsResponse
@@ -230,13 +231,13 @@ func TestDecodeStepsReusing(t *testing.T) {
 }
 
 func TestDecodeStepsReusingEmptyAndMalformed(t *testing.T) {
-	prev, err := decodeStepsReusing(bytes.NewReader([]byte(`{"steps":[{"type":"A"},{"type":"B"}]}`)), nil)
+	prev, err := wire.DecodeStepsReusing(bytes.NewReader([]byte(`{"steps":[{"type":"A"},{"type":"B"}]}`)), nil)
 	require.NoError(t, err)
 
-	got, err := decodeStepsReusing(bytes.NewReader([]byte(`{}`)), prev)
+	got, err := wire.DecodeStepsReusing(bytes.NewReader([]byte(`{}`)), prev)
 	require.NoError(t, err)
 	require.Nil(t, got, "no steps member: nil, as a plain decode")
-	got, err = decodeStepsReusing(bytes.NewReader([]byte(`{"steps":[]}`)), prev)
+	got, err = wire.DecodeStepsReusing(bytes.NewReader([]byte(`{"steps":[]}`)), prev)
 	require.NoError(t, err)
 	require.NotNil(t, got)
 	require.Empty(t, got)
@@ -248,23 +249,8 @@ func TestDecodeStepsReusingEmptyAndMalformed(t *testing.T) {
 		`{"steps":{"type":"A"}}`,
 		`{"steps":[{"type":"A"}]} trailing`,
 	} {
-		_, err := decodeStepsReusing(bytes.NewReader([]byte(bad)), prev)
+		_, err := wire.DecodeStepsReusing(bytes.NewReader([]byte(bad)), prev)
 		require.Error(t, err, bad)
-	}
-}
-
-// TestParseInt: integers as numbers, as strings (escapes decoded), as
-// integral floats, null and "" as zero; anything else refused.
-func TestParseInt(t *testing.T) {
-	for in, want := range map[string]int64{`42`: 42, `"42"`: 42, `"-7"`: -7, `""`: 0, `null`: 0, ` 5 `: 5,
-		`"1e3"`: 1000, `"3.0"`: 3, `"\u0034"`: 4, `"9223372036854775807"`: 1<<63 - 1} {
-		got, err := parseInt([]byte(in))
-		require.NoError(t, err, in)
-		require.Equal(t, want, got, in)
-	}
-	for _, in := range []string{`"1.5"`, "\"4\xff\"", `"99999999999999999999"`, `" 5"`, `"`, `"5`, `5"`, `"5"6"`, `true`} {
-		_, err := parseInt([]byte(in))
-		require.Error(t, err, in)
 	}
 }
 
@@ -289,10 +275,10 @@ func TestDecodedStepsKeepTheirBytesInPlace(t *testing.T) {
 
 	answer := []byte(`{"steps":[` + step + `]}`)
 	var resp StepsResponse
-	require.NoError(t, unmarshal(answer, &resp))
+	require.NoError(t, wire.Unmarshal(answer, &resp))
 	require.True(t, within(resp.Steps[0].Raw, answer), "an answer's steps too")
 	changed := []byte(`{"steps":[` + step + `,` + step + `]}`)
-	got, err := decodeStepsReusing(bytes.NewReader(changed), resp.Steps)
+	got, err := wire.DecodeStepsReusing(bytes.NewReader(changed), resp.Steps)
 	require.NoError(t, err)
 	require.Equal(t, step, string(got[1].Raw))
 	require.False(t, within(got[1].Raw, changed), "a step decoded while reusing a read has bytes of its own (the answer is read as a stream)")
@@ -310,13 +296,13 @@ func within(b, buf []byte) bool {
 // does: the decoder holds a step or so at a time, never the answer.
 func TestDecodeStepsReusingReadsAsItGoes(t *testing.T) {
 	data := []byte(PlannerAnswer(100, strings.Repeat("z", 10<<10)))
-	prev, err := decodeStepsReusing(bytes.NewReader(data), nil)
+	prev, err := wire.DecodeStepsReusing(bytes.NewReader(data), nil)
 	require.NoError(t, err)
 	require.Len(t, prev, 100)
 	res := testing.Benchmark(func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := decodeStepsReusing(iotest.HalfReader(&chunks{r: bytes.NewReader(data), n: 16 << 10}), prev); err != nil {
+			if _, err := wire.DecodeStepsReusing(iotest.HalfReader(&chunks{r: bytes.NewReader(data), n: 16 << 10}), prev); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // plannerJSON is a DONE planner step at index i with text, as agy writes it.
@@ -37,7 +38,7 @@ func stepsAnswers(t *testing.T, bodies ...string) *rpc.Client {
 	return srv.client(t, rpc.Config{})
 }
 
-func sameRaw(a, b rpc.Step) bool { return unsafe.SliceData(a.Raw) == unsafe.SliceData(b.Raw) }
+func sameRaw(a, b wire.Step) bool { return unsafe.SliceData(a.Raw) == unsafe.SliceData(b.Raw) }
 
 func TestGetCascadeTrajectoryStepsReusing(t *testing.T) {
 	first := `{"steps":[` + plannerJSON(0, "one") + `,` + plannerJSON(1, "two") + `,` + plannerJSON(2, "thr") + `]}`
@@ -104,8 +105,8 @@ func TestLenientDecoding(t *testing.T) {
 	steps, err := c.GetCascadeTrajectorySteps(ctxT(t), conv)
 	require.NoError(t, err)
 	require.Len(t, steps, 1)
-	assert.Equal(t, rpc.StepUserInput, steps[0].Type)
-	assert.Equal(t, rpc.StatusDone, steps[0].Status)
+	assert.Equal(t, wire.StepUserInput, steps[0].Type)
+	assert.Equal(t, wire.StatusDone, steps[0].Status)
 	assert.Equal(t, "caf\ufffd", steps[0].UserInput.UserResponse)
 	assert.True(t, strings.Contains(string(steps[0].Raw), "caf\xe9"), "Raw keeps the bytes as sent")
 }
@@ -119,8 +120,8 @@ func TestDecodeFrame(t *testing.T) {
 		`"mainTrajectoryUpdate":{"stepsUpdate":{"indices":[3],"steps":[` + plannerJSON(3, "hi") + `],"totalLength":"4"}}}}`))
 	require.NoError(t, err)
 	u := f.Update.MainTrajectoryUpdate.StepsUpdate
-	assert.Equal(t, []rpc.Int{3}, u.Indices)
-	assert.Equal(t, rpc.Int(4), u.TotalLength)
+	assert.Equal(t, []wire.Int{3}, u.Indices)
+	assert.Equal(t, wire.Int(4), u.TotalLength)
 	require.Len(t, u.Steps, 1)
 	assert.Equal(t, "hi", u.Steps[0].PlannerResponse.Response)
 	assert.JSONEq(t, plannerJSON(3, "hi"), string(u.Steps[0].Raw))

@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -28,8 +27,9 @@ const envelopeHeaderLen = 5
 // Config.MaxMessageSize says otherwise.
 const DefaultMaxMessageSize = 16 << 20
 
-// WriteEnvelope writes one Connect envelope: [flags][uint32 BE len][payload].
-func WriteEnvelope(w io.Writer, flags byte, payload []byte) error {
+// writeEnvelope writes one Connect envelope: [flags][uint32 BE len][payload]
+// (the client's stream request; the server half is rpc/internal/connectserver).
+func writeEnvelope(w io.Writer, flags byte, payload []byte) error {
 	if uint64(len(payload)) > math.MaxUint32 {
 		return fmt.Errorf("%w: payload of %d bytes does not fit an envelope", ErrMessageTooLarge, len(payload))
 	}
@@ -46,25 +46,14 @@ func WriteEnvelope(w io.Writer, flags byte, payload []byte) error {
 	return err
 }
 
-// WriteEndStream writes the final envelope of a stream: {} when code is
-// empty, else {"error":{"code","message"}}. The fake language server uses it.
-func WriteEndStream(w io.Writer, code Code, msg string) error {
-	var end EndStream
-	if code != "" {
-		end.Error = &ErrorBody{Code: string(code), Message: msg}
-	}
-	payload, err := json.Marshal(end)
-	if err != nil {
-		return err
-	}
-	return WriteEnvelope(w, FlagEndStream, payload)
-}
-
 // EnvelopeReader decodes Connect envelopes from a byte stream one at a
 // time, never reading ahead of the envelope it returns.
 type EnvelopeReader struct {
 	r   io.Reader
 	max int
+	// skip is the payload of an envelope refused as too large, still to
+	// be read through before the next envelope.
+	skip int64
 }
 
 // NewEnvelopeReader reads envelopes from r, refusing any payload longer than
@@ -79,7 +68,8 @@ func NewEnvelopeReader(r io.Reader, max int) *EnvelopeReader {
 // Next returns the next envelope's flags and payload. At a clean end of
 // input (between envelopes) it returns io.EOF. It fails with ErrProtocol for
 // a compressed envelope or unknown flag bits, with ErrMessageTooLarge (before
-// allocating) for an oversized one, and with an error wrapping both
+// allocating) for an oversized one (the next call reads its payload
+// through, unkept, and goes on with the envelope after it), and with an error wrapping both
 // ErrProtocol and io.ErrUnexpectedEOF when the input ends inside an
 // envelope. Read errors of the underlying reader are returned unchanged.
 func (er *EnvelopeReader) Next() (flags byte, payload []byte, err error) {
@@ -93,6 +83,16 @@ func (er *EnvelopeReader) Next() (flags byte, payload []byte, err error) {
 // be passed again), a larger one into a new buffer as Next does. A nil buf
 // is Next.
 func (er *EnvelopeReader) NextInto(buf []byte) (flags byte, payload []byte, err error) {
+	if er.skip > 0 {
+		n, err := io.CopyN(io.Discard, er.r, er.skip)
+		er.skip -= n
+		switch {
+		case err == io.EOF:
+			return 0, nil, fmt.Errorf("%w: truncated envelope (skipping one over the limit): %w", ErrProtocol, io.ErrUnexpectedEOF)
+		case err != nil:
+			return 0, nil, err
+		}
+	}
 	var hdr [envelopeHeaderLen]byte
 	n, err := readFull(er.r, hdr[:])
 	switch {
@@ -112,6 +112,7 @@ func (er *EnvelopeReader) NextInto(buf []byte) (flags byte, payload []byte, err 
 	}
 	size := binary.BigEndian.Uint32(hdr[1:])
 	if uint64(size) > uint64(er.max) {
+		er.skip = int64(size)
 		return flags, nil, fmt.Errorf("%w: envelope of %d bytes exceeds the limit of %d", ErrMessageTooLarge, size, er.max)
 	}
 	if buf != nil && int(size) > cap(buf) && size <= payloadChunk {

@@ -58,6 +58,11 @@ var (
 	// ErrMessageTooLarge: a stream envelope is larger than
 	// Config.MaxMessageSize.
 	ErrMessageTooLarge = errors.New("rpc: message too large")
+
+	// ErrFrameSkipped: a stream's data envelope was larger than
+	// Config.MaxMessageSize and was read through without being kept; the
+	// stream goes on (Stream.Next). It also matches ErrMessageTooLarge.
+	ErrFrameSkipped error = &subError{msg: "rpc: stream frame over the limit skipped", parent: ErrMessageTooLarge}
 )
 
 // subError is a sentinel that also matches a broader sentinel.
@@ -212,15 +217,15 @@ func invalidArgument(method, format string, args ...any) *Error {
 // code comes from the status.
 func errorFromStatus(method string, status int, body []byte) *Error {
 	e := &Error{Method: method, HTTPStatus: status, Code: CodeFromHTTPStatus(status)}
-	var wire struct {
+	var answer struct {
 		ErrorBody
 		// Some agy answers wrap the error like an end-stream message.
 		Error *ErrorBody `json:"error"`
 	}
-	if json.Unmarshal(body, &wire) == nil {
-		eb := wire.ErrorBody
-		if wire.Error != nil && eb.Code == "" && eb.Message == "" {
-			eb = *wire.Error
+	if json.Unmarshal(body, &answer) == nil {
+		eb := answer.ErrorBody
+		if answer.Error != nil && eb.Code == "" && eb.Message == "" {
+			eb = *answer.Error
 		}
 		if c := Code(eb.Code); c.Valid() {
 			e.Code = c
@@ -287,16 +292,6 @@ func portGone(err error) bool {
 		}
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-// WriteError writes a Connect unary error as connect-go does: the status
-// mapped from code, Content-Type application/json, and
-// {"code","message"}. The fake language server uses it.
-func WriteError(w http.ResponseWriter, code Code, msg string) {
-	body, _ := json.Marshal(ErrorBody{Code: string(code), Message: msg})
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(HTTPStatusFromCode(code))
-	_, _ = w.Write(body)
 }
 
 // ErrorClass names the class of an RPC error, for metrics: "port_gone",

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 )
 
 var sentinels = []error{
@@ -83,7 +85,7 @@ func TestServerErrorClasses(t *testing.T) {
 func TestErrorDetailsAndStepIndex(t *testing.T) {
 	srv := newConnectServer(t, reply(500, `{"code":"unknown","message":"input not registered for step 14","details":[{"type":"t","value":"AA"}]}`))
 	err := srv.client(t, rpc.Config{}).HandleCascadeUserInteraction(ctxT(t), conv,
-		rpc.InteractionResponse{TrajectoryID: traj, StepIndex: 14, Permission: &rpc.PermissionAnswer{Allow: true}})
+		wire.InteractionResponse{TrajectoryID: traj, StepIndex: 14, Permission: &wire.PermissionAnswer{Allow: true}})
 	var e *rpc.Error
 	require.ErrorAs(t, err, &e)
 	n, ok := e.StepIndex()
@@ -224,7 +226,7 @@ func TestCodeMapping(t *testing.T) {
 
 func TestWriteError(t *testing.T) {
 	rec := httptest.NewRecorder()
-	rpc.WriteError(rec, rpc.CodeResourceExhausted, "slow down")
+	connectserver.WriteError(rec, rpc.CodeResourceExhausted, "slow down")
 	assert.Equal(t, 429, rec.Code)
 	assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	assert.JSONEq(t, `{"code":"resource_exhausted","message":"slow down"}`, rec.Body.String())

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 )
 
 // A minimal stand-in for agy's language server; rpc/agytest is the full one.
@@ -22,13 +23,13 @@ func exampleServer() *httptest.Server {
 			_, _ = io.WriteString(w, `{"metadata":{"rootConversationId":"conv-1"}}`)
 		case "/" + rpc.Service + "/" + rpc.MethodStreamAgentStateUpdates:
 			w.Header().Set("Content-Type", "application/connect+json")
-			_ = rpc.WriteEnvelope(w, 0, []byte(`{"update":{"conversationId":"conv-1","status":"CASCADE_RUN_STATUS_RUNNING",
+			_ = connectserver.WriteEnvelope(w, 0, []byte(`{"update":{"conversationId":"conv-1","status":"CASCADE_RUN_STATUS_RUNNING",
 				"mainTrajectoryUpdate":{"stepsUpdate":{"indices":[1],"steps":[{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE",
 				"status":"CORTEX_STEP_STATUS_GENERATING","metadata":{"sourceTrajectoryStepInfo":{"stepIndex":1}},
 				"plannerResponse":{"modifiedResponse":"Hello"}}]}}}}`))
-			_ = rpc.WriteEndStream(w, "", "")
+			_ = connectserver.WriteEndStream(w, "", "")
 		case "/" + rpc.Service + "/" + rpc.MethodSendUserCascadeMessage:
-			rpc.WriteError(w, rpc.CodeUnknown, "neither PlanModel nor RequestedModel specified")
+			connectserver.WriteError(w, rpc.CodeUnknown, "neither PlanModel nor RequestedModel specified")
 		default:
 			http.NotFound(w, r)
 		}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func FuzzEnvelopeReader(f *testing.F) {
@@ -39,7 +41,7 @@ func FuzzEnvelopeReader(f *testing.F) {
 			if flags&^rpc.FlagEndStream != 0 {
 				t.Fatalf("accepted flags %#x", flags)
 			}
-			if err := rpc.WriteEnvelope(&again, flags, payload); err != nil {
+			if err := connectserver.WriteEnvelope(&again, flags, payload); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -57,7 +59,7 @@ func FuzzStepDecode(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"modelUsage":{"inputTokens":"99999999999999999999"}}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var s rpc.Step
+		var s wire.Step
 		if err := json.Unmarshal(data, &s); err == nil {
 			if !json.Valid(s.Raw) {
 				t.Fatalf("Raw is not JSON: %q", s.Raw)

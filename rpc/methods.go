@@ -1,11 +1,14 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"slices"
+
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Heartbeat checks that the port is a live language server (200 to {}).
@@ -51,13 +54,13 @@ func (c *Client) ConversationMatches(ctx context.Context, conversationID string)
 // (cascadeId == conversationId), from its first step. agy may cap how many
 // steps one answer holds: a long trajectory is read in windows with
 // GetCascadeTrajectoryStepsFrom.
-func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string) ([]Step, error) {
+func (c *Client) GetCascadeTrajectorySteps(ctx context.Context, cascadeID string) ([]wire.Step, error) {
 	return c.GetCascadeTrajectoryStepsFrom(ctx, cascadeID, 0, nil)
 }
 
 // GetCascadeTrajectoryStepsReusing is GetCascadeTrajectoryStepsFrom from the
 // first step.
-func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []Step) ([]Step, error) {
+func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID string, prev []wire.Step) ([]wire.Step, error) {
 	return c.GetCascadeTrajectoryStepsFrom(ctx, cascadeID, 0, prev)
 }
 
@@ -80,7 +83,7 @@ func (c *Client) GetCascadeTrajectoryStepsReusing(ctx context.Context, cascadeID
 // Each step decoded has a Raw of its own: a step kept for many reads (the
 // caller's last read, a reconciler) must not keep alive the answer it came
 // in, which holds the whole window of that moment.
-func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID string, offset int, prev []Step) ([]Step, error) {
+func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID string, offset int, prev []wire.Step) ([]wire.Step, error) {
 	const m = MethodGetCascadeTrajectorySteps
 	if cascadeID == "" {
 		return nil, invalidArgument(m, "empty cascade id")
@@ -88,11 +91,11 @@ func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID st
 	if offset < 0 {
 		return nil, invalidArgument(m, "negative step offset %d", offset)
 	}
-	var steps []Step
+	var steps []wire.Step
 	err := c.callRead(ctx, c.cfg.UnaryTimeout, m, StepsRequest{CascadeID: cascadeID, StepOffset: offset}, func(body io.Reader) error {
 		in := &blankReader{r: body, blank: true}
 		var err error
-		steps, err = decodeStepsReusing(in, prev)
+		steps, err = wire.DecodeStepsReusing(in, prev)
 		if err != nil && in.blank {
 			return nil // an empty answer is {}: no steps (as for every call)
 		}
@@ -109,7 +112,7 @@ func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID st
 // reads them) and carry exactly one answer variant (AskQuestion or
 // Permission; Permission{Allow: false} denies). A step that already timed
 // out fails with ErrInputNotRegistered.
-func (c *Client) HandleCascadeUserInteraction(ctx context.Context, cascadeID string, in InteractionResponse) error {
+func (c *Client) HandleCascadeUserInteraction(ctx context.Context, cascadeID string, in wire.InteractionResponse) error {
 	const m = MethodHandleCascadeUserInteraction
 	switch {
 	case cascadeID == "":
@@ -140,8 +143,8 @@ func (c *Client) SendUserCascadeMessage(ctx context.Context, cascadeID, text, mo
 	}
 	return c.Call(ctx, m, SendMessageRequest{
 		CascadeID:     cascadeID,
-		Items:         []TextItem{{Text: text}},
-		CascadeConfig: &CascadeConfig{PlannerConfig: &PlannerConfig{PlanModel: model}},
+		Items:         []wire.TextItem{{Text: text}},
+		CascadeConfig: &CascadeConfig{PlannerConfig: &wire.PlannerConfig{PlanModel: model}},
 	}, nil)
 }
 
@@ -162,13 +165,13 @@ func (c *Client) RevertToCascadeStep(ctx context.Context, cascadeID string, step
 	if cascadeID == "" {
 		return invalidArgument(MethodRevertToCascadeStep, "empty cascade id")
 	}
-	return c.Call(ctx, MethodRevertToCascadeStep, RevertRequest{CascadeID: cascadeID, StepIndex: Int(stepIndex)}, nil)
+	return c.Call(ctx, MethodRevertToCascadeStep, RevertRequest{CascadeID: cascadeID, StepIndex: wire.Int(stepIndex)}, nil)
 }
 
 // RevertRequest is RevertToCascadeStep's body.
 type RevertRequest struct {
-	CascadeID string `json:"cascadeId"`
-	StepIndex Int    `json:"stepIndex"`
+	CascadeID string   `json:"cascadeId"`
+	StepIndex wire.Int `json:"stepIndex"`
 }
 
 // Cancel calls one of CancelMethods with {"cascadeId"}. agy builds differ in
@@ -230,10 +233,17 @@ func (c *Client) StartCascade(ctx context.Context) (json.RawMessage, error) {
 	return resp, nil
 }
 
-// SameSlice reports whether a and b are one non-empty slice: same first
-// byte, same length. A step's Raw is never modified, so a step carrying the
-// same Raw slice as another (one a read reused from the previous read) holds
-// the same bytes.
-func SameSlice(a, b []byte) bool {
-	return len(a) > 0 && len(a) == len(b) && &a[0] == &b[0]
+// blankReader reads r and says whether all it has read so far is blank
+// (JSON whitespace).
+type blankReader struct {
+	r     io.Reader
+	blank bool
+}
+
+func (b *blankReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if b.blank && len(bytes.TrimLeft(p[:n], " \t\r\n")) > 0 {
+		b.blank = false
+	}
+	return n, err
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -25,9 +27,9 @@ func TestOnErrorSeesFailedCallsByClass(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{}`))
 		case "/" + rpc.Service + "/" + rpc.MethodHandleCascadeUserInteraction:
-			rpc.WriteError(w, rpc.CodeUnknown, "input not registered for step 4")
+			connectserver.WriteError(w, rpc.CodeUnknown, "input not registered for step 4")
 		default:
-			rpc.WriteError(w, rpc.CodeUnavailable, "overloaded")
+			connectserver.WriteError(w, rpc.CodeUnavailable, "overloaded")
 		}
 	})
 	c := srv.client(t, rpc.Config{OnError: func(method string, err error) {
@@ -40,7 +42,7 @@ func TestOnErrorSeesFailedCallsByClass(t *testing.T) {
 	require.NoError(t, c.Heartbeat(ctx))
 	_, err := c.GetCascadeTrajectorySteps(ctx, "conv")
 	require.Error(t, err)
-	err = c.HandleCascadeUserInteraction(ctx, "conv", rpc.InteractionResponse{TrajectoryID: "t", StepIndex: 4, Permission: &rpc.PermissionAnswer{Allow: true}})
+	err = c.HandleCascadeUserInteraction(ctx, "conv", wire.InteractionResponse{TrajectoryID: "t", StepIndex: 4, Permission: &wire.PermissionAnswer{Allow: true}})
 	require.ErrorIs(t, err, rpc.ErrInputNotRegistered)
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()

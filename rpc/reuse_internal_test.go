@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/agyharness/agyharness/wire"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
@@ -56,7 +57,7 @@ func FuzzStepsFilter(f *testing.F) {
 		f.Add([]byte(s[0]), []byte(s[1]), true)
 	}
 	f.Fuzz(func(t *testing.T, last, data []byte, oneByte bool) {
-		prev, err := decodeStepsReusing(bytes.NewReader(last), nil)
+		prev, err := wire.DecodeStepsReusing(bytes.NewReader(last), nil)
 		if err != nil {
 			prev = nil
 		}
@@ -68,8 +69,8 @@ func FuzzStepsFilter(f *testing.F) {
 			}
 			return bytes.NewReader(data)
 		}
-		want, werr := decodeStepsReusing(reader(), nil)
-		got, gerr := decodeStepsReusing(reader(), prev)
+		want, werr := wire.DecodeStepsReusing(reader(), nil)
+		got, gerr := wire.DecodeStepsReusing(reader(), prev)
 		if werr != nil {
 			sameError(t, werr, gerr, "answer %q, last read %q", data, last)
 			return
@@ -101,16 +102,16 @@ func sameError(t *testing.T, want, got error, msgAndArgs ...any) {
 // at its byte of the answer, not of what the decoder read.
 func TestStepsFilterPlacesErrorsInTheAnswer(t *testing.T) {
 	a := reuseStep(0, strings.Repeat("a", 300))
-	prev := must(decodeStepsReusing(strings.NewReader(`{"steps":[`+a+`,`+a+`]}`), nil))
+	prev := must(wire.DecodeStepsReusing(strings.NewReader(`{"steps":[`+a+`,`+a+`]}`), nil))
 	for _, answer := range []string{
 		`{"steps":[` + a + `,` + a + `,{"type":7}]}`,
 		`{"steps":[` + a + `,` + a + `] x`,
 		`{"steps":[` + a + `,` + a + `]} x`,
 		`{"steps":[` + a + `,` + a + `,{"metadata":{"sourceTrajectoryStepInfo":{"stepIndex":"x"}}}]}`,
 	} {
-		_, want := decodeStepsReusing(strings.NewReader(answer), nil)
+		_, want := wire.DecodeStepsReusing(strings.NewReader(answer), nil)
 		require.Error(t, want, answer)
-		_, got := decodeStepsReusing(strings.NewReader(answer), prev)
+		_, got := wire.DecodeStepsReusing(strings.NewReader(answer), prev)
 		require.EqualError(t, got, want.Error(), answer)
 	}
 }

@@ -8,16 +8,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"sync"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/agyharness/agyharness/rpc/internal/spare"
-	"github.com/agyharness/agyharness/rpc/internal/textcache"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Stream is an open StreamAgentStateUpdates subscription. Next decodes one
@@ -96,7 +95,7 @@ func (c *Client) openStream(ctx context.Context, method string, req any) (*Strea
 		return nil, invalidArgument(method, "encode request: %v", err)
 	}
 	var body bytes.Buffer
-	if err := WriteEnvelope(&body, 0, payload); err != nil {
+	if err := writeEnvelope(&body, 0, payload); err != nil {
 		return nil, invalidArgument(method, "encode request: %v", err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
@@ -148,16 +147,16 @@ func checkStreamResponse(method string, resp *http.Response) error {
 	case "application/json":
 		// Not a stream: some servers answer a refused stream like a unary call.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxStreamErrorBody))
-		var wire struct {
+		var answer struct {
 			Error *ErrorBody `json:"error"`
 			ErrorBody
 		}
-		if json.Unmarshal(data, &wire) == nil {
-			if wire.Error != nil {
-				return errorFromEndStream(method, wire.Error)
+		if json.Unmarshal(data, &answer) == nil {
+			if answer.Error != nil {
+				return errorFromEndStream(method, answer.Error)
 			}
-			if wire.Code != "" || wire.Message != "" {
-				return errorFromEndStream(method, &wire.ErrorBody)
+			if answer.Code != "" || answer.Message != "" {
+				return errorFromEndStream(method, &answer.ErrorBody)
 			}
 		}
 	}
@@ -174,7 +173,11 @@ func (s *Stream) SubscriberID() string { return s.subscriberID }
 // end-stream error, and a *Error for transport and framing failures
 // (ErrProtocol, ErrMessageTooLarge, ErrPortGone, or CodeCanceled after
 // Close or ctx cancellation). Once it has returned an error it returns the
-// same error again.
+// same error again, but for ErrFrameSkipped: a data frame over
+// Config.MaxMessageSize (agy's first frame of a long conversation, a
+// snapshot of every step) is read through without being kept, Next
+// returns an error wrapping ErrFrameSkipped (and ErrMessageTooLarge), and
+// the stream goes on with the frame after it.
 func (s *Stream) Next() (*StreamFrame, error) {
 	if s.done != nil {
 		return nil, s.done // before a spare buffer is taken and dropped
@@ -220,6 +223,14 @@ func (s *Stream) nextPayload(buf []byte) ([]byte, error) {
 	if err == io.EOF {
 		err = fmt.Errorf("%w: stream ended without an end-stream message: %w", ErrProtocol, io.ErrUnexpectedEOF)
 	}
+	if err != nil && errors.Is(err, ErrMessageTooLarge) && flags&FlagEndStream == 0 && s.ctx.Err() == nil {
+		// A data frame over the limit: skipped, the stream goes on.
+		e := &Error{Method: s.method, Code: CodeResourceExhausted, Err: fmt.Errorf("%w: %w", ErrFrameSkipped, err)}
+		if s.client.cfg.OnError != nil {
+			s.client.cfg.OnError(s.method, e)
+		}
+		return nil, e
+	}
 	if err != nil {
 		return nil, s.finish(transportError(s.ctx, s.method, err))
 	}
@@ -245,48 +256,35 @@ const spareFrameBuffers = 2
 
 // DecodeFrame decodes the payload of one data envelope of
 // StreamAgentStateUpdates to what Stream.Next gives (json v2, as leniently
-// as encoding/json; see decode.go), for benchmarks and tools that replay
+// as encoding/json; see package wire), for benchmarks and tools that replay
 // recorded frames. It decodes every frame whole: a stream, which sees the
-// frames in order, decodes only what each planner text adds (text.go). An empty payload is a frame with every field at its
+// frames in order, decodes only what each planner text adds
+// (wire.StreamDecoder). An empty payload is a frame with every field at its
 // default; a payload that is not a frame fails with an error wrapping
 // ErrProtocol. The frame keeps references into payload (each step's Raw is
 // a slice of it): payload must not be modified afterwards.
 func DecodeFrame(payload []byte) (*StreamFrame, error) {
-	return decodeFrame(payload, decodeOptions, keepRaw)
-}
-
-func decodeFrame(payload []byte, opts ...jsonv2.Options) (*StreamFrame, error) {
 	frame := new(StreamFrame)
 	if len(bytes.TrimSpace(payload)) == 0 {
 		return frame, nil
 	}
-	if err := jsonv2.Unmarshal(payload, frame, opts...); err != nil {
+	if err := wire.Unmarshal(payload, frame); err != nil {
 		return nil, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)
 	}
 	return frame, nil
 }
 
 // A frameDecoder decodes a stream's frames as DecodeFrame does, with the
-// planner's texts through a textcache.Cache: a text that extends the one the
-// last frame carried is not decoded again. The cache is emptied on an IDLE
-// frame, so that an idle stream holds no text.
+// planner's texts through a wire.StreamDecoder.
 type frameDecoder struct {
-	texts textcache.Cache
+	texts wire.StreamDecoder
 }
 
 func (d *frameDecoder) decode(payload []byte) (*StreamFrame, error) {
-	frame, err := decodeFrame(payload, streamOptions)
-	if err != nil {
-		return nil, err
-	}
-	if err := resolveTexts(&d.texts, frame.Update.MainTrajectoryUpdate.StepsUpdate.Steps, payload); err != nil {
-		d.texts.Reset()
+	frame := new(StreamFrame)
+	u := &frame.Update
+	if err := d.texts.Decode(payload, frame, &u.MainTrajectoryUpdate.StepsUpdate.Steps, &u.Status); err != nil {
 		return nil, fmt.Errorf("%w: decode frame: %w", ErrProtocol, err)
-	}
-	if frame.Update.Status == RunIdle {
-		d.texts.Reset()
-	} else {
-		d.texts.Commit()
 	}
 	return frame, nil
 }

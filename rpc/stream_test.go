@@ -17,12 +17,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // envelope encodes one envelope.
 func envelope(flags byte, payload string) []byte {
 	var b bytes.Buffer
-	if err := rpc.WriteEnvelope(&b, flags, []byte(payload)); err != nil {
+	if err := connectserver.WriteEnvelope(&b, flags, []byte(payload)); err != nil {
 		panic(err)
 	}
 	return b.Bytes()
@@ -69,10 +71,10 @@ func TestStreamRequestAndFrames(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, conv, f.Update.ConversationID)
 	assert.Equal(t, traj, f.Update.TrajectoryID)
-	assert.Equal(t, rpc.RunRunning, f.Update.Status)
+	assert.Equal(t, wire.RunRunning, f.Update.Status)
 	su := f.Update.MainTrajectoryUpdate.StepsUpdate
-	assert.Equal(t, []rpc.Int{2}, su.Indices)
-	assert.Equal(t, rpc.Int(3), su.TotalLength)
+	assert.Equal(t, []wire.Int{2}, su.Indices)
+	assert.Equal(t, wire.Int(3), su.TotalLength)
 	require.Len(t, su.Steps, 1)
 	assert.Equal(t, 2, su.Steps[0].Index())
 	assert.Equal(t, "Hel", su.Steps[0].PlannerResponse.ModifiedResponse)
@@ -139,6 +141,7 @@ func TestStreamFraming(t *testing.T) {
 		chunks  [][]byte
 		frames  int
 		badJSON bool // NextRaw hands the frame over; the stream then ends without an end-stream
+		goesOn  int  // frames read after the error (then the end): a skipped frame is not the end
 		wantErr func(t *testing.T, err error)
 	}{
 		{name: "split across reads", chunks: split(append(append([]byte{}, frame...), end...)), frames: 1},
@@ -147,8 +150,14 @@ func TestStreamFraming(t *testing.T) {
 		{name: "zero-length data", chunks: [][]byte{envelope(0, ""), end}, frames: 1},
 		{name: "max size", chunks: [][]byte{envelope(0, maxed), end}, frames: 1},
 		{name: "zero-length end-stream", chunks: [][]byte{frame, envelope(rpc.FlagEndStream, "")}, frames: 1},
-		{name: "one over max size", chunks: [][]byte{envelope(0, maxed+" "), end}, wantErr: func(t *testing.T, err error) {
+		{name: "one over max size", chunks: [][]byte{envelope(0, maxed+" "), frame, end}, goesOn: 1, wantErr: func(t *testing.T, err error) {
 			assert.ErrorIs(t, err, rpc.ErrMessageTooLarge)
+			assert.ErrorIs(t, err, rpc.ErrFrameSkipped)
+			assert.False(t, rpc.IsTransient(err))
+		}},
+		{name: "end-stream over max size", chunks: [][]byte{envelope(rpc.FlagEndStream, maxed+" ")}, wantErr: func(t *testing.T, err error) {
+			assert.ErrorIs(t, err, rpc.ErrMessageTooLarge)
+			assert.NotErrorIs(t, err, rpc.ErrFrameSkipped)
 		}},
 		{name: "end-stream error", chunks: [][]byte{frame, envelope(rpc.FlagEndStream, `{"error":{"code":"unavailable","message":"restarting","details":[{"type":"a"}]},"metadata":{"k":["v"]}}`)}, frames: 1,
 			wantErr: func(t *testing.T, err error) {
@@ -220,6 +229,14 @@ func TestStreamFraming(t *testing.T) {
 				require.Error(t, err)
 				assert.NotEqual(t, io.EOF, err)
 				tt.wantErr(t, err)
+				if tt.goesOn > 0 {
+					// A data frame over the limit is skipped: the stream goes on.
+					for i := 0; i < tt.goesOn; i++ {
+						require.NoError(t, next(s), "frame %d after the one skipped", i)
+					}
+					assert.Equal(t, io.EOF, next(s))
+					return
+				}
 				assert.Equal(t, err, next(s), "errors are sticky")
 			})
 		}
@@ -351,7 +368,7 @@ func TestStreamRefused(t *testing.T) {
 	})
 	t.Run("connect error status", func(t *testing.T) {
 		srv := newConnectServer(t, func(w http.ResponseWriter, _ *http.Request, _ []byte) {
-			rpc.WriteError(w, rpc.CodeUnauthenticated, "missing csrf token")
+			connectserver.WriteError(w, rpc.CodeUnauthenticated, "missing csrf token")
 		})
 		_, err := srv.client(t, rpc.Config{}).StreamAgentStateUpdates(ctxT(t), conv, "")
 		var e *rpc.Error
@@ -399,10 +416,10 @@ func TestStreamCascadeReactiveUpdatesDeprecated(t *testing.T) {
 
 func TestEnvelopeReader(t *testing.T) {
 	var in bytes.Buffer
-	require.NoError(t, rpc.WriteEnvelope(&in, 0, []byte(`{"a":1}`)))
-	require.NoError(t, rpc.WriteEnvelope(&in, 0, nil))
-	require.NoError(t, rpc.WriteEndStream(&in, "", ""))
-	require.NoError(t, rpc.WriteEndStream(&in, rpc.CodeAborted, "stop"))
+	require.NoError(t, connectserver.WriteEnvelope(&in, 0, []byte(`{"a":1}`)))
+	require.NoError(t, connectserver.WriteEnvelope(&in, 0, nil))
+	require.NoError(t, connectserver.WriteEndStream(&in, "", ""))
+	require.NoError(t, connectserver.WriteEndStream(&in, rpc.CodeAborted, "stop"))
 	r := rpc.NewEnvelopeReader(bytes.NewReader(in.Bytes()), 0)
 
 	want := []struct {
@@ -451,7 +468,7 @@ func TestEnvelopeReaderRefusesHugeLengthWithoutAllocating(t *testing.T) {
 
 func TestWriteEnvelopeHeader(t *testing.T) {
 	var b bytes.Buffer
-	require.NoError(t, rpc.WriteEnvelope(&b, rpc.FlagEndStream, []byte("abc")))
+	require.NoError(t, connectserver.WriteEnvelope(&b, rpc.FlagEndStream, []byte("abc")))
 	assert.Equal(t, byte(2), b.Bytes()[0])
 	assert.Equal(t, uint32(3), binary.BigEndian.Uint32(b.Bytes()[1:5]))
 	assert.Equal(t, "abc", b.String()[5:])
@@ -474,7 +491,7 @@ func TestStreamServerDiesMidStreamIsPortGone(t *testing.T) {
 func TestEnvelopeReaderLargePayloadGrows(t *testing.T) {
 	payload := bytes.Repeat([]byte("x"), 300<<10)
 	var in bytes.Buffer
-	require.NoError(t, rpc.WriteEnvelope(&in, 0, payload))
+	require.NoError(t, connectserver.WriteEnvelope(&in, 0, payload))
 	_, got, err := rpc.NewEnvelopeReader(&in, 1<<20).Next()
 	require.NoError(t, err)
 	assert.Equal(t, payload, got)
@@ -581,7 +598,7 @@ func TestKeptStepsDoNotPinTheirAnswers(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	before := ms.HeapAlloc
-	var last []rpc.Step
+	var last []wire.Step
 	for range reads {
 		steps, err := c.GetCascadeTrajectoryStepsReusing(ctxT(t), conv, last)
 		require.NoError(t, err)
@@ -617,7 +634,7 @@ func TestReusingReadDoesNotHoldTheAnswer(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, again, steps)
 	for i := range again {
-		require.True(t, rpc.SameSlice(prev[i].Raw, again[i].Raw), "step %d reused", i)
+		require.True(t, sameRaw(prev[i], again[i]), "step %d reused", i)
 	}
 	// Everything in this process counts: the test server's writing of the
 	// answer (about 0.7 times its size) too. Read whole, it was 5.3 times.

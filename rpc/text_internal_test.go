@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -10,12 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc/internal/textcache"
+	"github.com/agyharness/agyharness/internal/textcache"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // textFrame is the wire JSON of a frame carrying planner steps whose
 // members are given as JSON (name → value), and the run status.
-func textFrame(status RunStatus, steps ...string) []byte {
+func textFrame(status wire.RunStatus, steps ...string) []byte {
 	var b strings.Builder
 	b.WriteString(`{"update":{"conversationId":"c","status":"` + string(status) + `","mainTrajectoryUpdate":{"stepsUpdate":{"indices":[`)
 	for i := range steps {
@@ -39,7 +39,7 @@ func textFrame(status RunStatus, steps ...string) []byte {
 func quoted(s string) string { return string(must(json.Marshal(s))) }
 
 // planner is the planner body of a frame's first step.
-func planner(t *testing.T, f *StreamFrame) *PlannerResponse {
+func planner(t *testing.T, f *StreamFrame) *wire.PlannerResponse {
 	t.Helper()
 	steps := f.Update.MainTrajectoryUpdate.StepsUpdate.Steps
 	require.NotEmpty(t, steps)
@@ -56,7 +56,7 @@ func TestStreamDecodesOnlyWhatATextAdds(t *testing.T) {
 	var texts []string
 	for i := range 5 {
 		text += "One more sentence.\n"
-		payload := textFrame(RunRunning, `"thinking":"short","modifiedResponse":`+quoted(text))
+		payload := textFrame(wire.RunRunning, `"thinking":"short","modifiedResponse":`+quoted(text))
 		f, err := d.decode(payload)
 		require.NoError(t, err)
 		want := must(DecodeFrame(payload))
@@ -80,11 +80,11 @@ func TestStreamDecodesOnlyWhatATextAdds(t *testing.T) {
 func TestStreamTextRewrittenGetsANewBuffer(t *testing.T) {
 	var d frameDecoder
 	first := strings.Repeat("first answer ", 60)
-	f1 := must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(first))))
+	f1 := must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(first))))
 	second := strings.Repeat("second answer ", 60)
-	f2 := must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(second))))
+	f2 := must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(second))))
 	third := second + "and more"
-	f3 := must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(third))))
+	f3 := must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(third))))
 	require.Equal(t, first, planner(t, f1).ModifiedResponse)
 	require.Equal(t, second, planner(t, f2).ModifiedResponse)
 	require.Equal(t, third, planner(t, f3).ModifiedResponse)
@@ -97,13 +97,13 @@ func TestStreamTextRewrittenGetsANewBuffer(t *testing.T) {
 func TestStreamTextTwiceInAFrame(t *testing.T) {
 	var d frameDecoder
 	base := strings.Repeat("x", 600)
-	must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(base))))
+	must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(base))))
 	a, b := base+"aaaa", base+"bb"
-	f := must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(a), `"modifiedResponse":`+quoted(b))))
+	f := must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(a), `"modifiedResponse":`+quoted(b))))
 	steps := f.Update.MainTrajectoryUpdate.StepsUpdate.Steps
 	require.Equal(t, a, steps[0].PlannerResponse.ModifiedResponse)
 	require.Equal(t, b, steps[1].PlannerResponse.ModifiedResponse)
-	f = must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(b+"c"))))
+	f = must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(b+"c"))))
 	require.Equal(t, b+"c", planner(t, f).ModifiedResponse, "the last value of the frame is the one remembered")
 	require.Equal(t, a, steps[0].PlannerResponse.ModifiedResponse)
 	require.Equal(t, b, steps[1].PlannerResponse.ModifiedResponse)
@@ -113,11 +113,11 @@ func TestStreamTextTwiceInAFrame(t *testing.T) {
 func TestStreamForgetsTextsWhenIdle(t *testing.T) {
 	var d frameDecoder
 	text := strings.Repeat("y", 700)
-	must(d.decode(textFrame(RunRunning, `"thinking":`+quoted(text)+`,"modifiedResponse":`+quoted(text))))
-	require.NotEqual(t, textcache.Cache{}, d.texts, "the texts are remembered while the turn runs")
-	f := must(d.decode(textFrame(RunIdle, `"modifiedResponse":`+quoted(text+"."))))
+	must(d.decode(textFrame(wire.RunRunning, `"thinking":`+quoted(text)+`,"modifiedResponse":`+quoted(text))))
+	require.NotEqual(t, wire.StreamDecoder{}, d.texts, "the texts are remembered while the turn runs")
+	f := must(d.decode(textFrame(wire.RunIdle, `"modifiedResponse":`+quoted(text+"."))))
 	require.Equal(t, text+".", planner(t, f).ModifiedResponse)
-	require.Equal(t, textcache.Cache{}, d.texts)
+	require.Equal(t, wire.StreamDecoder{}, d.texts)
 }
 
 // A frame that fails to decode leaves nothing remembered from it, and the
@@ -125,32 +125,14 @@ func TestStreamForgetsTextsWhenIdle(t *testing.T) {
 func TestStreamTextAfterAFailedFrame(t *testing.T) {
 	var d frameDecoder
 	text := strings.Repeat("z", 700)
-	must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(text))))
-	bad := textFrame(RunRunning, `"modifiedResponse":`+quoted(text+"bad")+`,"toolCalls":7`)
+	must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(text))))
+	bad := textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(text+"bad")+`,"toolCalls":7`)
 	_, err := d.decode(bad)
 	require.ErrorIs(t, err, ErrProtocol)
 	_, werr := DecodeFrame(bad)
 	require.Error(t, werr, "DecodeFrame refuses it too")
-	f := must(d.decode(textFrame(RunRunning, `"modifiedResponse":`+quoted(text+"good"))))
+	f := must(d.decode(textFrame(wire.RunRunning, `"modifiedResponse":`+quoted(text+"good"))))
 	require.Equal(t, text+"good", planner(t, f).ModifiedResponse)
-}
-
-// plannerWire must have PlannerResponse's members: a field added to one and
-// not the other fails here.
-func TestPlannerWireMatchesPlannerResponse(t *testing.T) {
-	pr, pw := reflect.TypeFor[PlannerResponse](), reflect.TypeFor[plannerWire]()
-	require.Equal(t, pr.NumField()-1, pw.NumField(), "PlannerResponse has raw besides")
-	require.Equal(t, "raw", pr.Field(pr.NumField()-1).Name)
-	for i := range pw.NumField() {
-		a, b := pr.Field(i), pw.Field(i)
-		require.Equal(t, a.Name, b.Name)
-		require.Equal(t, a.Tag, b.Tag, a.Name)
-		if b.Type == reflect.TypeFor[rawText]() {
-			require.Equal(t, reflect.TypeFor[string](), a.Type, a.Name)
-		} else {
-			require.Equal(t, a.Type, b.Type, a.Name)
-		}
-	}
 }
 
 // textPieces are the pieces the fuzzer builds texts of: plain bytes, the
@@ -217,9 +199,9 @@ func FuzzTextCacheDecodesAsDecodeFrame(f *testing.F) {
 			default:
 				members = `"modifiedResponse":` + raw + `,"modifiedResponse":null,"MODIFIEDRESPONSE":` + raw
 			}
-			status := RunRunning
+			status := wire.RunRunning
 			if op == 255 {
-				status = RunIdle
+				status = wire.RunIdle
 			}
 			payload := textFrame(status, members)
 			want, werr := DecodeFrame(payload)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/internal/agyproc"
 )
 
 func attachCommand() *command {
@@ -29,7 +29,7 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		var timeout time.Duration
 		var csrf csrfFlags
 		fs.IntVar(&spec.PID, "pid", 0, "agy's PID, or the PID of the terminal pane that runs it")
-		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan; default: $"+rpc.EnvAddress+" when set)")
+		fs.IntVar(&spec.Port, "port", 0, "agy's HTTPS language-server port (skips the PID scan; default: $"+agyproc.EnvAddress+" when set)")
 		fs.StringVar(&spec.ConversationID, "conversation", "", "conversation to bind (default: the most recently active)")
 		csrf.register(fs)
 		fs.DurationVar(&spec.WaitConversation, "wait", 0, "how long to wait for agy's first conversation when it has none yet (0: as long as agy runs)")
@@ -48,16 +48,16 @@ echo '{"type":"turn","text":"list the files"}' | agyharness attach --port 41237 
 		if spec.PID == 0 && spec.Port == 0 {
 			// Run from inside agy (a tool agy started): its language
 			// server's address may be in the environment.
-			if v := e.getenv(rpc.EnvAddress); v != "" {
-				host, port, err := rpc.ParseAddress(v)
+			if v := e.getenv(agyproc.EnvAddress); v != "" {
+				host, port, err := agyproc.ParseAddress(v)
 				if err != nil {
-					return usagef("attach: $%s: %v", rpc.EnvAddress, err)
+					return usagef("attach: $%s: %v", agyproc.EnvAddress, err)
 				}
 				spec.Host, spec.Port = host, port
 			}
 		}
 		if (spec.PID > 0) == (spec.Port > 0) {
-			return usagef("attach: give exactly one of --pid and --port (or set $%s)", rpc.EnvAddress)
+			return usagef("attach: give exactly one of --pid and --port (or set $%s)", agyproc.EnvAddress)
 		}
 		if spec.PID < 0 || spec.Port < 0 || spec.Port > 65535 {
 			return usagef("attach: --pid and --port must be positive (port at most 65535)")

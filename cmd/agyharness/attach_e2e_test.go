@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -227,7 +227,7 @@ func TestAttachFollowsAgysLogFile(t *testing.T) {
 		_ = cmd.Wait()
 	})
 	loggedPort := func() int {
-		p, ok, _ := rpc.PortFromLogFile(logPath)
+		p, ok, _ := agyproc.PortFromLogFile(logPath)
 		if !ok {
 			return 0
 		}
@@ -269,7 +269,7 @@ func TestAttachToAFreshAgyWaitsForItsFirstConversation(t *testing.T) {
 // server at the address agy's environment gives, with no flag.
 func TestAttachFindsAgyThroughItsEnvironment(t *testing.T) {
 	fake := startFakeAgy(t, "--seed", "4", "--chunk-delay", "1ms")
-	t.Setenv(rpc.EnvAddress, "127.0.0.1:"+strconv.Itoa(fake.port)) // inherited by the harness
+	t.Setenv(agyproc.EnvAddress, "127.0.0.1:"+strconv.Itoa(fake.port)) // inherited by the harness
 	a := startAttachArgs(t, "attach", "--json")
 	a.send(messages.Command{Type: messages.CommandTurn, Text: "hello"})
 	ev := a.er.until(wait, "user_message", isType(messages.EventUserMessage))

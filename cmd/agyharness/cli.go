@@ -62,6 +62,7 @@ func commands() []*command {
 		attachCommand(),
 		launchCommand(),
 		serveCommand(),
+		clusterCommand(),
 		replayCommand(),
 		acpCommand(),
 		benchCommand(),
@@ -93,7 +94,7 @@ func run(ctx context.Context, e *env, args []string) int {
 				fmt.Fprintf(e.stderr, "agyharness: unknown command %q\n", rest[0])
 				return exitUsage
 			}
-			return exitCode(e, c.run(ctx, e, []string{"--help"}))
+			return exitCode(e, inCommand(c.name, c.run(ctx, e, []string{"--help"})))
 		}
 		printUsage(e.stdout)
 		return exitOK
@@ -104,7 +105,25 @@ func run(ctx context.Context, e *env, args []string) int {
 		printUsage(e.stderr)
 		return exitUsage
 	}
-	return exitCode(e, c.run(ctx, e, rest))
+	return exitCode(e, inCommand(c.name, c.run(ctx, e, rest)))
+}
+
+// inCommand names the command in its error, once: "serve: …".
+func inCommand(name string, err error) error {
+	if err == nil || strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
+
+// cliMessage is how an error is shown on stderr: "agyharness serve: …"
+// for a command's error, "agyharness: …" otherwise.
+func cliMessage(err error) string {
+	msg := termtext.Clean(err.Error())
+	if name, _, ok := strings.Cut(msg, ": "); ok && findCommand(name) != nil {
+		return "agyharness " + msg
+	}
+	return "agyharness: " + msg
 }
 
 // exitStatus is an exit code a command chose (and already explained).
@@ -121,12 +140,12 @@ func exitCode(e *env, err error) int {
 	case err == nil, errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(e.stderr, "agyharness: %s\n(see agyharness help)\n", termtext.Clean(err.Error()))
+		fmt.Fprintf(e.stderr, "%s\n(see agyharness help)\n", cliMessage(err))
 		return exitUsage
 	default:
 		// The error can quote agy (an answer it refused with, launch's
 		// "its last output"): shown visibly, as agy's events are.
-		fmt.Fprintf(e.stderr, "agyharness: %s\n", termtext.Clean(err.Error()))
+		fmt.Fprintf(e.stderr, "%s\n", cliMessage(err))
 		return exitFailure
 	}
 }
@@ -289,7 +308,7 @@ func (c *csrfFlags) resolve(e *env, cmd string) (string, error) {
 	case c.token != "":
 		return c.token, nil
 	case c.file != "":
-		t, err := tokenfile.Read(c.file)
+		t, err := tokenfile.Read(c.file, func(line string) { fmt.Fprintf(e.stderr, "agyharness %s: warning: %s\n", cmd, line) })
 		if err != nil {
 			return "", usagef("%s: --csrf-token-file: %v", cmd, err)
 		}

@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,6 +44,8 @@ func TestUsageAndHelp(t *testing.T) {
 			code, _, stderr := runInProcess(c.name, "--no-such-flag")
 			assert.Equal(t, exitUsage, code)
 			assert.Contains(t, stderr, "no-such-flag")
+			assert.True(t, strings.HasPrefix(stderr, "agyharness "+c.name+": "), "the error names its command once:\n%s", stderr)
+			assert.NotContains(t, stderr, c.name+": "+c.name+": ")
 		})
 	}
 	code, stdout, _ := runInProcess("help", "attach")
@@ -113,4 +117,71 @@ func TestVersion(t *testing.T) {
 	code, stdout, _ := runInProcess("version")
 	assert.Equal(t, exitOK, code)
 	assert.Regexp(t, `^agyharness \S+ \(github.com/agyharness/agyharness.*\) go\d`, stdout)
+}
+
+func TestServeChecksItsTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string, mode os.FileMode) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		require.NoError(t, os.Chmod(p, mode))
+		return p
+	}
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"/dev/zero", "larger than 16384 bytes"},
+		{write("short", "0123456789\n", 0o600), "at least 16"},
+		{write("repeated", strings.Repeat("x", 40)+"\n", 0o600), "one character repeated"},
+		{write("two", strings.Repeat("xy", 20)+"\n", 0o600), "2 different characters"},
+		{write("binary", "0123456789abcdef\x00\x01\n", 0o600), "control character"},
+	} {
+		// A serve that took the token would run until the deadline.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var errb strings.Builder
+		code := run(ctx, &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &errb, getenv: func(string) string { return "" }},
+			[]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tc.file})
+		cancel()
+		assert.Equal(t, exitUsage, code, "%s: %s", tc.file, errb.String())
+		assert.Contains(t, errb.String(), tc.want, tc.file)
+		assert.True(t, strings.HasPrefix(errb.String(), "agyharness serve: "), errb.String())
+	}
+
+	// A token file others can read: a warning, and the token is taken.
+	open := write("open", "  "+hostTestToken+"\n", 0o644)
+	var warn strings.Builder
+	token, generated, err := loadToken(open, &warn)
+	require.NoError(t, err)
+	assert.False(t, generated)
+	assert.Equal(t, hostTestToken, token, "surrounding white space dropped")
+	assert.Equal(t, 1, strings.Count(warn.String(), "\n"), "a single line: %q", warn.String())
+	assert.Contains(t, warn.String(), "agyharness serve: warning: ")
+	assert.Contains(t, warn.String(), open)
+	assert.Contains(t, warn.String(), "mode 0644")
+	assert.Contains(t, warn.String(), "chmod 600")
+	assert.NotContains(t, warn.String(), hostTestToken, "the token is never shown")
+
+	warn.Reset()
+	_, _, err = loadToken(write("closed", hostTestToken+"\n", 0o600), &warn)
+	require.NoError(t, err)
+	assert.Empty(t, warn.String(), "no warning for a file of mode 0600")
+}
+
+func TestCSRFTokenFileOpenToOthersIsWarnedAbout(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "csrf")
+	require.NoError(t, os.WriteFile(p, []byte("S3CRET\n"), 0o600))
+	require.NoError(t, os.Chmod(p, 0o640))
+	var stderr strings.Builder
+	e := &env{stderr: &stderr, getenv: func(string) string { return "" }}
+	for _, cmd := range []string{"attach", "launch"} {
+		stderr.Reset()
+		c := csrfFlags{file: p}
+		token, err := c.resolve(e, cmd)
+		require.NoError(t, err)
+		assert.Equal(t, "S3CRET", token, "agy's token is agy's: taken as it is")
+		assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), stderr.String())
+		assert.Contains(t, stderr.String(), "agyharness "+cmd+": warning: ")
+		assert.Contains(t, stderr.String(), "mode 0640")
+		assert.Contains(t, stderr.String(), "chmod 600")
+	}
 }

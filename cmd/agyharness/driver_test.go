@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -81,7 +82,11 @@ func (b *syncBuffer) String() string {
 	return b.b.String()
 }
 
-func TestDriverJSONCommands(t *testing.T) {
+// The driver tests run in a synctest bubble: synctest.Wait returns once the
+// driver has done all it can with what it was given.
+func TestDriverJSONCommands(t *testing.T) { synctest.Test(t, testDriverJSONCommands) }
+
+func testDriverJSONCommands(t *testing.T) {
 	sess := newScriptedSession()
 	sess.refuse[messages.CommandResolve] = errors.New("no open elicitation")
 	inR, inW := io.Pipe()
@@ -97,8 +102,8 @@ func TestDriverJSONCommands(t *testing.T) {
 	write(`{"type":"nope"}`)
 	write(`{"type":"resolve","elicitation_id":"e","action":"accept"}`)
 	write(`{"type":"turn","text":"hi"}`)
-	require.Eventually(t, func() bool { return strings.Count(out.String(), `"type":"error"`) == 2 && len(sess.commands()) == 2 },
-		5*time.Second, time.Millisecond)
+	synctest.Wait()
+	assert.Equal(t, 2, strings.Count(out.String(), `"type":"error"`))
 	assert.Equal(t, []messages.Command{
 		{Type: messages.CommandResolve, ElicitationID: "e", Action: "accept"},
 		{Type: messages.CommandTurn, Text: "hi"},
@@ -108,15 +113,17 @@ func TestDriverJSONCommands(t *testing.T) {
 
 	// EOF while the turn runs: the driver waits for the turn to go idle.
 	require.NoError(t, inW.Close())
+	synctest.Wait() // the driver has seen the end of stdin
 	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "hi", Origin: messages.OriginHarness})
 	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateRunning})
 	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle}) // agy's early IDLE: nothing done yet
-	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateRunning})
+	synctest.Wait()
 	select {
 	case <-done:
 		t.Fatal("detached before the turn was done")
 	default:
 	}
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateRunning})
 	sess.push(messages.Event{Type: messages.EventMessage, Text: "hello", Role: "assistant", ItemID: "i"})
 	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
 	select {
@@ -132,6 +139,10 @@ func TestDriverJSONCommands(t *testing.T) {
 }
 
 func TestDriverAutoAnswersAndRunsTheScript(t *testing.T) {
+	synctest.Test(t, testDriverAutoAnswersAndRunsTheScript)
+}
+
+func testDriverAutoAnswersAndRunsTheScript(t *testing.T) {
 	sess := newScriptedSession()
 	out := &syncBuffer{}
 	turns := []messages.Command{{Type: messages.CommandTurn, Text: "one"}, {Type: messages.CommandTurn, Text: "two"}}
@@ -141,7 +152,9 @@ func TestDriverAutoAnswersAndRunsTheScript(t *testing.T) {
 	go func() { done <- d.run(context.Background()) }()
 
 	waitCmds := func(n int) {
-		require.Eventually(t, func() bool { return len(sess.commands()) >= n }, 5*time.Second, time.Millisecond)
+		t.Helper()
+		synctest.Wait()
+		require.Len(t, sess.commands(), n)
 	}
 	waitCmds(1)
 	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "one", Origin: messages.OriginHarness})
@@ -171,6 +184,10 @@ func TestDriverAutoAnswersAndRunsTheScript(t *testing.T) {
 }
 
 func TestDriverReportsAnOverlongCommandLineAndReadsOn(t *testing.T) {
+	synctest.Test(t, testDriverReportsAnOverlongCommandLineAndReadsOn)
+}
+
+func testDriverReportsAnOverlongCommandLineAndReadsOn(t *testing.T) {
 	sess := newScriptedSession()
 	inR, inW := io.Pipe()
 	out := &syncBuffer{}
@@ -201,7 +218,8 @@ func TestDriverReportsAnOverlongCommandLineAndReadsOn(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the writer blocked: the driver stopped reading stdin")
 	}
-	require.Eventually(t, func() bool { return len(sess.commands()) == 2 }, 5*time.Second, time.Millisecond)
+	synctest.Wait()
+	require.Len(t, sess.commands(), 2)
 	assert.Equal(t, strings.Repeat("y", maxCommandLine-len(`{"type":"turn","text":""}`)), sess.commands()[0].Text, "a line of exactly the limit is taken")
 	assert.Equal(t, "after", sess.commands()[1].Text)
 	assert.Equal(t, 1, strings.Count(out.String(), `"type":"error"`))

@@ -108,9 +108,13 @@ type serverConfig struct {
 	readTimeout       time.Duration
 	// idleTimeout closes a keep-alive connection with no request (2m).
 	idleTimeout time.Duration
-	// maxConns caps the connections served at once; more wait to be
-	// accepted. 0: no cap.
-	maxConns int
+	// maxConns caps the connections served at once. 0: no cap. A
+	// connection that shows no valid token within authGrace (authGrace, 5s)
+	// of being accepted is closed, and so is the oldest such connection
+	// when every slot is taken; connections with the token beyond the cap
+	// wait to be accepted (slotListener).
+	maxConns  int
+	authGrace time.Duration
 	// sseWriteTimeout bounds each write of an SSE stream (30s): a client
 	// that stops reading is cut off. sseEndGrace is how long a stream has
 	// to take its "event: end" when the server stops (1s).
@@ -151,6 +155,7 @@ func (c serverConfig) withDefaults() serverConfig {
 	}
 	def(&c.readHeaderTimeout, 10*time.Second)
 	def(&c.readTimeout, 30*time.Second)
+	def(&c.authGrace, authGrace)
 	def(&c.idleTimeout, 2*time.Minute)
 	def(&c.sseWriteTimeout, 30*time.Second)
 	def(&c.sseEndGrace, time.Second)
@@ -232,16 +237,20 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 // auth checks the bearer token in constant time (over digests, so the
-// token's length does not leak either).
+// token's length does not leak either). The valid token marks the
+// connection as a token holder's (slotListener); a 401 closes the
+// connection, so each guess costs a new one.
 func (s *server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, ok := bearerToken(r.Header.Get("Authorization"))
 		h := sha256.Sum256([]byte(got))
 		if !ok || subtle.ConstantTimeCompare(h[:], s.tokenHash[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="agyharness"`)
+			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusUnauthorized, "missing or wrong bearer token")
 			return
 		}
+		markAuthenticated(r)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
@@ -183,9 +184,69 @@ type runningHost struct {
 	served     chan error
 	hostCtxErr chan error // the error of shutdownHost's context when it was called
 	stoppedIn  time.Duration
+	client     *http.Client // for request; http.DefaultClient when nil
 }
 
 func startHost(t *testing.T, cfg serverConfig) *runningHost {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return startHostOn(t, cfg, ln)
+}
+
+// startPipeHost serves on in-memory connections (net.Pipe), which a
+// synctest bubble can wait on: its requests go through h.client.
+func startPipeHost(t *testing.T, cfg serverConfig) *runningHost {
+	t.Helper()
+	ln := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	h := startHostOn(t, cfg, ln)
+	tr := &http.Transport{DialContext: ln.dial}
+	h.client = &http.Client{Transport: tr}
+	t.Cleanup(tr.CloseIdleConnections)
+	return h
+}
+
+// pipeListener hands out the server's ends of net.Pipe connections.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return pipeAddr{} }
+
+func (l *pipeListener) dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }
+
+func startHostOn(t *testing.T, cfg serverConfig, ln net.Listener) *runningHost {
 	t.Helper()
 	if cfg.token == "" {
 		cfg.token = hostTestToken
@@ -196,11 +257,13 @@ func startHost(t *testing.T, cfg serverConfig) *runningHost {
 	if cfg.attachTimeout == 0 {
 		cfg.attachTimeout = 5 * time.Second
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	s := newServer(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &runningHost{base: "http://" + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
+	scheme := "http://"
+	if cfg.tls != nil {
+		scheme = "https://"
+	}
+	h := &runningHost{base: scheme + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
 	go func() {
 		h.served <- s.serve(ctx, ln, nil, func(hctx context.Context) error {
 			h.hostCtxErr <- hctx.Err()
@@ -243,7 +306,11 @@ func (h *runningHost) request(t *testing.T, method, path, body string, header ma
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if h.client != nil {
+		client = h.client
+	}
+	res, err := client.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
@@ -264,7 +331,8 @@ func oneSession(sess *feedSession) *feedHost {
 // rawConn opens a TCP connection to the host.
 func (h *runningHost) rawConn(t *testing.T) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
+	_, addr, _ := strings.Cut(h.base, "://")
+	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -319,10 +387,16 @@ func TestHostCutsOffASlowBodyAndIdleConnections(t *testing.T) {
 	assert.True(t, closed, "an idle keep-alive connection is closed")
 }
 
+// In a synctest bubble, on net.Pipe connections: the attach takes 600 ms
+// of the bubble's time, exactly.
 func TestHostLongRequestsOutliveTheReadTimeout(t *testing.T) {
+	synctest.Test(t, testHostLongRequestsOutliveTheReadTimeout)
+}
+
+func testHostLongRequestsOutliveTheReadTimeout(t *testing.T) {
 	release := make(chan struct{})
 	sess := &feedSession{}
-	h := startHost(t, serverConfig{
+	h := startPipeHost(t, serverConfig{
 		host: &feedHost{newSession: func(spec actors.Spec) *feedSession {
 			<-release // an attach that takes longer than the read timeout
 			sess.id = spec.SessionID
@@ -340,17 +414,21 @@ func TestHostLongRequestsOutliveTheReadTimeout(t *testing.T) {
 }
 
 func TestHostCapsConcurrentConnections(t *testing.T) {
-	h := startHost(t, serverConfig{host: oneSession(&feedSession{}), maxConns: 2})
+	h := startHost(t, serverConfig{host: oneSession(&feedSession{}), maxConns: 2, authGrace: time.Hour})
+	request := "GET /v1/sessions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + hostTestToken + "\r\n\r\n"
+	// Two token holders' connections take the two slots.
 	first, second := h.rawConn(t), h.rawConn(t)
 	for _, c := range []net.Conn{first, second} {
-		_, err := fmt.Fprint(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, err := fmt.Fprint(c, request)
 		require.NoError(t, err)
 		res, err := http.ReadResponse(bufio.NewReader(c), nil)
 		require.NoError(t, err)
 		res.Body.Close()
+		require.Equal(t, http.StatusOK, res.StatusCode)
 	}
+	// A third waits: no connection without the token to evict.
 	third := h.rawConn(t)
-	_, err := fmt.Fprint(third, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	_, err := fmt.Fprint(third, request)
 	require.NoError(t, err)
 	require.NoError(t, third.SetReadDeadline(time.Now().Add(300*time.Millisecond)))
 	_, err = bufio.NewReader(third).ReadByte()

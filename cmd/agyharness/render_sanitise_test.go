@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -279,40 +280,45 @@ func TestCommandErrorShowsAgysTextVisibly(t *testing.T) {
 func TestDriverShowsTextVisiblyAndSendsItUnchanged(t *testing.T) {
 	for _, a := range terminalAttacks {
 		t.Run(a.name, func(t *testing.T) {
-			sess := newScriptedSession()
-			inR, inW := io.Pipe()
-			defer inW.Close()
-			out := &syncBuffer{}
-			turn := messages.Command{Type: messages.CommandTurn, Text: "run " + a.text}
-			d := newDriver(driverConfig{interactive: true, turns: []messages.Command{turn}, exitAfterTurns: true, echoTurns: true, noTypedTurns: true},
-				sess, out, inR, nil, slog.New(slog.DiscardHandler))
-			done := make(chan error, 1)
-			go func() { done <- d.run(context.Background()) }()
+			synctest.Test(t, func(t *testing.T) {
+				sess := newScriptedSession()
+				inR, inW := io.Pipe()
+				defer inW.Close()
+				out := &syncBuffer{}
+				turn := messages.Command{Type: messages.CommandTurn, Text: "run " + a.text}
+				d := newDriver(driverConfig{interactive: true, turns: []messages.Command{turn}, exitAfterTurns: true, echoTurns: true, noTypedTurns: true},
+					sess, out, inR, nil, slog.New(slog.DiscardHandler))
+				done := make(chan error, 1)
+				go func() { done <- d.run(context.Background()) }()
 
-			require.Eventually(t, func() bool { return len(sess.commands()) == 1 }, 5*time.Second, time.Millisecond)
-			sess.push(messages.Event{Type: messages.EventUserMessage, Text: turn.Text, Origin: messages.OriginHarness})
-			sess.push(messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", Kind: messages.KindPermission,
-				Command: &messages.CommandLine{Line: a.text, Cwd: a.text}})
-			require.Eventually(t, func() bool { return strings.Contains(out.String(), "allow? [y/n]") }, 5*time.Second, time.Millisecond)
-			_, err := inW.Write([]byte("y\n"))
-			require.NoError(t, err)
-			require.Eventually(t, func() bool { return len(sess.commands()) == 2 }, 5*time.Second, time.Millisecond)
-			sess.push(messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "p1", Action: messages.ActionAccept})
-			sess.push(messages.Event{Type: messages.EventMessage, Text: a.text, ItemID: "m"})
-			sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
-			select {
-			case err := <-done:
+				synctest.Wait()
+				require.Len(t, sess.commands(), 1)
+				sess.push(messages.Event{Type: messages.EventUserMessage, Text: turn.Text, Origin: messages.OriginHarness})
+				sess.push(messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "p1", Kind: messages.KindPermission,
+					Command: &messages.CommandLine{Line: a.text, Cwd: a.text}})
+				synctest.Wait()
+				require.Contains(t, out.String(), "allow? [y/n]")
+				_, err := inW.Write([]byte("y\n"))
 				require.NoError(t, err)
-			case <-time.After(5 * time.Second):
-				t.Fatal("the driver did not detach after the turn")
-			}
+				synctest.Wait()
+				require.Len(t, sess.commands(), 2)
+				sess.push(messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "p1", Action: messages.ActionAccept})
+				sess.push(messages.Event{Type: messages.EventMessage, Text: a.text, ItemID: "m"})
+				sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+				select {
+				case err := <-done:
+					require.NoError(t, err)
+				case <-time.After(5 * time.Second):
+					t.Fatal("the driver did not detach after the turn")
+				}
 
-			assert.Equal(t, []messages.Command{turn, {Type: messages.CommandResolve, ElicitationID: "p1", Action: messages.ActionAccept}}, sess.commands())
-			screen := out.String()
-			assertInert(t, screen)
-			for _, want := range []string{"> run " + a.shown, "? agy wants to run: $ " + a.shown + "   (in " + a.shown + ")", "✓ allowed: $ " + a.shown} {
-				assert.Contains(t, screen, want)
-			}
+				assert.Equal(t, []messages.Command{turn, {Type: messages.CommandResolve, ElicitationID: "p1", Action: messages.ActionAccept}}, sess.commands())
+				screen := out.String()
+				assertInert(t, screen)
+				for _, want := range []string{"> run " + a.shown, "? agy wants to run: $ " + a.shown + "   (in " + a.shown + ")", "✓ allowed: $ " + a.shown} {
+					assert.Contains(t, screen, want)
+				}
+			})
 		})
 	}
 }

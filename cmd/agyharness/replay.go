@@ -13,6 +13,7 @@ import (
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func replayCommand() *command {
@@ -96,7 +97,7 @@ type replayer struct {
 	seq       uint64
 	root      string
 	recs      map[string]*mapper.Reconciler
-	models    map[string]rpc.ModelInfo
+	models    map[string]wire.ModelInfo
 	header    bool
 	unbound   []string // turns the session typed before agy had a conversation
 	noConv    bool     // the session's no_conversation status was published
@@ -152,7 +153,7 @@ func (p *replayer) apply(rec captureRecord) error {
 	case "bind":
 		p.bind(rec.ConversationID, stamp)
 	case "models":
-		var models map[string]rpc.ModelInfo
+		var models map[string]wire.ModelInfo
 		if err := json.Unmarshal(rec.Payload, &models); err != nil {
 			return fmt.Errorf("models: %w", err)
 		}
@@ -177,7 +178,7 @@ func (p *replayer) apply(rec captureRecord) error {
 		if err := json.Unmarshal(rec.Payload, &snap); err != nil {
 			return fmt.Errorf("snapshot: %w", err)
 		}
-		steps := make([]rpc.Step, len(snap.Steps))
+		steps := make([]wire.Step, len(snap.Steps))
 		for i, raw := range snap.Steps {
 			if err := json.Unmarshal(raw, &steps[i]); err != nil {
 				return fmt.Errorf("snapshot step %d: %w", i, err)

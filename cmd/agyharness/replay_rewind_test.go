@@ -13,8 +13,8 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TestReplayOfARewoundCapture: a session recorded while agy's
@@ -73,7 +73,7 @@ func recordRewind(t *testing.T, thirdTurn bool) {
 	turn("two")
 	at := -1
 	for i, st := range fake.Steps(conv) {
-		if st.Type == rpc.StepUserInput && st.UserInput.UserResponse == "two" {
+		if st.Type == wire.StepUserInput && st.UserInput.UserResponse == "two" {
 			at = i
 		}
 	}

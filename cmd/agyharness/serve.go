@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,13 +16,13 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
-	"golang.org/x/net/netutil"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
 )
 
 func serveCommand() *command {
 	c := &command{
 		name:     "serve",
-		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--tls-cert F --tls-key F] [--allow-remote [--insecure-remote]] [--max-connections N] [--cluster NAME --cluster-provider etcd|automanaged [--etcd-endpoints H:P,...] [--peers H:P,... --provider-port N] [--node NAME] [--advertise HOST:PORT]]",
+		synopsis: "serve [--listen 127.0.0.1:7420] [--token-file F] [--tls-cert F --tls-key F] [--allow-remote [--insecure-remote]] [--max-connections N] [--cluster NAME --cluster-provider etcd|automanaged [--etcd-endpoints H:P,...] [--peers H:P,... --provider-port N] [--node NAME] [--advertise HOST:PORT] --remote-tls-cert F --remote-tls-key F --remote-tls-ca F]",
 		summary:  "run the multi-session host: HTTP + SSE, loopback and a bearer token by default",
 		example: `agyharness serve --token-file ~/.config/agyharness/token &
 TOKEN=$(cat ~/.config/agyharness/token)
@@ -31,12 +32,12 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 	c.run = func(ctx context.Context, e *env, args []string) error {
 		fs := newFlagSet(e, c)
 		listen := fs.String("listen", "127.0.0.1:7420", "address to listen on (port 0 picks a free one)")
-		tokenFile := fs.String("token-file", "", "file holding the bearer token (default: a random token, printed to stderr)")
+		tokenFile := fs.String("token-file", "", "file holding the bearer token, mode 0600: at least 16 characters of at least 4 different ones (default: a random token, printed to stderr)")
 		allowRemote := fs.Bool("allow-remote", false, "allow a non-loopback --listen address (requires --token-file, and --tls-cert/--tls-key or --insecure-remote)")
 		tlsCert := fs.String("tls-cert", "", "serve HTTPS with this PEM certificate (chain) file (with --tls-key)")
 		tlsKey := fs.String("tls-key", "", "the PEM private key of --tls-cert")
 		insecureRemote := fs.Bool("insecure-remote", false, "with --allow-remote, serve plain HTTP: the token and the turns cross the network in clear")
-		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); more wait to be accepted")
+		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); a connection without the token is closed after 5s, or sooner when every slot is taken; more with the token wait to be accepted")
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
 		var cluster clusterFlags
@@ -77,7 +78,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		if *heartbeat <= 0 || *attachTimeout <= 0 {
 			return usagef("serve: --heartbeat and --attach-timeout must be positive")
 		}
-		token, generated, err := loadToken(*tokenFile)
+		token, generated, err := loadToken(*tokenFile, e.stderr)
 		if err != nil {
 			return err
 		}
@@ -137,8 +138,11 @@ func isLoopbackListen(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// loadToken reads the bearer token from path, or makes a random one.
-func loadToken(path string) (token string, generated bool, err error) {
+// loadToken reads the bearer token from path (at most tokenfile.MaxSize;
+// surrounding white space dropped; a file open to group or others is
+// warned about on warn), or makes a random one. A token tokenfile.CheckBearer
+// refuses is a usage error with its reason.
+func loadToken(path string, warn io.Writer) (token string, generated bool, err error) {
 	if path == "" {
 		b := make([]byte, 32)
 		if _, err := rand.Read(b); err != nil {
@@ -146,13 +150,13 @@ func loadToken(path string) (token string, generated bool, err error) {
 		}
 		return hex.EncodeToString(b), true, nil
 	}
-	b, err := os.ReadFile(path)
+	t, err := tokenfile.Read(path, func(line string) { fmt.Fprintf(warn, "agyharness serve: warning: %s\n", line) })
 	if err != nil {
-		return "", false, fmt.Errorf("serve: token file: %w", err)
+		return "", false, usagef("serve: --token-file: %v", err)
 	}
-	token = strings.TrimSpace(string(b))
-	if len(token) < 16 {
-		return "", false, usagef("serve: token file %s: the token must be at least 16 characters", path)
+	token = strings.TrimSpace(t)
+	if err := tokenfile.CheckBearer(token); err != nil {
+		return "", false, usagef("serve: token file %q: %v", path, err)
 	}
 	return token, false, nil
 }
@@ -163,14 +167,19 @@ func loadToken(path string) (token string, generated bool, err error) {
 // their connections are closed), every session detaches (hostShutdown of
 // its own), session watchers stop.
 func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.Signal, shutdownHost func(context.Context) error) error {
-	if s.cfg.maxConns > 0 {
-		ln = netutil.LimitListener(ln, s.cfg.maxConns)
-	}
+	ln = newSlotListener(ln, s.cfg.maxConns, s.cfg.authGrace)
 	if s.cfg.tls != nil {
 		ln = tls.NewListener(ln, s.cfg.tls)
 	}
+	// HTTP/1.1 only (the TLS configuration offers no other protocol): a
+	// 401's "Connection: close" then closes the connection.
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
 	hs := &http.Server{
 		Handler:           s.handler(),
+		Protocols:         &protocols,
+		ConnContext:       withSlotConn,
+		ConnState:         trackSlotConn,
 		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
 		ReadTimeout:       s.cfg.readTimeout,
 		IdleTimeout:       s.cfg.idleTimeout,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,11 +37,46 @@ type clusterNodeProc struct {
 
 var nodeLine = regexp.MustCompile(`node (\S+) of cluster (\S+) at (\S+)`)
 
-// startClusterNode runs a serve process that joins a cluster.
+var (
+	certDirsMu sync.Mutex
+	certDirs   = map[*testing.T]string{}
+)
+
+// nodeCerts makes node name's certificate with `agyharness cluster certs`,
+// in a directory of the test's whose CA every node of the test shares, and
+// returns serve's flags for it.
+func nodeCerts(t *testing.T, name string) []string {
+	t.Helper()
+	certDirsMu.Lock()
+	dir, ok := certDirs[t]
+	if !ok {
+		dir = filepath.Join(t.TempDir(), "certs")
+		certDirs[t] = dir
+		t.Cleanup(func() {
+			certDirsMu.Lock()
+			delete(certDirs, t)
+			certDirsMu.Unlock()
+		})
+	}
+	certDirsMu.Unlock()
+	out, err := exec.Command(harness(t), "cluster", "certs", "--out", dir, "--node", name+"=127.0.0.1").CombinedOutput()
+	require.NoError(t, err, "cluster certs: %s", out)
+	return []string{"--remote-tls-cert", filepath.Join(dir, name+".pem"), "--remote-tls-key", filepath.Join(dir, name+"-key.pem"),
+		"--remote-tls-ca", filepath.Join(dir, "ca.pem")}
+}
+
+// startClusterNode runs a serve process that joins a cluster, with mutual
+// TLS on remote unless args choose (--remote-tls-* or
+// --insecure-cluster-no-auth).
 func startClusterNode(t *testing.T, name string, args ...string) *clusterNodeProc {
 	t.Helper()
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte(testToken+"\n"), 0o600))
+	if !slices.ContainsFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--remote-tls-") || a == "--insecure-cluster-no-auth"
+	}) {
+		args = append(args, nodeCerts(t, name)...)
+	}
 	cmd := exec.Command(harness(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile,
 		"--heartbeat", "100ms", "--node", name}, args...)...)
 	cmd.Env = append(os.Environ(), "AGYHARNESS_LOG=info")
@@ -405,4 +442,109 @@ func TestClusterNodeCutOffAndBack(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, a.do("POST", "/v1/sessions/b1/turns", map[string]string{"text": "What is 2+2?"}, true, nil))
 	again.until("a message", isType(messages.EventMessage))
 	again.close()
+}
+
+func TestServeClusterRefusesToStartWithoutMutualTLS(t *testing.T) {
+	port := freeLoopbackPort(t)
+	cluster := []string{"--cluster", "plain", "--cluster-provider", "automanaged",
+		"--peers", fmt.Sprintf("127.0.0.1:%d", port), "--provider-port", strconv.Itoa(port)}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, harness(t), append([]string{"serve", "--listen", "127.0.0.1:0", "--node", "A"}, cluster...)...)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "serve --cluster without TLS material ends: %s", out)
+	assert.Equal(t, exitUsage, exit.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "--cluster needs mutual TLS")
+	assert.Contains(t, string(out), "agyharness cluster certs")
+
+	// Explicitly unauthenticated, it starts, and says so.
+	n := startClusterNode(t, "A", append(cluster, "--insecure-cluster-no-auth")...)
+	assert.Equal(t, hostcluster.StateAlive, n.nodeStates()["A"])
+	assert.Contains(t, n.logText(), "UNAUTHENTICATED CLUSTER")
+}
+
+// startEtcdTLSServer runs etcd with TLS on its client endpoint, client
+// certificates required, and auth enabled: user agy (password agy-secret)
+// may read and write under /agyharness. It returns the endpoint and serve's
+// --etcd-* flags for user agy (its password in a file).
+func startEtcdTLSServer(t *testing.T) (endpoint string, flags []string) {
+	t.Helper()
+	bin, err := exec.LookPath("etcd")
+	if err != nil {
+		t.Skip("etcd is not installed (apt-get install etcd-server)")
+	}
+	ctl, err := exec.LookPath("etcdctl")
+	if err != nil {
+		t.Skip("etcdctl is not installed (apt-get install etcd-client)")
+	}
+	dir := t.TempDir()
+	ca, files, err := hostcluster.WriteCerts(filepath.Join(dir, "etcd-certs"), []hostcluster.CertNode{
+		{Name: "etcd", Hosts: []string{"127.0.0.1"}}, {Name: "client", Hosts: []string{"127.0.0.1"}}}, time.Hour, false)
+	require.NoError(t, err)
+	server, client := files[0], files[1]
+	endpoint = fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
+	peer := fmt.Sprintf("http://127.0.0.1:%d", freeLoopbackPort(t))
+	cmd := exec.Command(bin, "--name", "e2e", "--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", "https://"+endpoint, "--advertise-client-urls", "https://"+endpoint,
+		"--cert-file", server.Cert, "--key-file", server.Key, "--client-cert-auth", "--trusted-ca-file", ca,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "e2e="+peer, "--log-level", "error")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	etcdctl := func(args ...string) error {
+		c := exec.Command(ctl, append([]string{"--endpoints", "https://" + endpoint, "--cacert", ca,
+			"--cert", client.Cert, "--key", client.Key, "--dial-timeout", "2s"}, args...)...)
+		c.Env = append(os.Environ(), "ETCDCTL_API=3")
+		out, err := c.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("etcdctl %v: %v: %s", args, err, out)
+		}
+		return nil
+	}
+	require.Eventually(t, func() bool { return etcdctl("endpoint", "health") == nil }, wait, 100*time.Millisecond, "etcd answers on %s", endpoint)
+	for _, args := range [][]string{
+		{"user", "add", "root:root-secret"},
+		{"user", "add", "agy:agy-secret"},
+		{"role", "add", "agyharness"},
+		{"role", "grant-permission", "agyharness", "--prefix=true", "readwrite", "/agyharness"},
+		{"user", "grant-role", "agy", "agyharness"},
+		{"auth", "enable"},
+	} {
+		require.NoError(t, etcdctl(args...))
+	}
+	password := filepath.Join(dir, "password")
+	require.NoError(t, os.WriteFile(password, []byte("agy-secret\n"), 0o600))
+	return endpoint, []string{"--etcd-endpoints", endpoint, "--etcd-tls-ca", ca, "--etcd-tls-cert", client.Cert,
+		"--etcd-tls-key", client.Key, "--etcd-user", "agy", "--etcd-password-file", password}
+}
+
+func TestClusterOnEtcdWithTLSAndAuth(t *testing.T) {
+	_, etcdFlags := startEtcdTLSServer(t)
+	cluster := append([]string{"--cluster", "secure", "--cluster-provider", "etcd"}, etcdFlags...)
+	a := startClusterNode(t, "A", cluster...)
+	b := startClusterNode(t, "B", cluster...)
+	for _, n := range []*clusterNodeProc{a, b} {
+		require.Eventually(t, func() bool {
+			st := n.nodeStates()
+			return st["A"] == hostcluster.StateAlive && st["B"] == hostcluster.StateAlive
+		}, wait, 50*time.Millisecond, "node %s sees A and B alive", n.name)
+	}
+
+	// A wrong password: the node does not join.
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	require.NoError(t, os.WriteFile(wrong, []byte("guess\n"), 0o600))
+	bad := slices.Clone(cluster)
+	bad[slices.Index(bad, "--etcd-password-file")+1] = wrong
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, harness(t), append(append([]string{"serve", "--listen", "127.0.0.1:0", "--node", "C"}, bad...),
+		nodeCerts(t, "C")...)...).CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "%s", out)
+	assert.Equal(t, exitFailure, exit.ExitCode(), "%s", out)
+	assert.Contains(t, string(out), "authentication failed", "%s", out)
 }

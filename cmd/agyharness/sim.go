@@ -7,8 +7,8 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func simCommand() *command {
@@ -101,7 +101,7 @@ func scenarioName(sc *agytest.Scenario) string {
 // view) and then a file-read turn on another model (a model change and a
 // permission on a non-command tool). A scenario file gets one turn per
 // script: its match text, or a plain opening line.
-func simTurns(sc *agytest.Scenario, isDefault bool, models []rpc.ModelInfo) []messages.Command {
+func simTurns(sc *agytest.Scenario, isDefault bool, models []wire.ModelInfo) []messages.Command {
 	model := func(i int) string {
 		if len(models) == 0 {
 			return ""

@@ -6,7 +6,9 @@
 // scenario; --conversation starts it with one root conversation instead, and
 // --earlier-runs N lists N idle conversations of earlier runs, as agy lists
 // those it keeps on disk (their ids are logged; --conversation ID starts on
-// one of them, as agy's --conversation ID resumes a conversation). It prints
+// one of them, as agy's --conversation ID resumes a conversation).
+// --history-steps N gives the conversation N finished steps, made from
+// their index when sent (a million cost the fake 8 MB). It prints
 // agy's log lines to stderr:
 //
 //	Language server listening on random port at <N> for HTTPS
@@ -110,6 +112,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	legacySubagents := fs.Bool("legacy-subagents", false, "send subagents as agy did before 1.1.9 (children typed SUBAGENT, INVOKE_SUBAGENT RUNNING until they are idle)")
 	noWakes := fs.Bool("no-background-wakes", false, "a finished background task does not wake agy (no SYSTEM_MESSAGE, no run nobody typed)")
 	rewindCleared := fs.Bool("rewind-marks-cleared", false, "a rewind keeps the rewound steps as CLEARED instead of cutting the trajectory back")
+	history := fs.Int("history-steps", 0, "start the conversation with this many finished steps (a user turn and a reply each two; needs --conversation), made when sent, never stored")
+	historyBytes := fs.Int("history-step-bytes", 0, "pad each reply of --history-steps to about this many bytes")
 	multi := addMultiFlags(fs)
 	if err := fs.Parse(joinConversationID(args)); err != nil {
 		return err
@@ -139,6 +143,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		LegacySubagents:    *legacySubagents,
 		NoBackgroundWakes:  *noWakes,
 		RewindMarksCleared: *rewindCleared,
+		HistorySteps:       *history,
+		HistoryStepBytes:   *historyBytes,
 		Seed:               *seed,
 		CSRFToken:          *csrf,
 		PromptTimeout:      *promptTimeout,

@@ -16,7 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -63,7 +65,7 @@ func (p *process) port(t *testing.T) int {
 		select {
 		case line, ok := <-p.lines:
 			require.True(t, ok, "fakeagy exited before logging its port")
-			if port, ok := rpc.PortFromLogLine(line); ok {
+			if port, ok := agyproc.PortFromLogLine(line); ok {
 				return port
 			}
 		case <-deadline:
@@ -91,7 +93,7 @@ func TestProcessServesTheRPCClient(t *testing.T) {
 	p := startFakeagy(t, "--chunk-delay", "1ms", "--seed", "3")
 	port := p.port(t)
 
-	ports, err := rpc.CandidatePorts(p.cmd.Process.Pid)
+	ports, err := agyproc.CandidatePorts(p.cmd.Process.Pid)
 	if err == nil {
 		assert.Contains(t, ports, port, "discovery by PID finds the listening port")
 	}
@@ -115,23 +117,23 @@ func TestProcessServesTheRPCClient(t *testing.T) {
 
 	// The default scenario: text, then a command approval.
 	require.NoError(t, c.SendUserCascadeMessage(ctx, conv, "what is here?", "MODEL_PLACEHOLDER_M20"))
-	var waiting rpc.Step
+	var waiting wire.Step
 	require.Eventually(t, func() bool {
 		steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
 		if err != nil {
 			return false
 		}
 		for _, s := range steps {
-			if s.Status == rpc.StatusWaiting {
+			if s.Status == wire.StatusWaiting {
 				waiting = s
 				return true
 			}
 		}
 		return false
 	}, 20*time.Second, 5*time.Millisecond)
-	assert.Equal(t, rpc.StepRunCommand, waiting.Type)
-	require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, rpc.InteractionResponse{
-		TrajectoryID: waiting.TrajectoryID(), StepIndex: rpc.Int(waiting.Index()), Permission: &rpc.PermissionAnswer{Allow: true},
+	assert.Equal(t, wire.StepRunCommand, waiting.Type)
+	require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, wire.InteractionResponse{
+		TrajectoryID: waiting.TrajectoryID(), StepIndex: wire.Int(waiting.Index()), Permission: &wire.PermissionAnswer{Allow: true},
 	}))
 	require.NoError(t, c.CancelCascadeSteps(ctx, conv))
 	p.stop(t)

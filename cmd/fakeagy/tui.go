@@ -12,17 +12,17 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // agyServer is what the terminal needs of the fake language server
 // (*agytest.Server satisfies it).
 type agyServer interface {
 	ConversationID() string
-	Steps(conversationID string) []rpc.Step
-	RunStatus(conversationID string) rpc.RunStatus
+	Steps(conversationID string) []wire.Step
+	RunStatus(conversationID string) wire.RunStatus
 	TypeTurn(text string) error
-	AnswerFromTerminal(conversationID string, answer rpc.InteractionResponse) error
+	AnswerFromTerminal(conversationID string, answer wire.InteractionResponse) error
 	Rewind(conversationID string, index int) error
 }
 
@@ -101,7 +101,7 @@ type promptKey struct {
 // keys that close it: an option's digit(s) then Enter, or Escape.
 type dialog struct {
 	key    promptKey
-	ask    rpc.Interaction
+	ask    wire.Interaction
 	multi  bool   // its (first) question takes several options
 	stale  bool   // answered elsewhere
 	picked []int  // the options picked (1-based), in order
@@ -378,14 +378,14 @@ func (t *terminal) confirm() {
 	case d.stale:
 		t.dialog = nil
 	case d.ask.Permission != nil:
-		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: d.picked[0] != len(permissionOptions)}})
+		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: d.picked[0] != len(permissionOptions)}})
 	default:
 		q := d.ask.AskQuestion.Questions[0]
 		var ids []string
 		for _, n := range d.picked {
 			ids = append(ids, q.Options[n-1].ID)
 		}
-		t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{
+		t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{{
 			Question: q.Question, SelectedOptionIDs: ids,
 		}}}})
 	}
@@ -396,16 +396,16 @@ func (t *terminal) confirm() {
 // call").
 func (t *terminal) decline() {
 	if t.dialog.ask.Permission != nil {
-		t.answer(rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{}})
+		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{}})
 		return
 	}
-	t.answer(rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{}}})
+	t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{}}})
 }
 
 // answer answers the dialog's prompt from this terminal, and closes the
 // dialog, as agy's closes when the person answers in it. An answer agy
 // refuses (the prompt was answered elsewhere meanwhile) closes it too.
-func (t *terminal) answer(resp rpc.InteractionResponse) {
+func (t *terminal) answer(resp wire.InteractionResponse) {
 	if err := t.srv.AnswerFromTerminal(t.dialog.key.conv, resp); err != nil {
 		t.notice = err.Error()
 	}
@@ -419,18 +419,18 @@ func (t *terminal) checkStale() {
 	if d == nil || d.stale {
 		return
 	}
-	if s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index); !ok || s.Status != rpc.StatusWaiting {
+	if s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index); !ok || s.Status != wire.StatusWaiting {
 		d.stale = true
 	}
 }
 
-func stepAt(steps []rpc.Step, index int) (rpc.Step, bool) {
+func stepAt(steps []wire.Step, index int) (wire.Step, bool) {
 	for _, s := range steps {
 		if s.Index() == index {
 			return s, true
 		}
 	}
-	return rpc.Step{}, false
+	return wire.Step{}, false
 }
 
 // options are the dialog's options: a permission's four, or its first
@@ -451,25 +451,25 @@ func (d *dialog) options() []string {
 // newDialog is the dialog of a WAITING step.
 // nextDialog is the dialog of the first prompt not shown yet: one WAITING,
 // or one answered elsewhere since (shown stale, as agy's terminal keeps it).
-func (t *terminal) nextDialog(conv string, steps []rpc.Step) *dialog {
+func (t *terminal) nextDialog(conv string, steps []wire.Step) *dialog {
 	for _, s := range steps {
 		key := promptKey{conv, s.Index()}
 		if s.RequestedInteraction == nil || t.shown[key] {
 			continue
 		}
 		answered := len(s.CompletedInteractions) > 0 && s.Index() >= t.history[conv]
-		if s.Status != rpc.StatusWaiting && !answered {
+		if s.Status != wire.StatusWaiting && !answered {
 			continue
 		}
 		t.shown[key] = true
 		d := newDialog(conv, s)
-		d.stale = s.Status != rpc.StatusWaiting
+		d.stale = s.Status != wire.StatusWaiting
 		return d
 	}
 	return nil
 }
 
-func newDialog(conv string, s rpc.Step) *dialog {
+func newDialog(conv string, s wire.Step) *dialog {
 	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction}
 	if d.ask.AskQuestion != nil && s.Metadata.ToolCall != nil {
 		// Whether a question takes several options is only in the tool
@@ -514,8 +514,8 @@ func (t *terminal) update() {
 // screenView is everything one screen shows.
 type screenView struct {
 	conv   string // the active conversation, "" before the first turn
-	steps  []rpc.Step
-	status rpc.RunStatus
+	steps  []wire.Step
+	status wire.RunStatus
 	dialog *dialog
 	draft  string
 	notice string
@@ -558,15 +558,15 @@ func render(v screenView) string {
 
 // stepLines is how agy's terminal shows a step: the person's turns, the
 // assistant's text, commands run, questions asked and tools used.
-func stepLines(s rpc.Step) []string {
+func stepLines(s wire.Step) []string {
 	switch {
-	case s.Type == rpc.StepUserInput && s.UserInput != nil:
+	case s.Type == wire.StepUserInput && s.UserInput != nil:
 		text := s.UserInput.UserResponse
 		if text == "" && len(s.UserInput.Items) > 0 {
 			text = s.UserInput.Items[0].Text
 		}
 		return prefixed("> ", text)
-	case s.Type == rpc.StepPlannerResponse && s.PlannerResponse != nil:
+	case s.Type == wire.StepPlannerResponse && s.PlannerResponse != nil:
 		text := s.PlannerResponse.Response
 		if text == "" {
 			text = s.PlannerResponse.ModifiedResponse
@@ -575,13 +575,13 @@ func stepLines(s rpc.Step) []string {
 			return nil
 		}
 		return prefixed("", text)
-	case s.Type == rpc.StepRunCommand && s.RunCommand != nil:
+	case s.Type == wire.StepRunCommand && s.RunCommand != nil:
 		lines := []string{"$ " + s.RunCommand.CommandLine}
 		if o := s.RunCommand.CombinedOutput; o != nil {
 			lines = append(lines, prefixed("  ", strings.TrimRight(o.Full, "\n"))...)
 		}
 		return lines
-	case s.Type == rpc.StepAskQuestion && s.AskQuestion != nil:
+	case s.Type == wire.StepAskQuestion && s.AskQuestion != nil:
 		var lines []string
 		for _, q := range s.AskQuestion.Questions {
 			line := "? " + q.Question
@@ -591,13 +591,13 @@ func stepLines(s rpc.Step) []string {
 			lines = append(lines, line)
 		}
 		return lines
-	case s.Metadata.ToolAction != "" && s.Type != rpc.StepPlannerResponse:
+	case s.Metadata.ToolAction != "" && s.Type != wire.StepPlannerResponse:
 		return []string{"* " + s.Metadata.ToolAction}
 	}
 	return nil
 }
 
-func optionTexts(q rpc.Question) string {
+func optionTexts(q wire.Question) string {
 	var texts []string
 	for _, id := range q.SelectedOptionIDs {
 		for _, o := range q.Options {
@@ -617,7 +617,7 @@ func prefixed(prefix, text string) []string {
 	return lines
 }
 
-func statusWord(st rpc.RunStatus) string {
+func statusWord(st wire.RunStatus) string {
 	if st == "" {
 		return "idle"
 	}

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // rewind is /rewind (alias /undo): the conversation goes back to before
@@ -18,7 +18,7 @@ func (t *terminal) rewind() {
 	steps := t.srv.Steps(conv)
 	at := -1
 	for i := len(steps) - 1; i >= 0; i-- {
-		if steps[i].Type == rpc.StepUserInput {
+		if steps[i].Type == wire.StepUserInput {
 			at = i
 			break
 		}

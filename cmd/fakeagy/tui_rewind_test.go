@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TestRewindTypedInTheTerminal: /rewind takes the conversation back to
@@ -16,7 +16,7 @@ import (
 func TestRewindTypedInTheTerminal(t *testing.T) {
 	srv, term, out := newTestTerminalWith(t, &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{agytest.Say("ok", 1)}}}})
 	conv := srv.ConversationID()
-	idle := func() bool { return srv.RunStatus(conv) == rpc.RunIdle }
+	idle := func() bool { return srv.RunStatus(conv) == wire.RunIdle }
 	press(term, "one\r")
 	require.Eventually(t, func() bool { return idle() && len(srv.Steps(conv)) > 0 }, wait, time.Millisecond)
 	at := len(srv.Steps(conv))

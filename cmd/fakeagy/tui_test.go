@@ -16,6 +16,7 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 const wait = 10 * time.Second
@@ -61,9 +62,9 @@ func newTestTerminalWith(t *testing.T, sc *agytest.Scenario) (*agytest.Server, *
 }
 
 // openPrompt waits until the active conversation has a WAITING step of typ.
-func openPrompt(t *testing.T, srv *agytest.Server, typ rpc.StepType) rpc.Step {
+func openPrompt(t *testing.T, srv *agytest.Server, typ wire.StepType) wire.Step {
 	t.Helper()
-	var step rpc.Step
+	var step wire.Step
 	require.Eventually(t, func() bool {
 		s, ok := srv.OpenPrompt(srv.ConversationID())
 		step = s
@@ -73,9 +74,9 @@ func openPrompt(t *testing.T, srv *agytest.Server, typ rpc.StepType) rpc.Step {
 }
 
 // committed waits for the ground truth of step index idx.
-func committed(t *testing.T, srv *agytest.Server, idx int) rpc.Step {
+func committed(t *testing.T, srv *agytest.Server, idx int) wire.Step {
 	t.Helper()
-	var step rpc.Step
+	var step wire.Step
 	require.Eventually(t, func() bool {
 		for _, s := range srv.GroundTruth(srv.ConversationID()) {
 			if s.Index() == idx {
@@ -115,9 +116,9 @@ func TestTypedTextAndEnterSendATerminalTurn(t *testing.T) {
 	steps := srv.Steps(srv.ConversationID())
 	require.NotEmpty(t, steps, "Enter sends the turn at once")
 	first := steps[0]
-	assert.Equal(t, rpc.StepUserInput, first.Type)
+	assert.Equal(t, wire.StepUserInput, first.Type)
 	assert.Equal(t, "say hello!", first.UserInput.UserResponse)
-	assert.Equal(t, rpc.SourceUserExplicit, first.Metadata.Source, "typed in agy's terminal")
+	assert.Equal(t, wire.SourceUserExplicit, first.Metadata.Source, "typed in agy's terminal")
 	assert.True(t, strings.HasSuffix(out.screen(), "\n> "), "the draft is empty again")
 	assert.Contains(t, out.screen(), "\n> say hello!\n", "the turn is in the conversation")
 
@@ -149,7 +150,7 @@ func TestBracketedPasteGoesIntoTheDraft(t *testing.T) {
 func countUserInputs(srv *agytest.Server) int {
 	n := 0
 	for _, s := range srv.Steps(srv.ConversationID()) {
-		if s.Type == rpc.StepUserInput {
+		if s.Type == wire.StepUserInput {
 			n++
 		}
 	}
@@ -161,7 +162,7 @@ const permissionDialog = "| command ls -la\n| Do you want to proceed?\n|   1. Ye
 func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
 	require.NoError(t, srv.TypeTurn("what is here?"))
-	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	perm := openPrompt(t, srv, wire.StepRunCommand)
 	term.update()
 	screen := out.screen()
 	assert.Contains(t, screen, permissionDialog+"| [1-4 then Enter; Esc declines]")
@@ -180,7 +181,7 @@ func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 	assert.True(t, got.CompletedInteractions[0].Response.Permission.Allow)
 	assert.Zero(t, srv.Calls("HandleCascadeUserInteraction"), "answered from the terminal, not over RPC")
 
-	q := openPrompt(t, srv, rpc.StepAskQuestion)
+	q := openPrompt(t, srv, wire.StepAskQuestion)
 	term.update()
 	screen = out.screen()
 	assert.Contains(t, screen, "| Which part should I focus on?\n|   1. The Go code\n|   2. The build setup\n|   3. The tests\n| [1-3 then Enter; Esc declines]")
@@ -202,7 +203,7 @@ func TestPromptsAnsweredFromTheTerminal(t *testing.T) {
 func TestOptionFourDeniesAPermission(t *testing.T) {
 	srv, term, _ := newTestTerminal(t)
 	require.NoError(t, srv.TypeTurn("what is here?"))
-	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	perm := openPrompt(t, srv, wire.StepRunCommand)
 	term.update()
 	press(term, "4\r")
 	got := committed(t, srv, perm.Index())
@@ -217,7 +218,7 @@ func TestMultiSelectQuestionTakesSeveralDigits(t *testing.T) {
 		agytest.Say("Checked.", 1),
 	}}}})
 	require.NoError(t, srv.TypeTurn("check it"))
-	q := openPrompt(t, srv, rpc.StepAskQuestion)
+	q := openPrompt(t, srv, wire.StepAskQuestion)
 	term.update()
 	assert.Contains(t, out.screen(), "| [1-3, several then Enter; Esc declines]")
 	press(term, "132")
@@ -233,7 +234,7 @@ func TestMultiSelectQuestionTakesSeveralDigits(t *testing.T) {
 func TestEscapeDeclinesAnOpenPrompt(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
 	require.NoError(t, srv.TypeTurn("what is here?"))
-	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	perm := openPrompt(t, srv, wire.StepRunCommand)
 	term.update()
 	press(term, "\x1b")
 	assert.NotContains(t, out.screen(), "Do you want to proceed?")
@@ -247,14 +248,14 @@ func TestEscapeDeclinesAnOpenPrompt(t *testing.T) {
 		agytest.Say("Fine.", 1),
 	}}}})
 	require.NoError(t, srv2.TypeTurn("pick"))
-	q := openPrompt(t, srv2, rpc.StepAskQuestion)
+	q := openPrompt(t, srv2, wire.StepAskQuestion)
 	term2.update()
 	require.Contains(t, out2.screen(), "| Which one?")
 	press(term2, "\x1b")
 	assert.NotContains(t, out2.screen(), "Which one?\n|", "Escape closes the dialog")
 	require.Eventually(t, func() bool {
 		s, ok := stepAt(srv2.Steps(srv2.ConversationID()), q.Index())
-		return ok && s.Status != rpc.StatusWaiting
+		return ok && s.Status != wire.StatusWaiting
 	}, wait, time.Millisecond, "the question was declined")
 	_, open := srv2.OpenPrompt(srv2.ConversationID())
 	assert.False(t, open)
@@ -265,17 +266,17 @@ func TestEscapeDeclinesAnOpenPrompt(t *testing.T) {
 func TestStaleDialogSwallowsTypingUntilItsKeysCloseIt(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
 	require.NoError(t, srv.TypeTurn("what is here?"))
-	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	perm := openPrompt(t, srv, wire.StepRunCommand)
 	term.update()
 	require.Contains(t, out.screen(), "Do you want to proceed?")
 
 	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer c.Close()
-	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), rpc.InteractionResponse{
-		TrajectoryID: perm.TrajectoryID(), StepIndex: rpc.Int(perm.Index()), Permission: &rpc.PermissionAnswer{Allow: true},
+	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), wire.InteractionResponse{
+		TrajectoryID: perm.TrajectoryID(), StepIndex: wire.Int(perm.Index()), Permission: &wire.PermissionAnswer{Allow: true},
 	}))
-	q := openPrompt(t, srv, rpc.StepAskQuestion) // the turn went on to its question
+	q := openPrompt(t, srv, wire.StepAskQuestion) // the turn went on to its question
 	term.update()
 	screen := out.screen()
 	assert.Contains(t, screen, permissionDialog+"| (answered elsewhere: 1-4 then Enter, or Esc, closes this)", "agy keeps the answered dialog")
@@ -296,9 +297,9 @@ func TestStaleDialogSwallowsTypingUntilItsKeysCloseIt(t *testing.T) {
 	assert.NotContains(t, screen, "Do you want to proceed?", "its keys close it")
 	assert.Contains(t, screen, "|   1. The Go code", "once closed, the open question is drawn")
 
-	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), rpc.InteractionResponse{
-		TrajectoryID: q.TrajectoryID(), StepIndex: rpc.Int(q.Index()),
-		AskQuestion: &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: "Which part should I focus on?", SelectedOptionIDs: []string{"3"}}}},
+	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), wire.InteractionResponse{
+		TrajectoryID: q.TrajectoryID(), StepIndex: wire.Int(q.Index()),
+		AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{{Question: "Which part should I focus on?", SelectedOptionIDs: []string{"3"}}}},
 	}))
 	committed(t, srv, q.Index())
 	term.update()
@@ -309,7 +310,7 @@ func TestStaleDialogSwallowsTypingUntilItsKeysCloseIt(t *testing.T) {
 	turns := func() []string {
 		var texts []string
 		for _, s := range srv.Steps(srv.ConversationID()) {
-			if s.Type == rpc.StepUserInput {
+			if s.Type == wire.StepUserInput {
 				texts = append(texts, s.UserInput.UserResponse)
 			}
 		}
@@ -401,13 +402,13 @@ func TestParseKeys(t *testing.T) {
 }
 
 func TestRenderTrimsTheConversationToTheScreen(t *testing.T) {
-	var steps []rpc.Step
+	var steps []wire.Step
 	for _, text := range []string{"one", "two", "three"} {
-		steps = append(steps, rpc.Step{Type: rpc.StepUserInput, UserInput: &rpc.UserInput{UserResponse: text}})
+		steps = append(steps, wire.Step{Type: wire.StepUserInput, UserInput: &wire.UserInput{UserResponse: text}})
 	}
-	got := render(screenView{conv: "c1", steps: steps, status: rpc.RunIdle, draft: "x", height: 6})
+	got := render(screenView{conv: "c1", steps: steps, status: wire.RunIdle, draft: "x", height: 6})
 	assert.Equal(t, "fakeagy (agy stand-in) conversation c1\n\n> three\n\n-- idle --\n> x", got)
-	got = render(screenView{status: rpc.RunIdle})
+	got = render(screenView{status: wire.RunIdle})
 	assert.Equal(t, "fakeagy (agy stand-in) no conversation yet: the first turn typed starts one\n\n\n-- idle --\n> ", got)
 }
 
@@ -428,12 +429,12 @@ func TestTUINeedsATerminal(t *testing.T) {
 func TestPromptAnsweredBeforeItWasDrawnStillGetsItsDialog(t *testing.T) {
 	srv, term, out := newTestTerminal(t)
 	require.NoError(t, srv.TypeTurn("what is here?"))
-	perm := openPrompt(t, srv, rpc.StepRunCommand)
+	perm := openPrompt(t, srv, wire.StepRunCommand)
 	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
 	require.NoError(t, err)
 	defer c.Close()
-	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), rpc.InteractionResponse{
-		TrajectoryID: perm.TrajectoryID(), StepIndex: rpc.Int(perm.Index()), Permission: &rpc.PermissionAnswer{},
+	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), wire.InteractionResponse{
+		TrajectoryID: perm.TrajectoryID(), StepIndex: wire.Int(perm.Index()), Permission: &wire.PermissionAnswer{},
 	}))
 	committed(t, srv, perm.Index())
 	term.update()

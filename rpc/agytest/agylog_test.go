@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +33,7 @@ func TestAgyLogAnnouncesEveryPort(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true, AgyLog: &log})
 	first := log.lines()
 	require.Len(t, first, 2)
-	p, ok := rpc.PortFromLogLine(first[0])
+	p, ok := agyproc.PortFromLogLine(first[0])
 	require.True(t, ok)
 	require.Equal(t, srv.Port(), p)
 	require.Contains(t, first[1], "for HTTP")
@@ -42,7 +42,7 @@ func TestAgyLogAnnouncesEveryPort(t *testing.T) {
 	require.NoError(t, err)
 	all := log.lines()
 	require.Len(t, all, 4)
-	p, ok = rpc.PortFromLogLine(all[2])
+	p, ok = agyproc.PortFromLogLine(all[2])
 	require.True(t, ok)
 	require.Equal(t, port, p, "the new port, logged again")
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 )
 
 // Connect protocol pieces of the server side, written as connect-go writes
@@ -37,7 +38,7 @@ func errorf(code rpc.Code, format string, args ...any) *connectError {
 // writeUnaryError writes a unary Connect error: the status connect-go maps
 // the code to, and {"code","message"}.
 func writeUnaryError(w http.ResponseWriter, e *connectError) {
-	rpc.WriteError(w, e.code, e.msg)
+	connectserver.WriteError(w, e.code, e.msg)
 }
 
 func writeUnaryJSON(w http.ResponseWriter, v any) {
@@ -55,10 +56,10 @@ func writeUnaryJSON(w http.ResponseWriter, v any) {
 // writeEndStream writes the final 0x02 envelope: {} on success.
 func writeEndStream(w io.Writer, e *connectError) {
 	if e == nil {
-		_ = rpc.WriteEndStream(w, "", "")
+		_ = connectserver.WriteEndStream(w, "", "")
 		return
 	}
-	_ = rpc.WriteEndStream(w, e.code, e.msg)
+	_ = connectserver.WriteEndStream(w, e.code, e.msg)
 }
 
 // readRequestEnvelope reads the single enveloped message of a server-stream

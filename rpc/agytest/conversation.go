@@ -2,11 +2,11 @@ package agytest
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Trajectory types of the summaries (agy's names are not recorded; these
@@ -39,8 +39,8 @@ type conversation struct {
 
 	mu         sync.Mutex
 	steps      []*fakeStep
-	truth      []rpc.Step
-	status     rpc.RunStatus
+	truth      []wire.Step
+	status     wire.RunStatus
 	lastInput  time.Time
 	lastMod    time.Time
 	lastInputI int
@@ -70,7 +70,7 @@ func newConversation(s *Server, id, trajectoryID string) *conversation {
 		trajectoryID:   trajectoryID,
 		rootID:         id,
 		trajectoryType: trajectoryTypeRoot,
-		status:         rpc.RunIdle,
+		status:         wire.RunIdle,
 		subs:           map[*subscriber]struct{}{},
 		changed:        make(chan struct{}),
 		lag:            map[int]lagMode{},
@@ -87,7 +87,7 @@ func (c *conversation) broadcastLocked() {
 // appendLocked adds a step at the next index and returns the index.
 func (c *conversation) appendLocked(f *fakeStep) int {
 	idx := len(c.steps)
-	f.step.Metadata.SourceTrajectoryStepInfo.StepIndex = rpc.Int(idx)
+	f.step.Metadata.SourceTrajectoryStepInfo.StepIndex = wire.Int(idx)
 	f.step.Metadata.SourceTrajectoryStepInfo.TrajectoryID = c.trajectoryID
 	f.step.Metadata.SourceTrajectoryStepInfo.CascadeID = c.id
 	c.steps = append(c.steps, f)
@@ -129,7 +129,7 @@ func (c *conversation) add(f *fakeStep) int {
 	return c.appendLocked(f)
 }
 
-func (c *conversation) setStatusLocked(st rpc.RunStatus) {
+func (c *conversation) setStatusLocked(st wire.RunStatus) {
 	if c.status == st {
 		return
 	}
@@ -141,12 +141,12 @@ func (c *conversation) setStatusLocked(st rpc.RunStatus) {
 }
 
 // snapshot returns the decoded current trajectory.
-func (c *conversation) snapshot() []rpc.Step {
+func (c *conversation) snapshot() []wire.Step {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]rpc.Step, len(c.steps))
-	for i, f := range c.steps {
-		out[i] = f.decoded()
+	out := make([]wire.Step, len(c.steps))
+	for i := range c.steps {
+		out[i] = c.stepLocked(i).decoded()
 	}
 	return out
 }
@@ -159,21 +159,25 @@ func (c *conversation) wireSteps(offset, limit int) [][]byte {
 	if offset >= len(c.steps) {
 		return nil
 	}
-	steps := c.steps[offset:]
-	if limit > 0 && len(steps) > limit {
-		steps = steps[:limit]
+	n := len(c.steps) - offset
+	if limit > 0 && n > limit {
+		n = limit
 	}
-	out := make([][]byte, len(steps))
-	for i, f := range steps {
-		out[i] = f.wire(false)
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = c.stepLocked(offset + i).wire(false)
 	}
 	return out
 }
 
-func (c *conversation) groundTruth() []rpc.Step {
+func (c *conversation) groundTruth() []wire.Step {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Clone(c.truth)
+	var out []wire.Step
+	for i := 0; i < len(c.steps) && c.steps[i] == nil; i++ {
+		out = append(out, c.historyStep(i).decoded())
+	}
+	return append(out, c.truth...)
 }
 
 func (c *conversation) summary() rpc.TrajectorySummary {
@@ -181,10 +185,10 @@ func (c *conversation) summary() rpc.TrajectorySummary {
 	defer c.mu.Unlock()
 	s := rpc.TrajectorySummary{
 		Status:                 c.status,
-		StepCount:              rpc.Int(len(c.steps)),
+		StepCount:              wire.Int(len(c.steps)),
 		TrajectoryID:           c.trajectoryID,
 		TrajectoryType:         c.trajectoryType,
-		LastUserInputStepIndex: rpc.Int(c.lastInputI),
+		LastUserInputStepIndex: wire.Int(c.lastInputI),
 		TrajectoryMetadata: rpc.TrajectoryMetadata{
 			ParentConversationID: c.parentID,
 			RootConversationID:   c.rootID,
@@ -202,7 +206,7 @@ func (c *conversation) summary() rpc.TrajectorySummary {
 	return s
 }
 
-func (c *conversation) runStatus() rpc.RunStatus {
+func (c *conversation) runStatus() wire.RunStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.status
@@ -212,7 +216,7 @@ func (c *conversation) runStatus() rpc.RunStatus {
 func (c *conversation) waitIdle(ctx context.Context) error {
 	for {
 		c.mu.Lock()
-		idle := !c.running && c.status == rpc.RunIdle
+		idle := !c.running && c.status == wire.RunIdle
 		ch := c.changed
 		c.mu.Unlock()
 		if idle {

@@ -72,6 +72,11 @@
 //   - A command that ran carries exitCode even when 0 (as recorded); a denied
 //     one carries none.
 //
+// Options.HistorySteps starts the conversation with a long history of
+// finished turns, made from their index when sent (a million steps cost the
+// fake 8 MB); a stream's first frame carries them all, as agy's does, far
+// over a reader's frame limit for a million.
+//
 // GroundTruth records every committed step so tests compare what a client saw
 // with what happened; InjectFault arms seeded, reproducible faults.
 package agytest

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // addEarlierRunsLocked adds n root conversations of earlier runs, as agy
@@ -19,33 +19,33 @@ func (s *Server) addEarlierRunsLocked(n int) {
 		at := time.Now().Add(-time.Duration(n-i) * time.Hour)
 		text := "Earlier run " + strconv.Itoa(i+1) + ": tidy the workspace"
 		c.mu.Lock()
-		c.appendLocked(&fakeStep{step: rpc.Step{
-			Type:   rpc.StepUserInput,
-			Status: rpc.StatusDone,
-			Metadata: rpc.StepMetadata{
-				Source:      rpc.SourceUserExplicit,
+		c.appendLocked(&fakeStep{step: wire.Step{
+			Type:   wire.StepUserInput,
+			Status: wire.StatusDone,
+			Metadata: wire.StepMetadata{
+				Source:      wire.SourceUserExplicit,
 				ExecutionID: uuidFrom(s.rng),
 				CreatedAt:   timestamp(at),
 			},
-			UserInput: &rpc.UserInput{
-				Items:        []rpc.TextItem{{Text: text}},
+			UserInput: &wire.UserInput{
+				Items:        []wire.TextItem{{Text: text}},
 				UserResponse: text,
-				UserConfig: &rpc.UserConfig{PlannerConfig: &rpc.PlannerConfig{
-					PlanModel: model, RequestedModel: &rpc.ModelRef{Model: model},
+				UserConfig: &wire.UserConfig{PlannerConfig: &wire.PlannerConfig{
+					PlanModel: model, RequestedModel: &wire.ModelRef{Model: model},
 				}},
 			},
 		}})
-		c.appendLocked(&fakeStep{step: rpc.Step{
-			Type:   rpc.StepPlannerResponse,
-			Status: rpc.StatusDone,
-			Metadata: rpc.StepMetadata{
-				Source:         rpc.SourceModel,
+		c.appendLocked(&fakeStep{step: wire.Step{
+			Type:   wire.StepPlannerResponse,
+			Status: wire.StatusDone,
+			Metadata: wire.StepMetadata{
+				Source:         wire.SourceModel,
 				CreatedAt:      timestamp(at.Add(time.Second)),
 				CompletedAt:    timestamp(at.Add(2 * time.Second)),
 				GeneratorModel: model,
-				ModelUsage:     &rpc.ModelUsage{Model: model, InputTokens: 1200, OutputTokens: 12, ResponseOutputTokens: 12},
+				ModelUsage:     &wire.ModelUsage{Model: model, InputTokens: 1200, OutputTokens: 12, ResponseOutputTokens: 12},
 			},
-			PlannerResponse: &rpc.PlannerResponse{
+			PlannerResponse: &wire.PlannerResponse{
 				Response:         fmt.Sprintf("Done with earlier run %d.", i+1),
 				ModifiedResponse: fmt.Sprintf("Done with earlier run %d.", i+1),
 				MessageID:        "bot-" + uuidFrom(s.rng),

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestFaultDropStreamAfterNFrames(t *testing.T) {
@@ -162,12 +163,12 @@ func TestFaultPromptTimeoutExpiresTheNextPrompt(t *testing.T) {
 	assert.Equal(t, at+1, retry.Index(), "agy retries at the next index")
 	steps := srv.Steps(conv)
 	expired := steps[at]
-	assert.Equal(t, rpc.StepRunCommand, expired.Type)
-	assert.Equal(t, rpc.StatusError, expired.Status, "the first prompt expired before anyone answered")
+	assert.Equal(t, wire.StepRunCommand, expired.Type)
+	assert.Equal(t, wire.StatusError, expired.Status, "the first prompt expired before anyone answered")
 	assert.Equal(t, 1, srv.FaultsInjected()["prompt_timeout"])
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(retry, true)))
 	waitIdle(t, srv, conv)
-	assert.Equal(t, rpc.StatusDone, srv.Steps(conv)[retry.Index()].Status)
+	assert.Equal(t, wire.StatusDone, srv.Steps(conv)[retry.Index()].Status)
 }
 
 func TestClosedServerRefusesTurns(t *testing.T) {

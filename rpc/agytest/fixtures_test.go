@@ -13,16 +13,17 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // fixtureDir holds steps recorded from real agy (testdata/agy-steps/README.md).
 const fixtureDir = "../../testdata/agy-steps"
 
-func loadFixture(t *testing.T, name string) rpc.Step {
+func loadFixture(t *testing.T, name string) wire.Step {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
 	require.NoError(t, err)
-	var s rpc.Step
+	var s wire.Step
 	require.NoError(t, json.Unmarshal(b, &s))
 	return s
 }
@@ -58,7 +59,7 @@ func paths(t *testing.T, raw []byte) map[string]bool {
 
 // typedPaths are the paths the project decodes: the step re-marshalled from
 // its typed fields.
-func typedPaths(t *testing.T, s rpc.Step) map[string]bool {
+func typedPaths(t *testing.T, s wire.Step) map[string]bool {
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
 	return paths(t, b)
@@ -87,8 +88,8 @@ func missing(want, have map[string]bool, ignore ...string) []string {
 // recorder collects, per fixture name, the fake's matching step (unary and
 // streamed copies) from one run of a scenario that has every kind of step.
 type recorded struct {
-	unary    map[string]rpc.Step
-	streamed map[string]rpc.Step
+	unary    map[string]wire.Step
+	streamed map[string]wire.Step
 }
 
 func recordShapes(t *testing.T) recorded {
@@ -113,45 +114,45 @@ func recordShapes(t *testing.T) recorded {
 	r.readUntil(t, st, func(*rpc.StreamFrame) bool { return true })
 	srv.InjectFault(agytest.Fault{Kind: agytest.FaultPromptTimeout}) // the first prompt expires: run_command_error
 	send(t, c, conv, "Say hello in one short sentence.")
-	rec := recorded{unary: map[string]rpc.Step{}, streamed: map[string]rpc.Step{}}
+	rec := recorded{unary: map[string]wire.Step{}, streamed: map[string]wire.Step{}}
 	expired := waitExpired(t, srv, conv)
 	p := waitPrompt(t, srv, conv, expired+1) // agy's retry of the expired prompt
 	rec.unary["run_command_waiting.json"] = p
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(p, true)))
 	q := waitPrompt(t, srv, conv, p.Index()+1)
 	rec.unary["ask_question_waiting.json"] = q
-	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, choose(q, rpc.QuestionResponse{Question: "Which focus?", SelectedOptionIDs: []string{"2"}})))
+	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, choose(q, wire.QuestionResponse{Question: "Which focus?", SelectedOptionIDs: []string{"2"}})))
 	r.readUntil(t, st, idleFrame)
 	steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
 	require.NoError(t, err)
 	for _, s := range steps {
 		name := ""
 		switch s.Type {
-		case rpc.StepUserInput:
+		case wire.StepUserInput:
 			name = "user_input.json"
-		case rpc.StepConversationHistory:
+		case wire.StepConversationHistory:
 			name = "conversation_history.json"
-		case rpc.StepCheckpoint:
+		case wire.StepCheckpoint:
 			name = "checkpoint.json"
-		case rpc.StepRunCommand:
+		case wire.StepRunCommand:
 			switch {
-			case s.Status == rpc.StatusError:
+			case s.Status == wire.StatusError:
 				name = "run_command_error.json"
 			case s.RequestedInteraction == nil: // ran without approval, as the recording
 				rec.streamed["stream_run_command_done.json"] = r.latest[s.Index()]
 			default:
 				name = "run_command_done.json"
 			}
-		case rpc.StepGeneric:
+		case wire.StepGeneric:
 			rec.streamed["stream_generic_done.json"] = r.latest[s.Index()]
-		case rpc.StepAskQuestion:
+		case wire.StepAskQuestion:
 			name = "ask_question_done.json"
-		case rpc.StepListDirectory:
+		case wire.StepListDirectory:
 			name = "list_directory_done.json"
 			rec.streamed["stream_list_directory_done.json"] = r.latest[s.Index()]
-		case rpc.StepViewFile:
+		case wire.StepViewFile:
 			rec.streamed["stream_view_file_done.json"] = r.latest[s.Index()]
-		case rpc.StepPlannerResponse:
+		case wire.StepPlannerResponse:
 			switch {
 			case len(s.PlannerResponse.ToolCalls) > 0 && s.PlannerResponse.ToolCalls[0].Name == "run_command":
 				name = "planner_response_tool_call_run_command.json"
@@ -199,7 +200,7 @@ func TestStepsShapedLikeRecordedAgySteps(t *testing.T) {
 		"plannerResponse.toolCalls[].thinkingSignature", "_fixtureProvenance",
 	}
 	names := make([]string, 0, len(rec.unary)+len(rec.streamed))
-	all := map[string]rpc.Step{}
+	all := map[string]wire.Step{}
 	for n, s := range rec.unary {
 		all[n] = s
 		names = append(names, n)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 )
 
 var servicePrefix = "/" + rpc.Service + "/"
@@ -146,7 +148,7 @@ func (s *Server) serveDeprecated(w http.ResponseWriter, ct string) {
 	if ct == "application/connect+json" {
 		w.Header().Set("Content-Type", "application/connect+json")
 		w.WriteHeader(http.StatusOK)
-		_ = rpc.WriteEnvelope(w, rpc.FlagEndStream, msg)
+		_ = connectserver.WriteEnvelope(w, rpc.FlagEndStream, msg)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -166,9 +168,9 @@ func errNotFound() *connectError { return errorf(rpc.CodeUnknown, "trajectory no
 // agentMessageRequest is SendAgentMessage's body (its shape is not
 // recorded; the fake takes a message or items).
 type agentMessageRequest struct {
-	CascadeID string         `json:"cascadeId"`
-	Message   string         `json:"message"`
-	Items     []rpc.TextItem `json:"items"`
+	CascadeID string          `json:"cascadeId"`
+	Message   string          `json:"message"`
+	Items     []wire.TextItem `json:"items"`
 }
 
 func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *connectError) {
@@ -241,7 +243,7 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 		if len(req.Items) == 0 {
 			return nil, errorf(rpc.CodeInvalidArgument, "no items in message")
 		}
-		if err := c.enqueue(&turnRequest{text: text.String(), model: model, source: rpc.SourceUserExplicit}); err != nil {
+		if err := c.enqueue(&turnRequest{text: text.String(), model: model, source: wire.SourceUserExplicit}); err != nil {
 			return nil, errorf(rpc.CodeUnavailable, "%v", err)
 		}
 		return rpc.Empty{}, nil
@@ -298,7 +300,7 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 			return nil, err
 		}
 		var resp rpc.ModelsResponse
-		resp.Response.Models = map[string]rpc.ModelInfo{}
+		resp.Response.Models = map[string]wire.ModelInfo{}
 		for _, m := range s.opts.Models {
 			resp.Response.Models[modelKey(m)] = m
 		}
@@ -339,7 +341,7 @@ func target[T any](s *Server, method string, body []byte, id func(*T) string) (*
 
 // modelKey is the catalog key of a model: a slug of its display name (agy's
 // keys are not the enum, so consumers must read .model).
-func modelKey(m rpc.ModelInfo) string {
+func modelKey(m wire.ModelInfo) string {
 	name := m.DisplayName
 	if name == "" {
 		name = m.Model
@@ -362,11 +364,11 @@ func modelKey(m rpc.ModelInfo) string {
 // not a user turn.
 func (c *conversation) recordSystemMessage(text string) {
 	raw, _ := json.Marshal(map[string]string{"message": text})
-	f := &fakeStep{step: rpc.Step{
-		Type:   rpc.StepSystemMessage,
-		Status: rpc.StatusDone,
-		Metadata: rpc.StepMetadata{
-			Source:    rpc.SourceSystem,
+	f := &fakeStep{step: wire.Step{
+		Type:   wire.StepSystemMessage,
+		Status: wire.StatusDone,
+		Metadata: wire.StepMetadata{
+			Source:    wire.SourceSystem,
 			CreatedAt: timestamp(time.Now()),
 		},
 		SystemMessage: raw,

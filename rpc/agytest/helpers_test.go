@@ -16,6 +16,7 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 const model = "MODEL_PLACEHOLDER_M20"
@@ -95,9 +96,9 @@ func waitIdle(t *testing.T, srv *agytest.Server, conv string) {
 
 // waitPrompt waits until the conversation has an open WAITING step whose
 // index is at least min.
-func waitPrompt(t *testing.T, srv *agytest.Server, conv string, min int) rpc.Step {
+func waitPrompt(t *testing.T, srv *agytest.Server, conv string, min int) wire.Step {
 	t.Helper()
-	var step rpc.Step
+	var step wire.Step
 	require.Eventually(t, func() bool {
 		s, ok := srv.OpenPrompt(conv)
 		step = s
@@ -110,17 +111,17 @@ func waitPrompt(t *testing.T, srv *agytest.Server, conv string, min int) rpc.Ste
 // every frame as received.
 type reader struct {
 	frames []*rpc.StreamFrame
-	latest map[int]rpc.Step
+	latest map[int]wire.Step
 	convs  []string
 }
 
-func newReader() *reader { return &reader{latest: map[int]rpc.Step{}} }
+func newReader() *reader { return &reader{latest: map[int]wire.Step{}} }
 
 func (r *reader) add(f *rpc.StreamFrame) {
 	r.frames = append(r.frames, f)
 	if n := len(r.convs); n == 0 || r.convs[n-1] != f.Update.ConversationID {
 		r.convs = append(r.convs, f.Update.ConversationID)
-		r.latest = map[int]rpc.Step{}
+		r.latest = map[int]wire.Step{}
 	}
 	su := f.Update.MainTrajectoryUpdate.StepsUpdate
 	for i, idx := range su.Indices {
@@ -150,10 +151,10 @@ func drainErr(st *rpc.Stream) error {
 	}
 }
 
-func idleFrame(f *rpc.StreamFrame) bool { return f.Update.Status == rpc.RunIdle }
+func idleFrame(f *rpc.StreamFrame) bool { return f.Update.Status == wire.RunIdle }
 
 // canon re-marshals a decoded step (typed fields only) for comparisons.
-func canon(t *testing.T, s rpc.Step) string {
+func canon(t *testing.T, s wire.Step) string {
 	b, err := json.Marshal(s)
 	require.NoError(t, err)
 	return string(b)
@@ -168,7 +169,7 @@ func waitExpired(t *testing.T, srv *agytest.Server, conv string) int {
 	expired := -1
 	require.Eventually(t, func() bool {
 		for _, s := range srv.Steps(conv) {
-			if s.Status == rpc.StatusError && s.RequestedInteraction != nil {
+			if s.Status == wire.StatusError && s.RequestedInteraction != nil {
 				expired = s.Index()
 				return true
 			}

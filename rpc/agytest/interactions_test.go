@@ -14,14 +14,15 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
-func allow(s rpc.Step, yes bool) rpc.InteractionResponse {
-	return rpc.InteractionResponse{TrajectoryID: s.TrajectoryID(), StepIndex: rpc.Int(s.Index()), Permission: &rpc.PermissionAnswer{Allow: yes}}
+func allow(s wire.Step, yes bool) wire.InteractionResponse {
+	return wire.InteractionResponse{TrajectoryID: s.TrajectoryID(), StepIndex: wire.Int(s.Index()), Permission: &wire.PermissionAnswer{Allow: yes}}
 }
 
-func choose(s rpc.Step, answers ...rpc.QuestionResponse) rpc.InteractionResponse {
-	return rpc.InteractionResponse{TrajectoryID: s.TrajectoryID(), StepIndex: rpc.Int(s.Index()), AskQuestion: &rpc.QuestionResponses{Responses: answers}}
+func choose(s wire.Step, answers ...wire.QuestionResponse) wire.InteractionResponse {
+	return wire.InteractionResponse{TrajectoryID: s.TrajectoryID(), StepIndex: wire.Int(s.Index()), AskQuestion: &wire.QuestionResponses{Responses: answers}}
 }
 
 func TestCommandApprovalAllowed(t *testing.T) {
@@ -31,8 +32,8 @@ func TestCommandApprovalAllowed(t *testing.T) {
 	)))
 	send(t, c, conv, "run the tests")
 	p := waitPrompt(t, srv, conv, 0)
-	assert.Equal(t, rpc.StepRunCommand, p.Type)
-	assert.Equal(t, rpc.StatusWaiting, p.Status)
+	assert.Equal(t, wire.StepRunCommand, p.Type)
+	assert.Equal(t, wire.StatusWaiting, p.Status)
 	require.NotNil(t, p.RequestedInteraction.Permission)
 	assert.Equal(t, "command", p.RequestedInteraction.Permission.Resource.Action)
 	assert.Equal(t, "make test", p.RequestedInteraction.Permission.Resource.Target)
@@ -43,7 +44,7 @@ func TestCommandApprovalAllowed(t *testing.T) {
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(p, true)))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[p.Index()]
-	assert.Equal(t, rpc.StatusDone, done.Status)
+	assert.Equal(t, wire.StatusDone, done.Status)
 	assert.Equal(t, 3, int(done.RunCommand.ExitCode))
 	assert.Equal(t, "ok\n", done.RunCommand.CombinedOutput.Full)
 	require.Len(t, done.CompletedInteractions, 1)
@@ -64,12 +65,12 @@ func TestCommandApprovalDenied(t *testing.T) {
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(p, false)))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[p.Index()]
-	assert.Equal(t, rpc.StatusDone, done.Status, "a denied command ends DONE")
+	assert.Equal(t, wire.StatusDone, done.Status, "a denied command ends DONE")
 	assert.Nil(t, done.RunCommand.CombinedOutput, "and never ran")
 	require.Len(t, done.CompletedInteractions, 1)
 	assert.Contains(t, string(done.Raw), `"permission":{}`, "allow:false is omitted, as proto3 does")
 	last := srv.Steps(conv)
-	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
+	assert.Equal(t, wire.RunIdle, srv.RunStatus(conv))
 	assert.NotEmpty(t, last)
 }
 
@@ -80,12 +81,12 @@ func TestToolPermissionPrompt(t *testing.T) {
 	)))
 	send(t, c, conv, "read it")
 	p := waitPrompt(t, srv, conv, 0)
-	assert.Equal(t, rpc.StepGeneric, p.Type)
-	assert.Equal(t, &rpc.Resource{Action: "read", Target: "/w/.env"}, p.RequestedInteraction.Permission.Resource)
+	assert.Equal(t, wire.StepGeneric, p.Type)
+	assert.Equal(t, &wire.Resource{Action: "read", Target: "/w/.env"}, p.RequestedInteraction.Permission.Resource)
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, allow(p, true)))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[p.Index()]
-	assert.Equal(t, rpc.StatusDone, done.Status)
+	assert.Equal(t, wire.StatusDone, done.Status)
 	assert.Equal(t, "A=1\n", done.Generic.Result.Result)
 }
 
@@ -109,19 +110,19 @@ func TestQuestionAnswered(t *testing.T) {
 	srv, c, conv := start(t, fast(questionScenario()))
 	send(t, c, conv, "ask me one")
 	p := waitPrompt(t, srv, conv, 0)
-	assert.Equal(t, rpc.StepAskQuestion, p.Type)
+	assert.Equal(t, wire.StepAskQuestion, p.Type)
 	q := p.RequestedInteraction.AskQuestion.Questions[0]
 	assert.Equal(t, "Which language?", q.Question)
-	assert.Equal(t, []rpc.Option{{ID: "1", Text: "Go"}, {ID: "2", Text: "Rust"}, {ID: "3", Text: "Zig"}}, q.Options)
+	assert.Equal(t, []wire.Option{{ID: "1", Text: "Go"}, {ID: "2", Text: "Rust"}, {ID: "3", Text: "Zig"}}, q.Options)
 	assert.Contains(t, p.Metadata.ToolCall.ArgumentsJSON, `"is_multi_select":false`)
 
 	ctx := testCtx(t)
-	bad := []rpc.InteractionResponse{
-		choose(p, rpc.QuestionResponse{Question: "which language?", SelectedOptionIDs: []string{"1"}}),  // not verbatim
-		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"Go"}}), // text, not id
-		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"4"}}),
-		choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1", "2"}}), // single select
-		choose(p, rpc.QuestionResponse{Question: "Which language?", WriteInResponse: "Haskell"}),            // no write-in
+	bad := []wire.InteractionResponse{
+		choose(p, wire.QuestionResponse{Question: "which language?", SelectedOptionIDs: []string{"1"}}),  // not verbatim
+		choose(p, wire.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"Go"}}), // text, not id
+		choose(p, wire.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"4"}}),
+		choose(p, wire.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1", "2"}}), // single select
+		choose(p, wire.QuestionResponse{Question: "Which language?", WriteInResponse: "Haskell"}),            // no write-in
 		allow(p, true), // wrong variant
 	}
 	for i, in := range bad {
@@ -131,11 +132,11 @@ func TestQuestionAnswered(t *testing.T) {
 	_, open := srv.OpenPrompt(conv)
 	assert.True(t, open, "bad answers leave the prompt open")
 
-	good := choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"2"}})
+	good := choose(p, wire.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"2"}})
 	require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, good))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[p.Index()]
-	assert.Equal(t, rpc.StatusDone, done.Status)
+	assert.Equal(t, wire.StatusDone, done.Status)
 	assert.Equal(t, []string{"2"}, done.AskQuestion.Questions[0].SelectedOptionIDs)
 	assert.Equal(t, good, *done.CompletedInteractions[0].Response)
 }
@@ -147,11 +148,11 @@ func TestSeveralQuestionsMultiSelectAndWriteIn(t *testing.T) {
 	require.Len(t, p.RequestedInteraction.AskQuestion.Questions, 2)
 	assert.Contains(t, p.Metadata.ToolCall.ArgumentsJSON, `"is_multi_select":true`)
 	ctx := testCtx(t)
-	partial := choose(p, rpc.QuestionResponse{Question: "Which targets?", SelectedOptionIDs: []string{"1", "3"}})
+	partial := choose(p, wire.QuestionResponse{Question: "Which targets?", SelectedOptionIDs: []string{"1", "3"}})
 	require.Error(t, c.HandleCascadeUserInteraction(ctx, conv, partial), "every question needs an answer")
 	full := choose(p,
-		rpc.QuestionResponse{Question: "Which targets?", SelectedOptionIDs: []string{"1", "3"}},
-		rpc.QuestionResponse{Question: "Anything else?", WriteInResponse: "ship it friday"},
+		wire.QuestionResponse{Question: "Which targets?", SelectedOptionIDs: []string{"1", "3"}},
+		wire.QuestionResponse{Question: "Anything else?", WriteInResponse: "ship it friday"},
 	)
 	require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, full))
 	waitIdle(t, srv, conv)
@@ -162,13 +163,13 @@ func TestSeveralQuestionsMultiSelectAndWriteIn(t *testing.T) {
 
 func TestAnswerFromTerminal(t *testing.T) {
 	srv, c, conv := start(t, fast(questionScenario()))
-	require.Error(t, srv.AnswerFromTerminal(conv, rpc.InteractionResponse{}), "no prompt open")
+	require.Error(t, srv.AnswerFromTerminal(conv, wire.InteractionResponse{}), "no prompt open")
 	require.NoError(t, srv.TypeTurn("ask me one"))
 	p := waitPrompt(t, srv, conv, 0)
-	require.NoError(t, srv.AnswerFromTerminal(conv, rpc.InteractionResponse{AskQuestion: &rpc.QuestionResponses{
-		Responses: []rpc.QuestionResponse{{Question: "Which language?", SelectedOptionIDs: []string{"3"}}},
+	require.NoError(t, srv.AnswerFromTerminal(conv, wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{
+		Responses: []wire.QuestionResponse{{Question: "Which language?", SelectedOptionIDs: []string{"3"}}},
 	}}))
-	err := c.HandleCascadeUserInteraction(testCtx(t), conv, choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1"}}))
+	err := c.HandleCascadeUserInteraction(testCtx(t), conv, choose(p, wire.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1"}}))
 	require.ErrorIs(t, err, rpc.ErrInputNotRegistered, "the terminal answered first")
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[p.Index()]
@@ -176,14 +177,14 @@ func TestAnswerFromTerminal(t *testing.T) {
 	assert.Equal(t, p.TrajectoryID(), resp.TrajectoryID)
 	assert.Equal(t, p.Index(), int(resp.StepIndex))
 	assert.Equal(t, []string{"3"}, done.AskQuestion.Questions[0].SelectedOptionIDs)
-	assert.Equal(t, rpc.SourceUserExplicit, srv.Steps(conv)[0].Metadata.Source)
+	assert.Equal(t, wire.SourceUserExplicit, srv.Steps(conv)[0].Metadata.Source)
 }
 
 func TestMissingTrajectoryIDIsInputNotRegistered(t *testing.T) {
 	srv, c, conv := start(t, fast(questionScenario()))
 	send(t, c, conv, "one")
 	p := waitPrompt(t, srv, conv, 0)
-	in := choose(p, rpc.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1"}})
+	in := choose(p, wire.QuestionResponse{Question: "Which language?", SelectedOptionIDs: []string{"1"}})
 	in.TrajectoryID = ""
 	body, err := json.Marshal(rpc.InteractionRequest{CascadeID: conv, Interaction: in})
 	require.NoError(t, err)
@@ -210,7 +211,7 @@ func TestPromptTimesOutAndIsRetriedAtAHigherIndex(t *testing.T) {
 	retry := waitPrompt(t, srv, conv, first.Index()+1)
 	assert.Equal(t, first.Type, retry.Type)
 	assert.Equal(t, first.RequestedInteraction.Permission.Resource, retry.RequestedInteraction.Permission.Resource)
-	assert.Equal(t, rpc.StatusError, srv.Steps(conv)[first.Index()].Status, "the expired prompt turned ERROR")
+	assert.Equal(t, wire.StatusError, srv.Steps(conv)[first.Index()].Status, "the expired prompt turned ERROR")
 
 	ctx := testCtx(t)
 	err = c.HandleCascadeUserInteraction(ctx, conv, allow(first, true))
@@ -230,11 +231,11 @@ func TestPromptTimesOutAndIsRetriedAtAHigherIndex(t *testing.T) {
 	truth := srv.GroundTruth(conv)
 	var errs, dones int
 	for _, s := range truth {
-		if s.Type == rpc.StepRunCommand {
+		if s.Type == wire.StepRunCommand {
 			switch s.Status {
-			case rpc.StatusError:
+			case wire.StatusError:
 				errs++
-			case rpc.StatusDone:
+			case wire.StatusDone:
 				dones++
 				assert.Equal(t, "deployed\n", s.RunCommand.CombinedOutput.Full)
 			}
@@ -248,10 +249,10 @@ func TestPromptTimesOutAndIsRetriedAtAHigherIndex(t *testing.T) {
 	r.readUntil(t, st, idleFrame)
 	for _, f := range r.frames {
 		for _, s := range f.Update.MainTrajectoryUpdate.StepsUpdate.Steps {
-			if s.Type != rpc.StepRunCommand {
+			if s.Type != wire.StepRunCommand {
 				continue
 			}
-			if s.Status == rpc.StatusPending {
+			if s.Status == wire.StatusPending {
 				assert.Nil(t, s.RequestedInteraction, "step %d asks before it waits", s.Index())
 			}
 			if s.RequestedInteraction != nil {
@@ -274,18 +275,18 @@ func TestCancelStopsGeneration(t *testing.T) {
 	send(t, c, conv, "talk")
 	require.Eventually(t, func() bool {
 		for _, s := range srv.Steps(conv) {
-			if s.Type == rpc.StepPlannerResponse && s.PlannerResponse.ModifiedResponse != "" {
+			if s.Type == wire.StepPlannerResponse && s.PlannerResponse.ModifiedResponse != "" {
 				return true
 			}
 		}
 		return false
 	}, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.CancelCascadeSteps(ctx, conv))
-	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv), "idle when the cancel returns")
+	assert.Equal(t, wire.RunIdle, srv.RunStatus(conv), "idle when the cancel returns")
 	for _, s := range srv.Steps(conv) {
 		assert.True(t, s.Status.Terminal(), "step %d %s", s.Index(), s.Status)
-		if s.Type == rpc.StepPlannerResponse {
-			assert.Equal(t, rpc.StatusCanceled, s.Status)
+		if s.Type == wire.StepPlannerResponse {
+			assert.Equal(t, wire.StatusCanceled, s.Status)
 		}
 	}
 }
@@ -296,11 +297,11 @@ func TestCancelNoopBuilds(t *testing.T) {
 	srv, c, conv := start(t, opts)
 	ctx := testCtx(t)
 	send(t, c, conv, "talk")
-	require.Eventually(t, func() bool { return srv.RunStatus(conv) == rpc.RunRunning }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return srv.RunStatus(conv) == wire.RunRunning }, 10*time.Second, time.Millisecond)
 	require.NoError(t, c.CancelCascadeSteps(ctx, conv))
-	assert.Equal(t, rpc.RunRunning, srv.RunStatus(conv), "this build ignores CancelCascadeSteps")
+	assert.Equal(t, wire.RunRunning, srv.RunStatus(conv), "this build ignores CancelCascadeSteps")
 	require.NoError(t, c.CancelCascadeInvocation(ctx, conv))
-	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
+	assert.Equal(t, wire.RunIdle, srv.RunStatus(conv))
 
 	_, err := agytest.NewServer(agytest.Options{CancelNoop: []string{"Heartbeat"}})
 	require.Error(t, err)
@@ -321,14 +322,14 @@ func TestCancelLeavesAWaitingPromptAlone(t *testing.T) {
 				require.NoError(t, c.Cancel(ctx, m, conv))
 			}
 			if stops {
-				assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
+				assert.Equal(t, wire.RunIdle, srv.RunStatus(conv))
 				return
 			}
-			assert.Equal(t, rpc.RunRunning, srv.RunStatus(conv), "the cancels changed nothing")
+			assert.Equal(t, wire.RunRunning, srv.RunStatus(conv), "the cancels changed nothing")
 			still, open := srv.OpenPrompt(conv)
 			require.True(t, open)
 			assert.Equal(t, p.Index(), still.Index())
-			assert.Equal(t, rpc.StatusWaiting, still.Status)
+			assert.Equal(t, wire.StatusWaiting, still.Status)
 
 			// Declined, then cancelled: the turn stops.
 			require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, allow(p, false)))
@@ -354,7 +355,7 @@ func TestDeclinedQuestion(t *testing.T) {
 	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, decline))
 	waitIdle(t, srv, conv)
 	done := srv.Steps(conv)[p.Index()]
-	assert.Equal(t, rpc.StatusDone, done.Status)
+	assert.Equal(t, wire.StatusDone, done.Status)
 	require.Len(t, done.CompletedInteractions, 1)
 	assert.True(t, done.CompletedInteractions[0].Response.AskQuestion.Declined())
 	assert.Empty(t, done.AskQuestion.Questions[0].SelectedOptionIDs)
@@ -370,14 +371,14 @@ func TestSubagentChildren(t *testing.T) {
 	ctx := testCtx(t)
 	send(t, c, conv, "delegate")
 	waitIdle(t, srv, conv)
-	var invoke rpc.Step
+	var invoke wire.Step
 	for _, s := range srv.Steps(conv) {
-		if s.Type == rpc.StepInvokeSubagent {
+		if s.Type == wire.StepInvokeSubagent {
 			invoke = s
 		}
 	}
 	require.NotNil(t, invoke.InvokeSubagent)
-	assert.Equal(t, rpc.StatusDone, invoke.Status)
+	assert.Equal(t, wire.StatusDone, invoke.Status)
 	require.Len(t, invoke.InvokeSubagent.Results, 2)
 	all, err := c.GetAllCascadeTrajectories(ctx)
 	require.NoError(t, err)
@@ -389,16 +390,16 @@ func TestSubagentChildren(t *testing.T) {
 		assert.Equal(t, conv, sum.TrajectoryMetadata.ParentConversationID)
 		assert.Equal(t, conv, sum.TrajectoryMetadata.RootConversationID)
 		assert.NotEqual(t, child, sum.TrajectoryMetadata.RootConversationID)
-		assert.Equal(t, rpc.RunIdle, sum.Status)
+		assert.Equal(t, wire.RunIdle, sum.Status)
 		steps, err := c.GetCascadeTrajectorySteps(ctx, child)
 		require.NoError(t, err)
-		types := []rpc.StepType{}
+		types := []wire.StepType{}
 		for _, s := range steps {
 			types = append(types, s.Type)
 			assert.True(t, s.Status.Terminal())
 		}
-		assert.Contains(t, types, rpc.StepListDirectory)
-		assert.Contains(t, types, rpc.StepPlannerResponse)
+		assert.Contains(t, types, wire.StepListDirectory)
+		assert.Contains(t, types, wire.StepPlannerResponse)
 	}
 	assert.Equal(t, conv, srv.ConversationID(), "children never become the active conversation")
 }
@@ -411,11 +412,11 @@ func TestFailingTurn(t *testing.T) {
 	waitIdle(t, srv, conv)
 	steps := srv.Steps(conv)
 	last := steps[len(steps)-1]
-	assert.Equal(t, rpc.StepPlannerResponse, last.Type)
-	assert.Equal(t, rpc.StatusError, last.Status)
+	assert.Equal(t, wire.StepPlannerResponse, last.Type)
+	assert.Equal(t, wire.StatusError, last.Status)
 	assert.Contains(t, string(last.Raw), "quota exceeded")
 	for _, s := range steps {
-		if s.Type == rpc.StepRunCommand {
+		if s.Type == wire.StepRunCommand {
 			assert.Equal(t, 1, int(s.RunCommand.ExitCode))
 		}
 	}
@@ -431,7 +432,7 @@ func TestTurnsQueueBehindTheRunningOne(t *testing.T) {
 	require.NoError(t, srv.WaitIdle(ctx, conv))
 	var inputs []string
 	for _, s := range srv.Steps(conv) {
-		if s.Type == rpc.StepUserInput {
+		if s.Type == wire.StepUserInput {
 			inputs = append(inputs, s.UserInput.UserResponse)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Behaviours of agy recorded live (issue 19), which the fake has by default.
@@ -34,9 +35,9 @@ func TestFreshServerHasNoConversationUntilATurnIsTyped(t *testing.T) {
 	require.Contains(t, all.TrajectorySummaries, conv)
 	steps := srv.Steps(conv)
 	require.NotEmpty(t, steps)
-	assert.Equal(t, rpc.StepUserInput, steps[0].Type)
+	assert.Equal(t, wire.StepUserInput, steps[0].Type)
 	assert.Equal(t, "hello", steps[0].UserInput.UserResponse)
-	assert.Equal(t, rpc.SourceUserExplicit, steps[0].Metadata.Source)
+	assert.Equal(t, wire.SourceUserExplicit, steps[0].Metadata.Source)
 
 	require.NoError(t, srv.TypeTurn("again"))
 	assert.Equal(t, conv, srv.ConversationID(), "later turns go to the same conversation")
@@ -55,7 +56,7 @@ func TestEarlierRunsAreListedButNotActive(t *testing.T) {
 	require.Len(t, all.TrajectorySummaries, 2)
 	var lastActive time.Time
 	for id, s := range all.TrajectorySummaries {
-		assert.Equal(t, rpc.RunIdle, s.Status, id)
+		assert.Equal(t, wire.RunIdle, s.Status, id)
 		at, err := time.Parse(time.RFC3339Nano, s.LastUserInputTime)
 		require.NoError(t, err)
 		assert.True(t, at.Before(time.Now().Add(-30*time.Minute)), "an earlier run was active hours ago")
@@ -65,7 +66,7 @@ func TestEarlierRunsAreListedButNotActive(t *testing.T) {
 		steps, err := c.GetCascadeTrajectorySteps(ctx, id)
 		require.NoError(t, err)
 		require.Len(t, steps, 2)
-		assert.Equal(t, rpc.StatusDone, steps[1].Status)
+		assert.Equal(t, wire.StatusDone, steps[1].Status)
 	}
 
 	require.NoError(t, srv.TypeTurn("hello"))
@@ -117,20 +118,20 @@ func TestUnstreamedPromptIsSeenOnlyByReadingTheSteps(t *testing.T) {
 			prompt := waitPrompt(t, srv, conv, 0)
 			steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
 			require.NoError(t, err)
-			assert.Equal(t, rpc.StatusWaiting, steps[prompt.Index()].Status, "a read of the steps shows the prompt")
+			assert.Equal(t, wire.StatusWaiting, steps[prompt.Index()].Status, "a read of the steps shows the prompt")
 			require.NoError(t, c.HandleCascadeUserInteraction(ctx, conv, allow(prompt, true)))
 			r.readUntil(t, st, idleFrame)
 			waitingStreamed := false
 			for _, f := range r.frames {
 				su := f.Update.MainTrajectoryUpdate.StepsUpdate
 				for i, idx := range su.Indices {
-					if int(idx) == prompt.Index() && su.Steps[i].Status == rpc.StatusWaiting {
+					if int(idx) == prompt.Index() && su.Steps[i].Status == wire.StatusWaiting {
 						waitingStreamed = true
 					}
 				}
 			}
 			assert.Equal(t, p < 0, waitingStreamed)
-			assert.Equal(t, rpc.StatusDone, r.latest[prompt.Index()].Status, "the step streams again once answered")
+			assert.Equal(t, wire.StatusDone, r.latest[prompt.Index()].Status, "the step streams again once answered")
 		})
 	}
 }
@@ -150,7 +151,7 @@ func TestStepsAreReadInWindows(t *testing.T) {
 	first, err := c.GetCascadeTrajectorySteps(ctx, conv)
 	require.NoError(t, err)
 	assert.Len(t, first, 3, "one answer holds at most MaxStepsPerRead steps")
-	var read []rpc.Step
+	var read []wire.Step
 	for off := 0; ; {
 		w, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, off, nil)
 		require.NoError(t, err)
@@ -187,5 +188,5 @@ func TestMovingModifiedTime(t *testing.T) {
 	a := read()
 	require.Eventually(t, func() bool { return read() != a }, 5*time.Second, time.Millisecond,
 		"lastModifiedTime moves at rest")
-	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv))
+	assert.Equal(t, wire.RunIdle, srv.RunStatus(conv))
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // prompt is the open WAITING interaction of a conversation. The answer
@@ -15,7 +16,7 @@ import (
 type prompt struct {
 	idx       int
 	questions []QuestionSpec // nil for a permission prompt
-	answer    chan rpc.InteractionResponse
+	answer    chan wire.InteractionResponse
 	// unstreamed: agy parks this prompt without a stream frame; only a
 	// read of the steps shows it WAITING (Options.UnstreamedPrompts).
 	unstreamed bool
@@ -24,17 +25,17 @@ type prompt struct {
 // prompt opens a WAITING interaction on step idx and waits for its answer.
 // When it expires the step turns ERROR and agy's retry opens the same prompt
 // as a new step at the next index; prompt returns the index it was answered at.
-func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, questions []QuestionSpec) (rpc.InteractionResponse, int, error) {
+func (t *turnRun) prompt(idx int, req *wire.Interaction, extra map[string]any, questions []QuestionSpec) (wire.InteractionResponse, int, error) {
 	for {
 		expireNow := t.srv.takeFault(FaultPromptTimeout)
-		p := &prompt{questions: questions, answer: make(chan rpc.InteractionResponse, 1)}
+		p := &prompt{questions: questions, answer: make(chan wire.InteractionResponse, 1)}
 		t.flush()
 		c := t.c
 		c.mu.Lock()
 		p.idx = idx
 		p.unstreamed = rngFor(t.srv.opts.Seed, c.id, "unstreamed", strconv.Itoa(idx)).Float64() < t.srv.opts.UnstreamedPrompts
 		f := c.steps[idx]
-		f.step.Status = rpc.StatusWaiting
+		f.step.Status = wire.StatusWaiting
 		f.step.RequestedInteraction = req
 		for k, v := range extra {
 			f.setExtra(k, v)
@@ -51,7 +52,7 @@ func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, qu
 		c.mu.Lock()
 		retry := c.steps[idx].clone()
 		c.mu.Unlock()
-		retry.step.Status = rpc.StatusPending
+		retry.step.Status = wire.StatusPending
 		retry.step.RequestedInteraction = nil
 		retry.step.CompletedInteractions = nil
 		delete(retry.extra, "requestedInteraction") // asked again when it turns WAITING
@@ -59,7 +60,7 @@ func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, qu
 		retry.step.Metadata.CreatedAt = timestamp(time.Now())
 		retry.step.Metadata.CompletedAt = ""
 		if err := t.pause(); err != nil {
-			return rpc.InteractionResponse{}, idx, err
+			return wire.InteractionResponse{}, idx, err
 		}
 		idx = t.add(retry)
 	}
@@ -67,7 +68,7 @@ func (t *turnRun) prompt(idx int, req *rpc.Interaction, extra map[string]any, qu
 
 // await waits for p's answer, its expiry or the turn's end. It reports
 // answered=false when the prompt expired.
-func (t *turnRun) await(p *prompt, expireNow bool) (rpc.InteractionResponse, bool, error) {
+func (t *turnRun) await(p *prompt, expireNow bool) (wire.InteractionResponse, bool, error) {
 	var expired <-chan time.Time
 	switch d := t.srv.opts.PromptTimeout; {
 	case expireNow:
@@ -86,9 +87,9 @@ func (t *turnRun) await(p *prompt, expireNow bool) (rpc.InteractionResponse, boo
 		if !t.c.expire(p) {
 			return <-p.answer, true, nil // answered just before the timer fired
 		}
-		return rpc.InteractionResponse{}, false, nil
+		return wire.InteractionResponse{}, false, nil
 	case <-t.ctx.Done():
-		return rpc.InteractionResponse{}, false, t.ctx.Err()
+		return wire.InteractionResponse{}, false, t.ctx.Err()
 	}
 }
 
@@ -101,7 +102,7 @@ func (c *conversation) expire(p *prompt) bool {
 	}
 	c.prompt = nil
 	f := c.steps[p.idx]
-	f.step.Status = rpc.StatusError
+	f.step.Status = wire.StatusError
 	f.step.Metadata.CompletedAt = timestamp(time.Now())
 	c.touchLocked(p.idx)
 	return true
@@ -111,7 +112,7 @@ func (c *conversation) expire(p *prompt) bool {
 // inside the interaction must name this trajectory's step that is WAITING
 // now, else the overloaded "input not registered for step N". From the
 // terminal the open prompt is answered whatever the ids say.
-func (c *conversation) answer(resp rpc.InteractionResponse, fromTerminal bool) *connectError {
+func (c *conversation) answer(resp wire.InteractionResponse, fromTerminal bool) *connectError {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.prompt
@@ -120,10 +121,10 @@ func (c *conversation) answer(resp rpc.InteractionResponse, fromTerminal bool) *
 			return errorf(rpc.CodeUnknown, "no open prompt in conversation %s", c.id)
 		}
 		resp.TrajectoryID = c.trajectoryID
-		resp.StepIndex = rpc.Int(p.idx)
+		resp.StepIndex = wire.Int(p.idx)
 	}
 	idx := int(resp.StepIndex)
-	if resp.TrajectoryID != c.trajectoryID || p == nil || p.idx != idx || c.steps[idx].step.Status != rpc.StatusWaiting {
+	if resp.TrajectoryID != c.trajectoryID || p == nil || p.idx != idx || c.steps[idx].step.Status != wire.StatusWaiting {
 		return errorf(rpc.CodeUnknown, "input not registered for step %d", idx)
 	}
 	if p.questions == nil {
@@ -141,14 +142,14 @@ func (c *conversation) answer(resp rpc.InteractionResponse, fromTerminal bool) *
 		resp.Permission = nil
 	}
 	f := c.steps[idx]
-	f.step.Status = rpc.StatusRunning
+	f.step.Status = wire.StatusRunning
 	c.prompt = nil
 	c.touchLocked(idx)
 	p.answer <- resp
 	return nil
 }
 
-func validateAnswers(qs []QuestionSpec, rs []rpc.QuestionResponse, idx int) *connectError {
+func validateAnswers(qs []QuestionSpec, rs []wire.QuestionResponse, idx int) *connectError {
 	if len(rs) == 0 {
 		return nil // {"responses":[]} declines the question: the step leaves WAITING
 	}

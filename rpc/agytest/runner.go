@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // turnRequest is a turn waiting to run: a user turn (over RPC or typed in
@@ -83,30 +83,30 @@ func (c *conversation) beginTurnLocked(ctx context.Context, req *turnRequest) *t
 	clear(c.lag)
 	now := time.Now()
 	if req.wake {
-		f := &fakeStep{step: rpc.Step{
-			Type:     rpc.StepSystemMessage,
-			Status:   rpc.StatusDone,
-			Metadata: rpc.StepMetadata{Source: rpc.SourceSystem, ExecutionID: t.execID, CreatedAt: timestamp(now), CompletedAt: timestamp(now)},
+		f := &fakeStep{step: wire.Step{
+			Type:     wire.StepSystemMessage,
+			Status:   wire.StatusDone,
+			Metadata: wire.StepMetadata{Source: wire.SourceSystem, ExecutionID: t.execID, CreatedAt: timestamp(now), CompletedAt: timestamp(now)},
 		}}
 		f.setExtra("systemMessage", map[string]any{"message": req.text, "type": "task_notification"})
 		t.userInputIdx = c.appendLocked(f)
-		c.setStatusLocked(rpc.RunRunning)
+		c.setStatusLocked(wire.RunRunning)
 		return t
 	}
-	f := &fakeStep{step: rpc.Step{
-		Type:   rpc.StepUserInput,
-		Status: rpc.StatusDone,
-		Metadata: rpc.StepMetadata{
+	f := &fakeStep{step: wire.Step{
+		Type:   wire.StepUserInput,
+		Status: wire.StatusDone,
+		Metadata: wire.StepMetadata{
 			Source:      req.source,
 			ExecutionID: t.execID,
 			CreatedAt:   timestamp(now),
 		},
-		UserInput: &rpc.UserInput{
-			Items:        []rpc.TextItem{{Text: req.text}},
+		UserInput: &wire.UserInput{
+			Items:        []wire.TextItem{{Text: req.text}},
 			UserResponse: req.text,
-			UserConfig: &rpc.UserConfig{PlannerConfig: &rpc.PlannerConfig{
+			UserConfig: &wire.UserConfig{PlannerConfig: &wire.PlannerConfig{
 				PlanModel:      req.model,
-				RequestedModel: &rpc.ModelRef{Model: req.model},
+				RequestedModel: &wire.ModelRef{Model: req.model},
 			}},
 		},
 	}}
@@ -115,7 +115,7 @@ func (c *conversation) beginTurnLocked(ctx context.Context, req *turnRequest) *t
 	c.lastInput = now
 	c.lastInputI = t.userInputIdx
 	c.lastModel = req.model
-	c.setStatusLocked(rpc.RunRunning)
+	c.setStatusLocked(wire.RunRunning)
 	return t
 }
 
@@ -144,7 +144,7 @@ func (c *conversation) work(ctx context.Context, cancel context.CancelFunc, t *t
 		}
 		c.running = false
 		c.prompt = nil
-		c.setStatusLocked(rpc.RunIdle)
+		c.setStatusLocked(wire.RunIdle)
 		wakes := c.wakes
 		c.wakes = nil
 		c.mu.Unlock()
@@ -159,8 +159,8 @@ func (c *conversation) work(ctx context.Context, cancel context.CancelFunc, t *t
 func (c *conversation) cancelLiveLocked() {
 	c.prompt = nil
 	for i, f := range c.steps {
-		if !f.step.Status.Terminal() {
-			f.step.Status = rpc.StatusCanceled
+		if f != nil && !f.step.Status.Terminal() {
+			f.step.Status = wire.StatusCanceled
 			c.touchLocked(i)
 		}
 	}
@@ -187,7 +187,7 @@ func (c *conversation) cancel(ctx context.Context, sparePrompts bool) error {
 		}
 		return nil
 	}
-	c.setStatusLocked(rpc.RunCanceling)
+	c.setStatusLocked(wire.RunCanceling)
 	c.queue = nil
 	stop, done := c.cancelTurn, c.turnDone
 	c.mu.Unlock()
@@ -225,7 +225,7 @@ type turnRun struct {
 
 func (t *turnRun) run() (lagMode, error) {
 	if t.turnNo == 1 {
-		f := t.newStep(rpc.StepConversationHistory, rpc.StatusDone, rpc.SourceSystem)
+		f := t.newStep(wire.StepConversationHistory, wire.StatusDone, wire.SourceSystem)
 		f.step.Metadata.CompletedAt = f.step.Metadata.CreatedAt
 		f.setExtra("conversationHistory", map[string]any{})
 		t.add(f)
@@ -294,19 +294,19 @@ func (t *turnRun) lag() lagMode {
 
 // --- step plumbing ---
 
-func (t *turnRun) newStep(typ rpc.StepType, status rpc.StepStatus, source string) *fakeStep {
-	f := &fakeStep{step: rpc.Step{
+func (t *turnRun) newStep(typ wire.StepType, status wire.StepStatus, source string) *fakeStep {
+	f := &fakeStep{step: wire.Step{
 		Type:   typ,
 		Status: status,
-		Metadata: rpc.StepMetadata{
+		Metadata: wire.StepMetadata{
 			Source:      source,
 			ExecutionID: t.execID,
 			CreatedAt:   timestamp(time.Now()),
 		},
 	}}
-	if source == rpc.SourceModel {
+	if source == wire.SourceModel {
 		f.step.Metadata.GeneratorModel = t.req.model
-		f.step.Metadata.RequestedModel = &rpc.ModelRef{Model: t.req.model}
+		f.step.Metadata.RequestedModel = &wire.ModelRef{Model: t.req.model}
 	}
 	return f
 }
@@ -372,16 +372,16 @@ func tokens(s string) int {
 
 // plan streams a PLANNER_RESPONSE: thinking first, then modifiedResponse in
 // chunks; response, usage and the tool call only at DONE.
-func (t *turnRun) plan(text string, chunks int, call *rpc.ToolCall) error {
-	f := t.newStep(rpc.StepPlannerResponse, rpc.StatusGenerating, rpc.SourceModel)
-	f.step.PlannerResponse = &rpc.PlannerResponse{MessageID: "bot-" + uuidFrom(t.rng)}
+func (t *turnRun) plan(text string, chunks int, call *wire.ToolCall) error {
+	f := t.newStep(wire.StepPlannerResponse, wire.StatusGenerating, wire.SourceModel)
+	f.step.PlannerResponse = &wire.PlannerResponse{MessageID: "bot-" + uuidFrom(t.rng)}
 	idx := t.add(f)
 	thinking := t.thinking
 	t.thinking = ""
-	if err := t.stream(idx, thinking, 0, func(pr *rpc.PlannerResponse, s string) { pr.Thinking += s }); err != nil {
+	if err := t.stream(idx, thinking, 0, func(pr *wire.PlannerResponse, s string) { pr.Thinking += s }); err != nil {
 		return err
 	}
-	if err := t.stream(idx, text, chunks, func(pr *rpc.PlannerResponse, s string) { pr.ModifiedResponse += s }); err != nil {
+	if err := t.stream(idx, text, chunks, func(pr *wire.PlannerResponse, s string) { pr.ModifiedResponse += s }); err != nil {
 		return err
 	}
 	if err := t.pause(); err != nil {
@@ -398,12 +398,12 @@ func (t *turnRun) plan(text string, chunks int, call *rpc.ToolCall) error {
 	signature := thinkingSignature(t.rng)
 	t.commit(idx, func(f *fakeStep) {
 		now := timestamp(time.Now())
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		pr := f.step.PlannerResponse
 		pr.Response = pr.ModifiedResponse
 		pr.StopReason = "STOP_REASON_STOP_PATTERN"
 		if call != nil {
-			pr.ToolCalls = []rpc.ToolCall{*call}
+			pr.ToolCalls = []wire.ToolCall{*call}
 		}
 		f.step.Metadata.ModelUsage = usage
 		f.step.Metadata.CompletedAt = now
@@ -419,7 +419,7 @@ func (t *turnRun) plan(text string, chunks int, call *rpc.ToolCall) error {
 	return nil
 }
 
-func (t *turnRun) stream(idx int, text string, chunks int, grow func(*rpc.PlannerResponse, string)) error {
+func (t *turnRun) stream(idx int, text string, chunks int, grow func(*wire.PlannerResponse, string)) error {
 	for _, piece := range chunk(text, chunks) {
 		if err := t.pause(); err != nil {
 			return err
@@ -429,25 +429,25 @@ func (t *turnRun) stream(idx int, text string, chunks int, grow func(*rpc.Planne
 	return nil
 }
 
-func (t *turnRun) usage(thinking, response int) *rpc.ModelUsage {
+func (t *turnRun) usage(thinking, response int) *wire.ModelUsage {
 	// The prompt cache is cold on a conversation's first model call only.
 	cache := 0
 	if t.c.calls > 0 {
 		cache = 8000 + t.rng.IntN(12000)
 	}
 	t.c.calls++ // only this conversation's worker touches calls
-	return &rpc.ModelUsage{
+	return &wire.ModelUsage{
 		Model:                t.req.model,
-		InputTokens:          rpc.Int64(1000 + t.rng.IntN(20000)),
-		OutputTokens:         rpc.Int64(thinking + response),
-		ThinkingOutputTokens: rpc.Int64(thinking),
-		ResponseOutputTokens: rpc.Int64(response),
-		CacheReadTokens:      rpc.Int64(cache),
+		InputTokens:          wire.Int64(1000 + t.rng.IntN(20000)),
+		OutputTokens:         wire.Int64(thinking + response),
+		ThinkingOutputTokens: wire.Int64(thinking),
+		ResponseOutputTokens: wire.Int64(response),
+		CacheReadTokens:      wire.Int64(cache),
 	}
 }
 
 // toolCall builds a tool call; argumentsJson has sorted keys, as agy's has.
-func (t *turnRun) toolCall(name string, args map[string]any) (rpc.ToolCall, []string) {
+func (t *turnRun) toolCall(name string, args map[string]any) (wire.ToolCall, []string) {
 	b, err := json.Marshal(args)
 	if err != nil {
 		panic("agytest: tool arguments: " + err.Error())
@@ -457,7 +457,7 @@ func (t *turnRun) toolCall(name string, args map[string]any) (rpc.ToolCall, []st
 		order = append(order, k)
 	}
 	sortArgs(order)
-	return rpc.ToolCall{ID: shortID(t.rng), Name: name, ArgumentsJSON: string(b)}, order
+	return wire.ToolCall{ID: shortID(t.rng), Name: name, ArgumentsJSON: string(b)}, order
 }
 
 // sortArgs orders argument names as agy lists them: the tool's own
@@ -473,8 +473,8 @@ func sortArgs(names []string) {
 }
 
 // toolStep builds a tool step in PENDING carrying its tool call.
-func (t *turnRun) toolStep(typ rpc.StepType, call rpc.ToolCall, order []string, summary, action string) *fakeStep {
-	f := t.newStep(typ, rpc.StatusPending, rpc.SourceModel)
+func (t *turnRun) toolStep(typ wire.StepType, call wire.ToolCall, order []string, summary, action string) *fakeStep {
+	f := t.newStep(typ, wire.StatusPending, wire.SourceModel)
 	tc := call
 	f.step.Metadata.ToolCall = &tc
 	f.step.Metadata.ToolSummary = summary
@@ -514,15 +514,15 @@ func (t *turnRun) runCommand(cmd CommandAction) error {
 	if err := t.plan("", 0, &call); err != nil {
 		return err
 	}
-	f := t.toolStep(rpc.StepRunCommand, call, order, summary, action)
-	f.step.RunCommand = &rpc.RunCommand{CommandLine: cmd.Line, ProposedCommandLine: cmd.Line, Cwd: cwd}
+	f := t.toolStep(wire.StepRunCommand, call, order, summary, action)
+	f.step.RunCommand = &wire.RunCommand{CommandLine: cmd.Line, ProposedCommandLine: cmd.Line, Cwd: cwd}
 	f.setExtra("runCommand.waitMsBeforeAsync", "2000")
 	f.setExtra("runCommand.blocking", true)
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
 		return err
 	}
-	resource := rpc.Resource{Action: "command", Target: cmd.Line}
+	resource := wire.Resource{Action: "command", Target: cmd.Line}
 	ask := permissionAsk{resource: resource, description: action, grant: true, extra: map[string]any{
 		"requestedInteraction.permission.persistSuggestionType":   "PERSIST_SUGGESTION_TYPE_SUGGESTED",
 		"requestedInteraction.permission.suggestedPersistPattern": firstWord(cmd.Line),
@@ -536,12 +536,12 @@ func (t *turnRun) runCommand(cmd CommandAction) error {
 
 func (t *turnRun) ask(a AskAction) error {
 	var argQs []any
-	qs := make([]rpc.Question, len(a.Questions))
+	qs := make([]wire.Question, len(a.Questions))
 	for i, q := range a.Questions {
 		argQs = append(argQs, map[string]any{"is_multi_select": q.MultiSelect, "allow_write_in": q.AllowWriteIn, "options": toAny(q.Options), "question": q.Question})
 		qs[i].Question = q.Question
 		for j, o := range q.Options {
-			qs[i].Options = append(qs[i].Options, rpc.Option{ID: strconv.Itoa(j + 1), Text: o})
+			qs[i].Options = append(qs[i].Options, wire.Option{ID: strconv.Itoa(j + 1), Text: o})
 		}
 	}
 	action, summary := "Asking the user a question", "Question for the user"
@@ -549,14 +549,14 @@ func (t *turnRun) ask(a AskAction) error {
 	if err := t.plan("", 0, &call); err != nil {
 		return err
 	}
-	f := t.toolStep(rpc.StepAskQuestion, call, order, summary, action)
-	f.step.AskQuestion = &rpc.AskQuestion{Questions: qs}
+	f := t.toolStep(wire.StepAskQuestion, call, order, summary, action)
+	f.step.AskQuestion = &wire.AskQuestion{Questions: qs}
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
 		return err
 	}
-	t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
-	req := &rpc.Interaction{AskQuestion: &rpc.AskQuestion{Questions: cloneQuestions(qs)}}
+	t.update(idx, func(f *fakeStep) { f.step.Status = wire.StatusRunning })
+	req := &wire.Interaction{AskQuestion: &wire.AskQuestion{Questions: cloneQuestions(qs)}}
 	ans, idx, err := t.prompt(idx, req, nil, a.Questions)
 	if err != nil {
 		return err
@@ -565,7 +565,7 @@ func (t *turnRun) ask(a AskAction) error {
 		return err
 	}
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		complete(f, req, nil, ans)
 		for _, r := range ans.AskQuestion.Responses {
@@ -581,31 +581,31 @@ func (t *turnRun) ask(a AskAction) error {
 	return nil
 }
 
-func cloneQuestions(qs []rpc.Question) []rpc.Question {
-	out := make([]rpc.Question, len(qs))
+func cloneQuestions(qs []wire.Question) []wire.Question {
+	out := make([]wire.Question, len(qs))
 	for i, q := range qs {
-		out[i] = rpc.Question{Question: q.Question, Options: append([]rpc.Option(nil), q.Options...)}
+		out[i] = wire.Question{Question: q.Question, Options: append([]wire.Option(nil), q.Options...)}
 	}
 	return out
 }
 
 func (t *turnRun) tool(a ToolAction) error {
 	var (
-		typ     rpc.StepType
+		typ     wire.StepType
 		args    = map[string]any{}
 		action  = "Reading " + a.Target
 		summary = "Read " + a.Target
 	)
 	switch a.Name {
 	case "view_file":
-		typ = rpc.StepViewFile
+		typ = wire.StepViewFile
 		args["AbsolutePath"] = a.Target
 	case "list_dir":
-		typ = rpc.StepListDirectory
+		typ = wire.StepListDirectory
 		args["DirectoryPath"] = a.Target
 		action, summary = "Listing "+a.Target, "List directory "+a.Target
 	default:
-		typ = rpc.StepGeneric
+		typ = wire.StepGeneric
 		args["AbsolutePath"] = a.Target
 	}
 	args["toolAction"], args["toolSummary"] = action, summary
@@ -614,15 +614,15 @@ func (t *turnRun) tool(a ToolAction) error {
 		return err
 	}
 	f := t.toolStep(typ, call, order, summary, action)
-	if typ == rpc.StepGeneric {
+	if typ == wire.StepGeneric {
 		raw, _ := json.Marshal(map[string]any{"AbsolutePath": a.Target})
-		f.step.Generic = &rpc.Generic{Args: raw}
+		f.step.Generic = &wire.Generic{Args: raw}
 	}
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
 		return err
 	}
-	allowed, at, err := t.permission(idx, a.NeedsApproval, permissionAsk{resource: rpc.Resource{Action: "read", Target: a.Target}, description: action})
+	allowed, at, err := t.permission(idx, a.NeedsApproval, permissionAsk{resource: wire.Resource{Action: "read", Target: a.Target}, description: action})
 	if err != nil || !allowed {
 		return err
 	}
@@ -631,17 +631,17 @@ func (t *turnRun) tool(a ToolAction) error {
 		return err
 	}
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		switch typ {
-		case rpc.StepViewFile:
+		case wire.StepViewFile:
 			lines := strings.Count(a.Result, "\n")
 			body := map[string]any{"absolutePathUri": "file://" + a.Target, "numLines": lines, "numBytes": len(a.Result), "lineRangeBytes": len(a.Result)}
 			if lines > 1 {
 				body["endLine"] = lines - 1
 			}
 			f.step.ViewFile, _ = json.Marshal(body)
-		case rpc.StepListDirectory:
+		case wire.StepListDirectory:
 			var results []any
 			for _, name := range strings.Split(strings.TrimSpace(a.Result), "\n") {
 				if name == "" {
@@ -655,7 +655,7 @@ func (t *turnRun) tool(a ToolAction) error {
 			}
 			f.step.ListDirectory, _ = json.Marshal(map[string]any{"directoryPathUri": "file://" + a.Target, "results": results})
 		default:
-			f.step.Generic.Result = &rpc.GenericResult{Result: a.Result}
+			f.step.Generic.Result = &wire.GenericResult{Result: a.Result}
 			f.setExtra("generic.result.stepRenderInfo", map[string]any{
 				"title": a.Target, "titlePrefix": "Used " + a.Name, "markdown": a.Result,
 				"icon": "description", "aggregationKey": a.Name,
@@ -682,18 +682,18 @@ func (t *turnRun) subagent(a SubagentAction) error {
 		return err
 	}
 	legacy := t.srv.opts.LegacySubagents
-	f := t.toolStep(rpc.StepInvokeSubagent, call, order, summary, action)
-	f.step.Status = rpc.StatusRunning
-	f.step.InvokeSubagent = &rpc.InvokeSubagent{}
+	f := t.toolStep(wire.StepInvokeSubagent, call, order, summary, action)
+	f.step.Status = wire.StatusRunning
+	f.step.InvokeSubagent = &wire.InvokeSubagent{}
 	for i, id := range ids {
-		f.step.InvokeSubagent.Results = append(f.step.InvokeSubagent.Results, rpc.SubagentResult{ConversationID: id})
+		f.step.InvokeSubagent.Results = append(f.step.InvokeSubagent.Results, wire.SubagentResult{ConversationID: id})
 		if !legacy {
 			f.step.InvokeSubagent.Subagents = append(f.step.InvokeSubagent.Subagents, subagentSpec(a, i))
 		}
 	}
 	idx := t.add(f)
 	done := func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 	}
 	if !legacy {
@@ -716,19 +716,19 @@ func (t *turnRun) subagent(a SubagentAction) error {
 
 // fail ends the turn with an ERROR planner step.
 func (t *turnRun) fail(msg string) error {
-	f := t.newStep(rpc.StepPlannerResponse, rpc.StatusGenerating, rpc.SourceModel)
-	f.step.PlannerResponse = &rpc.PlannerResponse{MessageID: "bot-" + uuidFrom(t.rng)}
+	f := t.newStep(wire.StepPlannerResponse, wire.StatusGenerating, wire.SourceModel)
+	f.step.PlannerResponse = &wire.PlannerResponse{MessageID: "bot-" + uuidFrom(t.rng)}
 	idx := t.add(f)
 	thinking := t.thinking
 	t.thinking = ""
-	if err := t.stream(idx, thinking, 0, func(pr *rpc.PlannerResponse, s string) { pr.Thinking += s }); err != nil {
+	if err := t.stream(idx, thinking, 0, func(pr *wire.PlannerResponse, s string) { pr.Thinking += s }); err != nil {
 		return err
 	}
 	if err := t.pause(); err != nil {
 		return err
 	}
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusError
+		f.step.Status = wire.StatusError
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		f.setExtra("error", map[string]any{"userErrorMessage": msg, "shortError": msg})
 	})
@@ -738,7 +738,7 @@ func (t *turnRun) fail(msg string) error {
 // checkpoint adds agy's CHECKPOINT system step (a cheap model summarising
 // the user's intent).
 func (t *turnRun) checkpoint() error {
-	f := t.newStep(rpc.StepCheckpoint, rpc.StatusRunning, rpc.SourceSystem)
+	f := t.newStep(wire.StepCheckpoint, wire.StatusRunning, wire.SourceSystem)
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
 		return err
@@ -747,9 +747,9 @@ func (t *turnRun) checkpoint() error {
 	text := t.req.text
 	responseID := shortID(t.rng) + shortID(t.rng)
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
-		f.step.Metadata.ModelUsage = &rpc.ModelUsage{Model: "MODEL_PLACEHOLDER_M50", InputTokens: 35, OutputTokens: 3, ResponseOutputTokens: 3}
+		f.step.Metadata.ModelUsage = &wire.ModelUsage{Model: "MODEL_PLACEHOLDER_M50", InputTokens: 35, OutputTokens: 3, ResponseOutputTokens: 3}
 		f.setExtra("metadata.modelUsage.apiProvider", "API_PROVIDER_GOOGLE_GEMINI")
 		f.setExtra("metadata.modelUsage.responseId", responseID)
 		f.step.Checkpoint, _ = json.Marshal(map[string]any{
@@ -767,8 +767,8 @@ func (t *turnRun) checkpoint() error {
 // complete records an answered interaction in completedInteractions: the
 // request as asked (with its extra fields, as agy echoes them) and the
 // response as delivered.
-func complete(f *fakeStep, req *rpc.Interaction, reqExtra map[string]any, ans rpc.InteractionResponse) {
-	f.step.CompletedInteractions = append(f.step.CompletedInteractions, rpc.CompletedInteraction{Request: req, Response: &ans})
+func complete(f *fakeStep, req *wire.Interaction, reqExtra map[string]any, ans wire.InteractionResponse) {
+	f.step.CompletedInteractions = append(f.step.CompletedInteractions, wire.CompletedInteraction{Request: req, Response: &ans})
 	if len(reqExtra) == 0 {
 		return
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // The tool steps of scenario_tools.go, shaped as the reference schema names
@@ -35,7 +35,7 @@ func (t *turnRun) finishCommand(idx int, cmd CommandAction) error {
 			}
 			grown += piece
 			out := grown
-			t.update(idx, func(f *fakeStep) { f.step.RunCommand.CombinedOutput = &rpc.CombinedOutput{Full: out} })
+			t.update(idx, func(f *fakeStep) { f.step.RunCommand.CombinedOutput = &wire.CombinedOutput{Full: out} })
 		}
 	}
 	if err := t.pause(); err != nil {
@@ -43,13 +43,13 @@ func (t *turnRun) finishCommand(idx int, cmd CommandAction) error {
 	}
 	if !cmd.Background {
 		t.commit(idx, func(f *fakeStep) {
-			f.step.Status = rpc.StatusDone
+			f.step.Status = wire.StatusDone
 			f.step.Metadata.CompletedAt = timestamp(time.Now())
-			f.step.RunCommand.ExitCode = rpc.Int(cmd.ExitCode)
+			f.step.RunCommand.ExitCode = wire.Int(cmd.ExitCode)
 			// The recording shows exitCode 0 written out (an optional field):
 			// a command that ran always carries it.
 			f.setExtra("runCommand.exitCode", cmd.ExitCode)
-			f.step.RunCommand.CombinedOutput = &rpc.CombinedOutput{Full: cmd.Output}
+			f.step.RunCommand.CombinedOutput = &wire.CombinedOutput{Full: cmd.Output}
 			f.setExtra("runCommand.shellName", "bash")
 		})
 		return nil
@@ -58,9 +58,9 @@ func (t *turnRun) finishCommand(idx int, cmd CommandAction) error {
 	// so far and the id to check on it, without an exit code.
 	commandID := uuidFrom(t.rng)
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
-		f.step.RunCommand.CombinedOutput = &rpc.CombinedOutput{Full: shown}
+		f.step.RunCommand.CombinedOutput = &wire.CombinedOutput{Full: shown}
 		f.setExtra("runCommand.commandId", commandID)
 		f.setExtra("runCommand.blocking", false)
 		f.setExtra("runCommand.shellName", "bash")
@@ -80,10 +80,10 @@ func (t *turnRun) commandStatus(commandID string, cmd CommandAction, shown strin
 	if err := t.plan("", 0, &call); err != nil {
 		return err
 	}
-	f := t.toolStep(rpc.StepCommandStatus, call, order, summary, action)
-	f.step.Status = rpc.StatusRunning
+	f := t.toolStep(wire.StepCommandStatus, call, order, summary, action)
+	f.step.Status = wire.StatusRunning
 	f.setExtra("commandStatus", map[string]any{
-		"commandId": commandID, "status": string(rpc.StatusRunning), "combined": shown,
+		"commandId": commandID, "status": string(wire.StatusRunning), "combined": shown,
 		"outputCharacterCount": 2000, "waitDurationSeconds": 10,
 	})
 	idx := t.add(f)
@@ -100,9 +100,9 @@ func (t *turnRun) commandStatus(commandID string, cmd CommandAction, shown strin
 		return err
 	}
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
-		f.setExtra("commandStatus.status", string(rpc.StatusDone))
+		f.setExtra("commandStatus.status", string(wire.StatusDone))
 		f.setExtra("commandStatus.combined", cmd.Output)
 		f.setExtra("commandStatus.exitCode", cmd.ExitCode)
 		f.setExtra("commandStatus.waitedDurationSeconds", 1)
@@ -150,13 +150,13 @@ func (t *turnRun) edit(e EditAction) error {
 	if err := t.plan("", 0, &call); err != nil {
 		return err
 	}
-	f := t.toolStep(rpc.StepCodeAction, call, order, summary, action)
+	f := t.toolStep(wire.StepCodeAction, call, order, summary, action)
 	f.setExtra("codeAction", map[string]any{"actionSpec": spec, "description": summary, "markdownLanguage": language(e.Path)})
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
 		return err
 	}
-	allowed, at, err := t.permission(idx, e.NeedsApproval, permissionAsk{resource: rpc.Resource{Action: "write", Target: e.Path}, description: action})
+	allowed, at, err := t.permission(idx, e.NeedsApproval, permissionAsk{resource: wire.Resource{Action: "write", Target: e.Path}, description: action})
 	if err != nil || !allowed {
 		return err
 	}
@@ -166,7 +166,7 @@ func (t *turnRun) edit(e EditAction) error {
 	}
 	diff := editDiff(e)
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		edit := map[string]any{"absoluteUri": fileURI(e.Path), "diff": diff}
 		if e.Create {
@@ -179,7 +179,7 @@ func (t *turnRun) edit(e EditAction) error {
 
 // permissionAsk is a permission agy asks before a tool runs.
 type permissionAsk struct {
-	resource    rpc.Resource
+	resource    wire.Resource
 	description string
 	// extra are agy's fields of the request beyond the typed ones (echoed
 	// in completedInteractions too).
@@ -195,11 +195,11 @@ type permissionAsk struct {
 // came at (a timed-out prompt is asked again at a new index).
 func (t *turnRun) permission(idx int, needs bool, ask permissionAsk) (bool, int, error) {
 	if !needs {
-		t.update(idx, func(f *fakeStep) { f.step.Status = rpc.StatusRunning })
+		t.update(idx, func(f *fakeStep) { f.step.Status = wire.StatusRunning })
 		return true, idx, nil
 	}
 	resource := ask.resource
-	req := &rpc.Interaction{Permission: &rpc.PermissionRequest{Resource: &resource, ActionDescription: ask.description}}
+	req := &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &resource, ActionDescription: ask.description}}
 	ans, at, err := t.prompt(idx, req, ask.extra, nil)
 	if err != nil {
 		return false, at, err
@@ -218,14 +218,14 @@ func (t *turnRun) permission(idx int, needs bool, ask permissionAsk) (bool, int,
 	if !allowed {
 		t.commit(at, func(f *fakeStep) {
 			answered(f)
-			f.step.Status = rpc.StatusDone
+			f.step.Status = wire.StatusDone
 			f.step.Metadata.CompletedAt = timestamp(time.Now())
 		})
 		return false, at, nil
 	}
 	t.update(at, func(f *fakeStep) {
 		answered(f)
-		f.step.Status = rpc.StatusRunning
+		f.step.Status = wire.StatusRunning
 	})
 	return true, at, nil
 }
@@ -261,7 +261,7 @@ func editDiff(e EditAction) map[string]any {
 // search runs grep_search, find_by_name or search_web.
 func (t *turnRun) search(s SearchAction) error {
 	var (
-		typ             rpc.StepType
+		typ             wire.StepType
 		key             string
 		args            = map[string]any{}
 		body            = map[string]any{}
@@ -269,17 +269,17 @@ func (t *turnRun) search(s SearchAction) error {
 	)
 	switch s.Tool {
 	case "grep_search":
-		typ, key = rpc.StepGrepSearch, "grepSearch"
+		typ, key = wire.StepGrepSearch, "grepSearch"
 		action, summary = "Searching for "+s.Query, "Search "+s.Query
 		args["Query"], args["SearchPath"], args["MatchPerLine"], args["CaseInsensitive"], args["IsRegex"] = s.Query, s.Path, true, false, false
 		body["query"], body["searchPathUri"], body["matchPerLine"] = s.Query, fileURI(s.Path), true
 	case "find_by_name":
-		typ, key = rpc.StepFind, "find"
+		typ, key = wire.StepFind, "find"
 		action, summary = "Finding "+s.Query, "Find "+s.Query
 		args["Pattern"], args["SearchDirectory"], args["Type"] = s.Query, s.Path, "file"
 		body["pattern"], body["searchDirectory"], body["type"] = s.Query, s.Path, "FIND_RESULT_TYPE_FILE"
 	default: // search_web, validated
-		typ, key = rpc.StepSearchWeb, "searchWeb"
+		typ, key = wire.StepSearchWeb, "searchWeb"
 		action, summary = "Searching the web for "+s.Query, "Web search "+s.Query
 		args["query"] = s.Query
 		body["query"] = s.Query
@@ -290,7 +290,7 @@ func (t *turnRun) search(s SearchAction) error {
 		return err
 	}
 	f := t.toolStep(typ, call, order, summary, action)
-	f.step.Status = rpc.StatusRunning
+	f.step.Status = wire.StatusRunning
 	f.setExtra(key, body)
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
@@ -301,7 +301,7 @@ func (t *turnRun) search(s SearchAction) error {
 		result[k] = v
 	}
 	switch typ {
-	case rpc.StepGrepSearch:
+	case wire.StepGrepSearch:
 		var results []any
 		for _, h := range s.Hits {
 			r := map[string]any{"absolutePath": h.Path, "content": h.Text + "\n"}
@@ -315,7 +315,7 @@ func (t *turnRun) search(s SearchAction) error {
 		}
 		result["results"], result["totalResults"] = results, len(s.Hits)
 		result["commandRun"] = "rg --json " + strconv.Quote(s.Query) + " " + s.Path
-	case rpc.StepFind:
+	case wire.StepFind:
 		var out strings.Builder
 		for _, h := range s.Hits {
 			out.WriteString(h.Path + "\n")
@@ -330,7 +330,7 @@ func (t *turnRun) search(s SearchAction) error {
 		result["webDocuments"], result["summary"] = docs, s.Summary
 	}
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		f.setExtra(key, result)
 	})
@@ -344,8 +344,8 @@ func (t *turnRun) fetch(a FetchAction) error {
 	if err := t.plan("", 0, &call); err != nil {
 		return err
 	}
-	f := t.toolStep(rpc.StepReadURLContent, call, order, summary, action)
-	f.step.Status = rpc.StatusRunning
+	f := t.toolStep(wire.StepReadURLContent, call, order, summary, action)
+	f.step.Status = wire.StatusRunning
 	f.setExtra("readUrlContent", map[string]any{"url": a.URL})
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
@@ -353,7 +353,7 @@ func (t *turnRun) fetch(a FetchAction) error {
 	}
 	latency := 80 + t.rng.IntN(400)
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		doc := map[string]any{"url": a.URL, "text": a.Content}
 		if a.Title != "" {
@@ -384,8 +384,8 @@ func (t *turnRun) mcp(a MCPAction) error {
 	if err := t.plan("", 0, &call); err != nil {
 		return err
 	}
-	f := t.toolStep(rpc.StepMCPTool, call, order, summary, action)
-	f.step.Status = rpc.StatusRunning
+	f := t.toolStep(wire.StepMCPTool, call, order, summary, action)
+	f.step.Status = wire.StatusRunning
 	body := map[string]any{
 		"serverName": a.Server,
 		"toolCall":   map[string]any{"id": call.ID, "name": a.Tool, "argumentsJson": string(argsJSON)},
@@ -397,7 +397,7 @@ func (t *turnRun) mcp(a MCPAction) error {
 		return err
 	}
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		f.setExtra("mcpTool.resultString", a.Result)
 	})
@@ -429,15 +429,15 @@ func (t *turnRun) anyStep(a StepAction) error {
 		return err
 	}
 	key := bodyKey(a.Type)
-	f := t.toolStep(rpc.StepType(a.Type), call, order, summary, action)
-	f.step.Status = rpc.StatusRunning
+	f := t.toolStep(wire.StepType(a.Type), call, order, summary, action)
+	f.step.Status = wire.StatusRunning
 	f.setExtra(key, body)
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
 		return err
 	}
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
 		for k, v := range result {
 			f.setExtra(key+"."+k, v)

@@ -5,11 +5,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // stepErrorMessage is agy's ERROR_MESSAGE step type.
-const stepErrorMessage rpc.StepType = "CORTEX_STEP_TYPE_ERROR_MESSAGE"
+const stepErrorMessage wire.StepType = "CORTEX_STEP_TYPE_ERROR_MESSAGE"
 
 // overloadedNotice is the text agy writes on the ERROR_MESSAGE steps of the
 // attempts it retries (agy-acp's tests record it; docs/DECISIONS.md).
@@ -61,7 +61,7 @@ func (t *turnRun) providerError(kind string) error {
 	attempts := providerAttempts(kind)
 	for i, a := range attempts {
 		if i > 0 {
-			f := t.newStep("CORTEX_STEP_TYPE_EPHEMERAL_MESSAGE", rpc.StatusDone, rpc.SourceSystem)
+			f := t.newStep("CORTEX_STEP_TYPE_EPHEMERAL_MESSAGE", wire.StatusDone, wire.SourceSystem)
 			f.setExtra("ephemeralMessage", map[string]any{"content": "Retrying the model call (attempt " + strconv.Itoa(i+1) + ")."})
 			t.add(f)
 		}
@@ -69,7 +69,7 @@ func (t *turnRun) providerError(kind string) error {
 			return err
 		}
 		final := i == len(attempts)-1
-		f := t.newStep(stepErrorMessage, rpc.StatusDone, rpc.SourceSystem)
+		f := t.newStep(stepErrorMessage, wire.StatusDone, wire.SourceSystem)
 		f.step.Metadata.CompletedAt = f.step.Metadata.CreatedAt
 		f.setExtra("errorMessage", map[string]any{
 			"error": map[string]any{
@@ -95,8 +95,8 @@ func (t *turnRun) task(a TaskAction) error {
 	if err := t.plan("", 0, &call); err != nil {
 		return err
 	}
-	f := t.toolStep(rpc.StepRunCommand, call, order, summary, action)
-	f.step.RunCommand = &rpc.RunCommand{CommandLine: a.Line, ProposedCommandLine: a.Line, Cwd: "/workspace"}
+	f := t.toolStep(wire.StepRunCommand, call, order, summary, action)
+	f.step.RunCommand = &wire.RunCommand{CommandLine: a.Line, ProposedCommandLine: a.Line, Cwd: "/workspace"}
 	f.setExtra("runCommand.blocking", false)
 	idx := t.add(f)
 	if err := t.pause(); err != nil {
@@ -107,9 +107,9 @@ func (t *turnRun) task(a TaskAction) error {
 	id := "task-" + strconv.Itoa(t.c.tasks)
 	t.c.mu.Unlock()
 	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = rpc.StatusDone
+		f.step.Status = wire.StatusDone
 		f.step.Metadata.CompletedAt = timestamp(time.Now())
-		f.step.RunCommand.CombinedOutput = &rpc.CombinedOutput{Full: "Started task " + id + ".\n"}
+		f.step.RunCommand.CombinedOutput = &wire.CombinedOutput{Full: "Started task " + id + ".\n"}
 		f.setExtra("taskDetails", map[string]any{"id": id, "logUri": "file:///tmp/agy-tasks/" + id + ".log"})
 	})
 	if t.srv.opts.NoBackgroundWakes {
@@ -161,7 +161,7 @@ func (c *conversation) scheduleWakes(wakes []wake) {
 				return
 			}
 			script := &TurnScript{Actions: []Action{Say(w.reply, 0)}}
-			if err := c.enqueue(&turnRequest{text: taskNotification(w.taskID, time.Now()), source: rpc.SourceSystem, script: script, wake: true}); err != nil {
+			if err := c.enqueue(&turnRequest{text: taskNotification(w.taskID, time.Now()), source: wire.SourceSystem, script: script, wake: true}); err != nil {
 				c.srv.log.Debug("wake not run", "conversation", c.id, "err", err)
 			}
 		}()
@@ -194,7 +194,7 @@ func (c *conversation) rewind(index int) error {
 	c.wakes = nil
 	if c.srv.opts.RewindMarksCleared {
 		for i := index; i < len(c.steps); i++ {
-			c.steps[i].step.Status = rpc.StatusCleared
+			c.steps[i].step.Status = wire.StatusCleared
 			c.touchLocked(i)
 		}
 		return nil
@@ -203,7 +203,7 @@ func (c *conversation) rewind(index int) error {
 	if c.lastInputI >= index {
 		c.lastInputI = 0
 		for i := index - 1; i >= 0; i-- {
-			if c.steps[i].step.Type == rpc.StepUserInput {
+			if c.steps[i].step.Type == wire.StepUserInput {
 				c.lastInputI = i
 				break
 			}
@@ -217,7 +217,7 @@ func (c *conversation) rewind(index int) error {
 }
 
 // subagentSpec is the i-th child's entry in invokeSubagent.subagents.
-func subagentSpec(a SubagentAction, i int) rpc.SubagentSpec {
+func subagentSpec(a SubagentAction, i int) wire.SubagentSpec {
 	role, typ := a.Role, a.TypeName
 	if role == "" {
 		role = "Subagent"
@@ -228,5 +228,5 @@ func subagentSpec(a SubagentAction, i int) rpc.SubagentSpec {
 	if typ == "" {
 		typ = "general"
 	}
-	return rpc.SubagentSpec{Role: role, TypeName: typ}
+	return wire.SubagentSpec{Role: role, TypeName: typ}
 }

@@ -175,7 +175,7 @@ func LoadScenario(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agytest: load scenario: %w", err)
 	}
-	sc, err := ParseScenario(b)
+	sc, err := parseScenario(b)
 	if err != nil {
 		return nil, fmt.Errorf("agytest: scenario %s: %w", path, err)
 	}
@@ -184,13 +184,21 @@ func LoadScenario(path string) (*Scenario, error) {
 
 // ParseScenario decodes and validates a scenario from JSON.
 func ParseScenario(b []byte) (*Scenario, error) {
+	sc, err := parseScenario(b)
+	if err != nil {
+		return nil, fmt.Errorf("agytest: scenario: %w", err)
+	}
+	return sc, nil
+}
+
+func parseScenario(b []byte) (*Scenario, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	var sc Scenario
 	if err := dec.Decode(&sc); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if err := sc.Validate(); err != nil {
+	if err := sc.validate(); err != nil {
 		return nil, err
 	}
 	return &sc, nil
@@ -198,6 +206,13 @@ func ParseScenario(b []byte) (*Scenario, error) {
 
 // Validate reports the first problem that would stop the scenario running.
 func (sc *Scenario) Validate() error {
+	if err := sc.validate(); err != nil {
+		return fmt.Errorf("agytest: scenario: %w", err)
+	}
+	return nil
+}
+
+func (sc *Scenario) validate() error {
 	if sc == nil || len(sc.Turns) == 0 {
 		return errors.New("scenario has no turns")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 const scenarioDir = "../../testdata/scenarios"
@@ -53,19 +54,19 @@ func TestScenarioValidation(t *testing.T) {
 	}
 	for name, doc := range bad {
 		_, err := agytest.ParseScenario([]byte(doc))
-		assert.Error(t, err, name)
+		assert.ErrorContains(t, err, "agytest: scenario: ", name)
 	}
 	_, err := agytest.LoadScenario(filepath.Join(t.TempDir(), "missing.json"))
 	assert.Error(t, err)
 	path := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"turns":[{"actions":[{}]}]}`), 0o600))
 	_, err = agytest.LoadScenario(path)
-	assert.ErrorContains(t, err, "turn 1: action 1")
+	assert.EqualError(t, err, "agytest: scenario "+path+": turn 1: action 1: exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, fail, provider_error, task must be set (found 0)")
 	_, err = agytest.NewServer(agytest.Options{Conversation: true, Scenario: &agytest.Scenario{}})
 	assert.Error(t, err, "a server refuses a bad scenario")
 	_, err = agytest.NewServer(agytest.Options{Conversation: true, Host: "10.1.2.3"})
 	assert.Error(t, err, "loopback only")
-	_, err = agytest.NewServer(agytest.Options{Conversation: true, Models: []rpc.ModelInfo{{Model: "gemini"}}})
+	_, err = agytest.NewServer(agytest.Options{Conversation: true, Models: []wire.ModelInfo{{Model: "gemini"}}})
 	assert.Error(t, err, "models are enum names")
 }
 
@@ -82,7 +83,7 @@ func TestTurnsMatchThenCycle(t *testing.T) {
 	}
 	var said []string
 	for _, s := range srv.Steps(conv) {
-		if s.Type == rpc.StepPlannerResponse {
+		if s.Type == wire.StepPlannerResponse {
 			said = append(said, s.PlannerResponse.Response)
 		}
 	}
@@ -104,10 +105,10 @@ func TestTerminalTurnUsesTheScriptModel(t *testing.T) {
 	waitIdle(t, srv, conv)
 	var models []string
 	for _, s := range srv.Steps(conv) {
-		if s.Type == rpc.StepUserInput {
+		if s.Type == wire.StepUserInput {
 			models = append(models, s.UserInput.UserConfig.PlannerConfig.Model())
 		}
-		if s.Type == rpc.StepPlannerResponse {
+		if s.Type == wire.StepPlannerResponse {
 			assert.Equal(t, models[len(models)-1], s.Metadata.GeneratorModel)
 		}
 	}
@@ -129,7 +130,7 @@ func fingerprint(t *testing.T, seed int64) []string {
 				require.NoError(t, srv.AnswerFromTerminal(conv, allow(p, true)))
 				continue
 			}
-			if srv.RunStatus(conv) == rpc.RunIdle {
+			if srv.RunStatus(conv) == wire.RunIdle {
 				break
 			}
 			waitPromptOrIdle(t, srv, conv)
@@ -146,7 +147,7 @@ func fingerprint(t *testing.T, seed int64) []string {
 				fp += " " + s.PlannerResponse.MessageID
 			}
 			if u := s.Metadata.ModelUsage; u != nil {
-				fp += " " + canon(t, rpc.Step{Metadata: rpc.StepMetadata{ModelUsage: u}})
+				fp += " " + canon(t, wire.Step{Metadata: wire.StepMetadata{ModelUsage: u}})
 			}
 			out = append(out, fp)
 		}
@@ -179,7 +180,7 @@ func TestLongAnswerStreamsThousandsOfChunks(t *testing.T) {
 	want := strings.Repeat(sc.Turns[0].Actions[1].Say, sc.Turns[0].Actions[1].Repeat)
 	var got string
 	for _, s := range srv.GroundTruth(conv) {
-		if s.Type == rpc.StepPlannerResponse {
+		if s.Type == wire.StepPlannerResponse {
 			got = s.PlannerResponse.Response
 		}
 	}
@@ -188,7 +189,7 @@ func TestLongAnswerStreamsThousandsOfChunks(t *testing.T) {
 	prev := ""
 	for _, f := range r.frames {
 		for _, s := range f.Update.MainTrajectoryUpdate.StepsUpdate.Steps {
-			if s.Type == rpc.StepPlannerResponse && s.PlannerResponse.ModifiedResponse != "" {
+			if s.Type == wire.StepPlannerResponse && s.PlannerResponse.ModifiedResponse != "" {
 				require.True(t, strings.HasPrefix(s.PlannerResponse.ModifiedResponse, prev))
 				prev = s.PlannerResponse.ModifiedResponse
 			}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // Options configure a fake language server. The zero value is a usable
@@ -80,7 +81,7 @@ type Options struct {
 	Scenario *Scenario
 	// Models is GetAvailableModels' catalog; nil means DefaultModels().
 	// The recommended one (else the first) runs terminal turns by default.
-	Models []rpc.ModelInfo
+	Models []wire.ModelInfo
 	// Logger receives the server's debug log; nil discards it.
 	Logger *slog.Logger
 	// AgyLog, when set, receives agy's own log lines ("Language server
@@ -99,6 +100,15 @@ type Options struct {
 	// CancelNoop lists cancel methods that answer 200 but do not stop
 	// generation, as in agy builds where only some of them work.
 	CancelNoop []string
+	// HistorySteps starts the conversation of Options.Conversation with
+	// that many finished steps (a user turn and its reply each two), made
+	// from their index when sent and never stored: a conversation of a
+	// million steps costs the fake 8 bytes a step. A stream's first frame
+	// carries them all, as agy's does (far over 16 MiB for a million).
+	HistorySteps int
+	// HistoryStepBytes pads each reply of the history to about that many
+	// bytes, for answers over a reader's limit.
+	HistoryStepBytes int
 	// RecordTimes records when every live planner text version changed
 	// and was first streamed (TextTimes), for latency benchmarks. It costs
 	// a map entry per version.
@@ -122,8 +132,8 @@ type Options struct {
 const DefaultMaxStepsPerRead = 600
 
 // DefaultModels is the model catalog when Options.Models is nil.
-func DefaultModels() []rpc.ModelInfo {
-	return []rpc.ModelInfo{
+func DefaultModels() []wire.ModelInfo {
+	return []wire.ModelInfo{
 		{Model: "MODEL_PLACEHOLDER_M20", DisplayName: "Gemini 3.1 Pro (Medium)", Recommended: true, SupportsThinking: true, ThinkingBudget: 8192},
 		{Model: "MODEL_PLACEHOLDER_M132", DisplayName: "Gemini 3.1 Pro (High)", SupportsThinking: true, ThinkingBudget: 32768},
 		{Model: "MODEL_PLACEHOLDER_M187", DisplayName: "Gemini 3.1 Pro (Low)", SupportsThinking: true, ThinkingBudget: 1024},
@@ -141,7 +151,7 @@ func (o Options) normalized() (Options, error) {
 	if o.Scenario == nil {
 		o.Scenario = DefaultScenario()
 	}
-	if err := o.Scenario.Validate(); err != nil {
+	if err := o.Scenario.validate(); err != nil {
 		return o, fmt.Errorf("agytest: scenario: %w", err)
 	}
 	if o.Models == nil {
@@ -181,6 +191,12 @@ func (o Options) normalized() (Options, error) {
 		o.MaxStepsPerRead = DefaultMaxStepsPerRead
 	case o.MaxStepsPerRead < 0:
 		o.MaxStepsPerRead = 0
+	}
+	if o.HistorySteps < 0 || o.HistoryStepBytes < 0 {
+		return o, fmt.Errorf("agytest: HistorySteps %d or HistoryStepBytes %d is negative", o.HistorySteps, o.HistoryStepBytes)
+	}
+	if o.HistorySteps > 0 && !o.Conversation {
+		return o, errors.New("agytest: HistorySteps needs Conversation")
 	}
 	if o.EarlierRuns < 0 {
 		return o, fmt.Errorf("agytest: EarlierRuns %d is negative", o.EarlierRuns)
@@ -254,7 +270,9 @@ func NewServer(opts Options) (*Server, error) {
 	s.mu.Lock()
 	s.addEarlierRunsLocked(o.EarlierRuns)
 	if o.Conversation {
-		s.active = s.newRootLocked().id
+		c := s.newRootLocked()
+		c.startWithHistory(o.HistorySteps)
+		s.active = c.id
 	}
 	active := s.active
 	s.mu.Unlock()
@@ -611,7 +629,7 @@ func (s *Server) spawnChildren(parent *conversation, ids []string, a SubagentAct
 		task = "Help with the parent task."
 	}
 	for _, ch := range children {
-		if err := ch.enqueue(&turnRequest{text: task, model: model, source: rpc.SourceSystem, script: script}); err != nil {
+		if err := ch.enqueue(&turnRequest{text: task, model: model, source: wire.SourceSystem, script: script}); err != nil {
 			return nil, err
 		}
 	}
@@ -626,12 +644,12 @@ func (s *Server) TypeTurn(text string) error {
 	if strings.TrimSpace(text) == "" {
 		return errors.New("agytest: empty turn")
 	}
-	return s.activeConv().enqueue(&turnRequest{text: text, source: rpc.SourceUserExplicit})
+	return s.activeConv().enqueue(&turnRequest{text: text, source: wire.SourceUserExplicit})
 }
 
 // AnswerFromTerminal answers the open WAITING prompt of a conversation as
 // agy's terminal would (the ids in answer are ignored).
-func (s *Server) AnswerFromTerminal(conversationID string, answer rpc.InteractionResponse) error {
+func (s *Server) AnswerFromTerminal(conversationID string, answer wire.InteractionResponse) error {
 	c := s.lookup(conversationID)
 	if c == nil {
 		return fmt.Errorf("agytest: no conversation %s", conversationID)
@@ -643,22 +661,22 @@ func (s *Server) AnswerFromTerminal(conversationID string, answer rpc.Interactio
 }
 
 // OpenPrompt returns the conversation's current WAITING step, if any.
-func (s *Server) OpenPrompt(conversationID string) (rpc.Step, bool) {
+func (s *Server) OpenPrompt(conversationID string) (wire.Step, bool) {
 	c := s.lookup(conversationID)
 	if c == nil {
-		return rpc.Step{}, false
+		return wire.Step{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.prompt == nil {
-		return rpc.Step{}, false
+		return wire.Step{}, false
 	}
 	return c.steps[c.prompt.idx].decoded(), true
 }
 
 // Steps returns the conversation's current trajectory, decoded as a client
 // decodes GetCascadeTrajectorySteps.
-func (s *Server) Steps(conversationID string) []rpc.Step {
+func (s *Server) Steps(conversationID string) []wire.Step {
 	if c := s.lookup(conversationID); c != nil {
 		return c.snapshot()
 	}
@@ -667,7 +685,7 @@ func (s *Server) Steps(conversationID string) []rpc.Step {
 
 // GroundTruth returns every step the conversation committed (reached a
 // terminal status), in commit order, as it was at that moment.
-func (s *Server) GroundTruth(conversationID string) []rpc.Step {
+func (s *Server) GroundTruth(conversationID string) []wire.Step {
 	if c := s.lookup(conversationID); c != nil {
 		return c.groundTruth()
 	}
@@ -675,7 +693,7 @@ func (s *Server) GroundTruth(conversationID string) []rpc.Step {
 }
 
 // RunStatus is the conversation's cascade run status ("" when not hosted).
-func (s *Server) RunStatus(conversationID string) rpc.RunStatus {
+func (s *Server) RunStatus(conversationID string) wire.RunStatus {
 	if c := s.lookup(conversationID); c != nil {
 		return c.runStatus()
 	}

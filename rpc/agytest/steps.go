@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // fakeStep is one step of a fake trajectory: the typed step the rpc package
@@ -18,7 +18,7 @@ import (
 // (extra, merged into the JSON), so the wire looks like the recorded
 // fixtures. Guarded by its conversation's mutex.
 type fakeStep struct {
-	step  rpc.Step
+	step  wire.Step
 	extra map[string]any
 	// streamOmitsResponse: agy's streamed DONE copy of a planner step can
 	// carry modifiedResponse without response (fixtures/stream_planner_text_done.json).
@@ -46,10 +46,10 @@ func (f *fakeStep) wire(streamed bool) []byte {
 	if f.streamJSON == nil {
 		s := f.step
 		s.Metadata.ToolCall = nil
-		if f.step.Type == rpc.StepGeneric && f.step.Metadata.ToolCall != nil {
+		if f.step.Type == wire.StepGeneric && f.step.Metadata.ToolCall != nil {
 			// Streamed GENERIC copies keep the call's id and name
 			// (fixtures/stream_generic_done.json); others drop it.
-			s.Metadata.ToolCall = &rpc.ToolCall{ID: f.step.Metadata.ToolCall.ID, Name: f.step.Metadata.ToolCall.Name}
+			s.Metadata.ToolCall = &wire.ToolCall{ID: f.step.Metadata.ToolCall.ID, Name: f.step.Metadata.ToolCall.Name}
 		}
 		if s.PlannerResponse != nil {
 			pr := *s.PlannerResponse
@@ -65,15 +65,15 @@ func (f *fakeStep) wire(streamed bool) []byte {
 }
 
 // decoded returns the step as a client decodes it (Raw set).
-func (f *fakeStep) decoded() rpc.Step {
-	var s rpc.Step
+func (f *fakeStep) decoded() wire.Step {
+	var s wire.Step
 	if err := json.Unmarshal(f.wire(false), &s); err != nil {
 		panic(fmt.Sprintf("agytest: step does not decode: %v", err)) // a bug in the fake
 	}
 	return s
 }
 
-func marshalStep(s rpc.Step, extra map[string]any) ([]byte, error) {
+func marshalStep(s wire.Step, extra map[string]any) ([]byte, error) {
 	b, err := json.Marshal(s)
 	if err != nil || len(extra) == 0 {
 		return b, err

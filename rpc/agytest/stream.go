@@ -4,20 +4,23 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/internal/connectserver"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // frameJSON is one StreamAgentStateUpdates data frame. Steps are the
 // already-marshalled streamed copies.
 type frameJSON struct {
 	Update struct {
-		ConversationID       string        `json:"conversationId,omitempty"`
-		TrajectoryID         string        `json:"trajectoryId,omitempty"`
-		Status               rpc.RunStatus `json:"status,omitempty"`
+		ConversationID       string         `json:"conversationId,omitempty"`
+		TrajectoryID         string         `json:"trajectoryId,omitempty"`
+		Status               wire.RunStatus `json:"status,omitempty"`
 		MainTrajectoryUpdate struct {
 			StepsUpdate struct {
 				Indices     []int             `json:"indices,omitempty"`
@@ -77,6 +80,12 @@ func (s *Server) serveStream(ctx context.Context, w http.ResponseWriter, r *http
 		force = false
 		if frame != nil {
 			if !st.write(frame) {
+				return
+			}
+		}
+		if big := st.big; big != nil {
+			st.big = nil
+			if !st.writeBig(big) {
 				return
 			}
 		}
@@ -155,6 +164,43 @@ type streamState struct {
 	lagDue  map[int]bool
 	// carried: the text versions of the frame being built (RecordTimes).
 	carried []TextVersion
+	// big is a first frame of a conversation with a history, to be written
+	// as it is made (writeSnapshotFrame).
+	big *bigSnapshot
+}
+
+// bigSnapshot is what a first frame of a conversation with a history
+// carries, taken under the conversation's lock: the history is made again
+// from its indices as it is written.
+type bigSnapshot struct {
+	conv   *conversation
+	status wire.RunStatus
+	n      int
+	tail   [][]byte // streamed copies of the stored steps after the history
+}
+
+// writeBig writes a bigSnapshot as one data frame: its size is counted
+// first by making it once without keeping it.
+func (st *streamState) writeBig(b *bigSnapshot) bool {
+	var count countingWriter
+	if err := writeSnapshotFrame(&count, b.conv, b.status, b.n, b.tail); err != nil {
+		return false
+	}
+	var hdr [5]byte
+	binary.BigEndian.PutUint32(hdr[1:], uint32(min(count.n, math.MaxUint32)))
+	if _, err := st.w.Write(hdr[:]); err != nil {
+		return false
+	}
+	if err := writeSnapshotFrame(st.w, b.conv, b.status, b.n, b.tail); err != nil {
+		return false
+	}
+	if err := st.rc.Flush(); err != nil {
+		return false
+	}
+	st.srv.timing.frames.Add(1)
+	st.srv.timing.frameBytes.Add(int64(count.n))
+	st.frames++
+	return true
 }
 
 // next builds the next frame from what changed, or nil when nothing did.
@@ -188,6 +234,17 @@ func (st *streamState) next(force bool) []byte {
 	u.ConversationID, u.TrajectoryID, u.Status = c.id, c.trajectoryID, c.status
 	n := len(c.steps)
 	su.TotalLength = n
+	if full && n > 0 && c.steps[0] == nil {
+		b := &bigSnapshot{conv: c, status: c.status, n: n}
+		for i := range n {
+			if f := c.steps[i]; f != nil {
+				b.tail = append(b.tail, f.wire(true))
+			}
+		}
+		c.mu.Unlock()
+		st.big = b
+		return nil
+	}
 	st.carried = st.carried[:0]
 	var idxs []int
 	if full {
@@ -204,11 +261,11 @@ func (st *streamState) next(force bool) []byte {
 	}
 	for _, i := range idxs {
 		// agy may send nothing while a prompt is parked.
-		if p := c.prompt; p != nil && p.idx == i && p.unstreamed && !full && c.steps[i].step.Status == rpc.StatusWaiting {
+		if p := c.prompt; p != nil && p.idx == i && p.unstreamed && !full && c.steps[i].step.Status == wire.StatusWaiting {
 			continue
 		}
 		// agy reports IDLE before it flushes the turn's last step.
-		if mode, ok := c.lag[i]; ok && !full && !forced[i] && c.status == rpc.RunIdle && !st.lagSeen[i] {
+		if mode, ok := c.lag[i]; ok && !full && !forced[i] && c.status == wire.RunIdle && !st.lagSeen[i] {
 			st.lagSeen[i] = true
 			if mode == lagLater {
 				st.lagDue[i] = true
@@ -270,7 +327,7 @@ func (st *streamState) write(payload []byte) bool {
 	// The write time is taken before the write: the frame's latency
 	// includes the server's own write and flush.
 	at := time.Now()
-	if err := rpc.WriteEnvelope(st.w, 0, payload); err != nil {
+	if err := connectserver.WriteEnvelope(st.w, 0, payload); err != nil {
 		return false
 	}
 	if err := st.rc.Flush(); err != nil {

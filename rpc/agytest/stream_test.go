@@ -11,15 +11,16 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // streamed is a ground-truth step as a stream carries it: without the tool
 // call (GENERIC keeps its id and name), and, where got shows agy's quirk of a
 // DONE planner copy without response, without response.
-func streamed(s, got rpc.Step) rpc.Step {
+func streamed(s, got wire.Step) wire.Step {
 	if s.Metadata.ToolCall != nil {
-		if s.Type == rpc.StepGeneric {
-			s.Metadata.ToolCall = &rpc.ToolCall{ID: s.Metadata.ToolCall.ID, Name: s.Metadata.ToolCall.Name}
+		if s.Type == wire.StepGeneric {
+			s.Metadata.ToolCall = &wire.ToolCall{ID: s.Metadata.ToolCall.ID, Name: s.Metadata.ToolCall.Name}
 		} else {
 			s.Metadata.ToolCall = nil
 		}
@@ -42,18 +43,18 @@ func autoAnswer(t *testing.T, srv *agytest.Server, c *rpc.Client, conv string, m
 	for {
 		p, ok := srv.OpenPrompt(conv)
 		if !ok {
-			if srv.RunStatus(conv) == rpc.RunIdle {
+			if srv.RunStatus(conv) == wire.RunIdle {
 				return
 			}
 			waitPromptOrIdle(t, srv, conv)
 			continue
 		}
-		in := rpc.InteractionResponse{TrajectoryID: p.TrajectoryID(), StepIndex: rpc.Int(p.Index())}
+		in := wire.InteractionResponse{TrajectoryID: p.TrajectoryID(), StepIndex: wire.Int(p.Index())}
 		if p.RequestedInteraction.AskQuestion != nil {
 			q := p.RequestedInteraction.AskQuestion.Questions[0]
-			in.AskQuestion = &rpc.QuestionResponses{Responses: []rpc.QuestionResponse{{Question: q.Question, SelectedOptionIDs: []string{"1"}}}}
+			in.AskQuestion = &wire.QuestionResponses{Responses: []wire.QuestionResponse{{Question: q.Question, SelectedOptionIDs: []string{"1"}}}}
 		} else {
-			in.Permission = &rpc.PermissionAnswer{Allow: true}
+			in.Permission = &wire.PermissionAnswer{Allow: true}
 		}
 		require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, in))
 	}
@@ -63,7 +64,7 @@ func waitPromptOrIdle(t *testing.T, srv *agytest.Server, conv string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		_, ok := srv.OpenPrompt(conv)
-		return ok || srv.RunStatus(conv) == rpc.RunIdle
+		return ok || srv.RunStatus(conv) == wire.RunIdle
 	}, 10*time.Second, time.Millisecond)
 }
 
@@ -96,11 +97,11 @@ func TestStreamReassemblesIntoGroundTruth(t *testing.T) {
 		assert.Equal(t, canon(t, streamed(want, got)), canon(t, got), "step %d", want.Index())
 	}
 	// Every kind of step the default scenario promises.
-	kinds := map[rpc.StepType]bool{}
+	kinds := map[wire.StepType]bool{}
 	for _, s := range truth {
 		kinds[s.Type] = true
 	}
-	for _, k := range []rpc.StepType{rpc.StepUserInput, rpc.StepConversationHistory, rpc.StepPlannerResponse, rpc.StepRunCommand, rpc.StepAskQuestion, rpc.StepViewFile, rpc.StepCheckpoint} {
+	for _, k := range []wire.StepType{wire.StepUserInput, wire.StepConversationHistory, wire.StepPlannerResponse, wire.StepRunCommand, wire.StepAskQuestion, wire.StepViewFile, wire.StepCheckpoint} {
 		assert.True(t, kinds[k], "default scenario has %s", k)
 	}
 }
@@ -119,7 +120,7 @@ func TestStreamFramesAreSparseCumulativeSnapshots(t *testing.T) {
 	send(t, c, conv, "hi")
 	r.readUntil(t, st, idleFrame)
 
-	var copies []rpc.Step
+	var copies []wire.Step
 	for i, f := range r.frames[1:] {
 		su := f.Update.MainTrajectoryUpdate.StepsUpdate
 		require.Len(t, su.Steps, len(su.Indices), "frame %d", i+1)
@@ -128,7 +129,7 @@ func TestStreamFramesAreSparseCumulativeSnapshots(t *testing.T) {
 		assert.LessOrEqual(t, len(su.Indices), 3, "frames are sparse")
 		for j, s := range su.Steps {
 			assert.Equal(t, int(su.Indices[j]), s.Index(), "indices[i] is the step index of steps[i]")
-			if s.Type == rpc.StepPlannerResponse {
+			if s.Type == wire.StepPlannerResponse {
 				copies = append(copies, s)
 			}
 		}
@@ -143,21 +144,21 @@ func TestStreamFramesAreSparseCumulativeSnapshots(t *testing.T) {
 		if pr.ModifiedResponse != "" {
 			assert.Equal(t, think, pr.Thinking, "thinking is complete before text streams")
 		}
-		if s.Status == rpc.StatusGenerating {
+		if s.Status == wire.StatusGenerating {
 			assert.Empty(t, pr.Response, "response only at DONE")
 			assert.Nil(t, s.Metadata.ModelUsage)
 		}
 		prevThink, prevText = pr.Thinking, pr.ModifiedResponse
 	}
 	last := copies[len(copies)-1]
-	if last.Status == rpc.StatusDone {
+	if last.Status == wire.StatusDone {
 		assert.Equal(t, say, last.PlannerResponse.ModifiedResponse)
 	}
 	steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
 	require.NoError(t, err)
-	var planner rpc.Step
+	var planner wire.Step
 	for _, s := range steps {
-		if s.Type == rpc.StepPlannerResponse {
+		if s.Type == wire.StepPlannerResponse {
 			planner = s
 		}
 	}
@@ -183,7 +184,7 @@ func TestStreamSnapshotFirst(t *testing.T) {
 	for i := range n {
 		assert.Equal(t, i, int(su.Indices[i]))
 	}
-	assert.Equal(t, rpc.RunIdle, f.Update.Status)
+	assert.Equal(t, wire.RunIdle, f.Update.Status)
 	truth := srv.GroundTruth(conv)
 	for _, s := range truth {
 		assert.Equal(t, canon(t, streamed(s, su.Steps[s.Index()])), canon(t, su.Steps[s.Index()]))
@@ -207,14 +208,14 @@ func TestStreamedToolStepsLackToolCall(t *testing.T) {
 	for _, s := range steps {
 		got := r.latest[s.Index()]
 		switch {
-		case s.Type == rpc.StepRunCommand:
+		case s.Type == wire.StepRunCommand:
 			sawRun = true
 			require.NotNil(t, s.Metadata.ToolCall, "unary copies carry the tool call")
 			assert.Equal(t, "run_command", s.Metadata.ToolCall.Name)
 			assert.Nil(t, got.Metadata.ToolCall, "streamed copies drop it")
 			assert.Equal(t, "/w\n", got.RunCommand.CombinedOutput.Full)
 			assert.Contains(t, string(s.Raw), `"exitCode":0`, "a command that ran carries exitCode, 0 included, as recorded")
-		case s.Type == rpc.StepPlannerResponse && len(s.PlannerResponse.ToolCalls) > 0:
+		case s.Type == wire.StepPlannerResponse && len(s.PlannerResponse.ToolCalls) > 0:
 			assert.Empty(t, got.PlannerResponse.ToolCalls)
 		}
 	}
@@ -245,7 +246,7 @@ func TestIdleCanArriveBeforeTheLastStepIsFlushed(t *testing.T) {
 		}
 		steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
 		require.NoError(t, err)
-		assert.Equal(t, rpc.StatusDone, steps[last.Index()].Status, "a read after IDLE has it")
+		assert.Equal(t, wire.StatusDone, steps[last.Index()].Status, "a read after IDLE has it")
 		st.Close()
 		require.NoError(t, srv.Close())
 	}
@@ -320,7 +321,7 @@ func TestClearRotatesToANewRootConversation(t *testing.T) {
 	all, err = c.GetAllCascadeTrajectories(ctx)
 	require.NoError(t, err)
 	assert.Greater(t, all.TrajectorySummaries[fresh].LastUserInputTime, all.TrajectorySummaries[old].LastUserInputTime)
-	assert.Equal(t, []rpc.TextItem{{Text: "typed after clear"}}, srv.Steps(fresh)[0].UserInput.Items)
+	assert.Equal(t, []wire.TextItem{{Text: "typed after clear"}}, srv.Steps(fresh)[0].UserInput.Items)
 }
 
 func TestPollerSeesGroundTruth(t *testing.T) {
@@ -331,10 +332,10 @@ func TestPollerSeesGroundTruth(t *testing.T) {
 		agytest.Say("Listed the files.", 4),
 	)))
 	ctx := testCtx(t)
-	seen := map[int]rpc.Step{}
+	seen := map[int]wire.Step{}
 	send(t, c, conv, "list")
 	for {
-		idle := srv.RunStatus(conv) == rpc.RunIdle
+		idle := srv.RunStatus(conv) == wire.RunIdle
 		steps, err := c.GetCascadeTrajectorySteps(ctx, conv)
 		require.NoError(t, err)
 		for _, s := range steps {

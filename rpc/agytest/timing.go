@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TextVersion names one version of a live planner step's text: the
@@ -39,7 +39,7 @@ type timing struct {
 // text the harness streams deltas of (modifiedResponse, else response).
 func liveTextVersion(conv string, idx int, f *fakeStep) (TextVersion, bool) {
 	s := &f.step
-	if s.Type != rpc.StepPlannerResponse || s.PlannerResponse == nil || s.Status.Terminal() {
+	if s.Type != wire.StepPlannerResponse || s.PlannerResponse == nil || s.Status.Terminal() {
 		return TextVersion{}, false
 	}
 	n := len(s.PlannerResponse.ModifiedResponse)

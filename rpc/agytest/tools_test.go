@@ -12,6 +12,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // toolsScenario uses every tool action of scenario_tools.go.
@@ -55,30 +56,30 @@ func TestToolStepsShapedLikeTheReference(t *testing.T) {
 	r.readUntil(t, st, func(*rpc.StreamFrame) bool { return true })
 	send(t, c, conv, "do everything")
 	p := waitPrompt(t, srv, conv, 0)
-	assert.Equal(t, rpc.StepCodeAction, p.Type)
-	assert.Equal(t, &rpc.Resource{Action: "write", Target: "/w/main.go"}, p.RequestedInteraction.Permission.Resource)
+	assert.Equal(t, wire.StepCodeAction, p.Type)
+	assert.Equal(t, &wire.Resource{Action: "write", Target: "/w/main.go"}, p.RequestedInteraction.Permission.Resource)
 	assert.Contains(t, string(p.Raw), `"replacementChunks"`, "the waiting step shows the edit")
-	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, rpc.InteractionResponse{
-		TrajectoryID: p.TrajectoryID(), StepIndex: rpc.Int(p.Index()), Permission: &rpc.PermissionAnswer{Allow: true}}))
+	require.NoError(t, c.HandleCascadeUserInteraction(testCtx(t), conv, wire.InteractionResponse{
+		TrajectoryID: p.TrajectoryID(), StepIndex: wire.Int(p.Index()), Permission: &wire.PermissionAnswer{Allow: true}}))
 	r.readUntil(t, st, idleFrame)
 	steps, err := c.GetCascadeTrajectorySteps(testCtx(t), conv)
 	require.NoError(t, err)
 
-	body := func(s rpc.Step, key string) map[string]any {
+	body := func(s wire.Step, key string) map[string]any {
 		var m map[string]any
 		require.NoError(t, json.Unmarshal(s.Raw, &m))
 		b, _ := m[key].(map[string]any)
 		require.NotNil(t, b, "%s has a %s body", s.Type, key)
 		return b
 	}
-	seen := map[rpc.StepType]int{}
+	seen := map[wire.StepType]int{}
 	var runIdx int
 	for _, s := range steps {
 		if s.Metadata.ToolAction == "" {
 			continue
 		}
 		seen[s.Type]++
-		require.Equal(t, rpc.StatusDone, s.Status, "%s", s.Type)
+		require.Equal(t, wire.StatusDone, s.Status, "%s", s.Type)
 		require.NotNil(t, s.Metadata.ToolCall, "%s: a polled copy carries toolCall", s.Type)
 		got := r.latest[s.Index()]
 		assert.Nil(t, got.Metadata.ToolCall, "%s: a streamed copy drops toolCall", s.Type)
@@ -86,43 +87,43 @@ func TestToolStepsShapedLikeTheReference(t *testing.T) {
 		assert.Equal(t, s.Metadata.ToolSummary, got.Metadata.ToolSummary)
 		assert.Contains(t, string(got.Raw), `"argumentsOrder"`)
 		switch s.Type {
-		case rpc.StepCodeAction:
+		case wire.StepCodeAction:
 			b := body(s, "codeAction")
 			assert.Contains(t, b, "actionSpec")
 			edit := b["actionResult"].(map[string]any)["edit"].(map[string]any)
 			assert.NotEmpty(t, edit["diff"].(map[string]any)["unifiedDiff"].(map[string]any)["lines"])
-		case rpc.StepGrepSearch:
+		case wire.StepGrepSearch:
 			assert.Len(t, body(s, "grepSearch")["results"], 2)
-		case rpc.StepFind:
+		case wire.StepFind:
 			assert.Equal(t, "/w/main_test.go\n", body(s, "find")["truncatedOutput"])
-		case rpc.StepSearchWeb:
+		case wire.StepSearchWeb:
 			assert.Len(t, body(s, "searchWeb")["webDocuments"], 1)
-		case rpc.StepReadURLContent:
+		case wire.StepReadURLContent:
 			assert.Equal(t, "A module is a collection of packages.\n", body(s, "readUrlContent")["webDocument"].(map[string]any)["text"])
-		case rpc.StepMCPTool:
+		case wire.StepMCPTool:
 			b := body(s, "mcpTool")
 			assert.Equal(t, "list_issues", b["toolCall"].(map[string]any)["name"])
 			assert.Equal(t, "#12 Crash", b["resultString"])
-		case rpc.StepRunCommand:
+		case wire.StepRunCommand:
 			runIdx = s.Index()
 			b := body(s, "runCommand")
 			assert.NotEmpty(t, b["commandId"], "sent to the background")
 			assert.NotContains(t, b, "exitCode", "no exit code yet")
 			assert.Equal(t, "ok  w/db\n", s.RunCommand.CombinedOutput.Full)
-		case rpc.StepCommandStatus:
+		case wire.StepCommandStatus:
 			b := body(s, "commandStatus")
 			assert.Equal(t, "ok  w/db\nFAIL w\nFAIL\n", b["combined"])
 			assert.EqualValues(t, 1, b["exitCode"])
-			assert.Equal(t, string(rpc.StatusDone), b["status"])
+			assert.Equal(t, string(wire.StatusDone), b["status"])
 		}
 	}
-	assert.Equal(t, map[rpc.StepType]int{rpc.StepCodeAction: 2, rpc.StepGrepSearch: 1, rpc.StepFind: 1, rpc.StepSearchWeb: 1,
-		rpc.StepReadURLContent: 1, rpc.StepMCPTool: 1, rpc.StepRunCommand: 1, rpc.StepCommandStatus: 1,
-		rpc.StepViewFileOutline: 1, rpc.StepTaskBoundary: 1}, seen)
+	assert.Equal(t, map[wire.StepType]int{wire.StepCodeAction: 2, wire.StepGrepSearch: 1, wire.StepFind: 1, wire.StepSearchWeb: 1,
+		wire.StepReadURLContent: 1, wire.StepMCPTool: 1, wire.StepRunCommand: 1, wire.StepCommandStatus: 1,
+		wire.StepViewFileOutline: 1, wire.StepTaskBoundary: 1}, seen)
 
 	// The mapper reads every one of them with its detail.
 	rec := mapper.NewReconciler(mapper.Config{ConversationID: conv})
-	evs := rec.Apply(mapper.FromSnapshot(steps, rpc.RunIdle, time.Now()))
+	evs := rec.Apply(mapper.FromSnapshot(steps, wire.RunIdle, time.Now()))
 	kinds := map[string]string{}
 	for _, e := range evs {
 		if e.Type == messages.EventFunctionCall {

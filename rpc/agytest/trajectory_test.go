@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TestChildSummariesAreTypedCascade: agy 1.1.9 lists a subagent with a
@@ -57,7 +57,7 @@ func TestRevertToCascadeStepCutsTheTrajectory(t *testing.T) {
 	send(t, c, conv, "three")
 	waitIdle(t, srv, conv)
 	steps = srv.Steps(conv)
-	require.Equal(t, rpc.StepUserInput, steps[at].Type)
+	require.Equal(t, wire.StepUserInput, steps[at].Type)
 	assert.Equal(t, "three", steps[at].UserInput.UserResponse, "the new turn takes the freed index")
 	assert.Error(t, c.RevertToCascadeStep(ctx, conv, len(steps)+3), "out of range")
 
@@ -71,7 +71,7 @@ func TestRevertToCascadeStepCutsTheTrajectory(t *testing.T) {
 	steps = srv.Steps(conv)
 	require.Len(t, steps, n)
 	for _, st := range steps[1:] {
-		assert.Equal(t, rpc.StatusCleared, st.Status)
+		assert.Equal(t, wire.StatusCleared, st.Status)
 	}
 }
 
@@ -119,19 +119,19 @@ func TestBackgroundTaskWakesAgy(t *testing.T) {
 			send(t, c, conv, "again")
 			waitIdle(t, srv, conv)
 			for _, st := range srv.Steps(conv) {
-				assert.NotEqual(t, rpc.StepSystemMessage, st.Type)
+				assert.NotEqual(t, wire.StepSystemMessage, st.Type)
 			}
 			continue
 		}
 		require.Eventually(t, func() bool {
 			steps := srv.Steps(conv)
-			return len(steps) > n && srv.RunStatus(conv) == rpc.RunIdle && steps[len(steps)-1].Status.Terminal()
+			return len(steps) > n && srv.RunStatus(conv) == wire.RunIdle && steps[len(steps)-1].Status.Terminal()
 		}, 10*time.Second, 5*time.Millisecond)
 		woken := srv.Steps(conv)[n:]
-		require.Equal(t, rpc.StepSystemMessage, woken[0].Type)
+		require.Equal(t, wire.StepSystemMessage, woken[0].Type)
 		assert.Contains(t, string(woken[0].Raw), "task_notification")
 		for _, st := range woken {
-			assert.NotEqual(t, rpc.StepUserInput, st.Type, "nobody typed")
+			assert.NotEqual(t, wire.StepUserInput, st.Type, "nobody typed")
 		}
 	}
 }

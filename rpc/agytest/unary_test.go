@@ -14,6 +14,7 @@ import (
 
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestProbesAndMetadata(t *testing.T) {
@@ -151,7 +152,7 @@ func TestModelsAndTrajectorySummaries(t *testing.T) {
 	all, err := c.GetAllCascadeTrajectories(ctx)
 	require.NoError(t, err)
 	fresh := all.TrajectorySummaries[conv]
-	assert.Equal(t, rpc.RunIdle, fresh.Status)
+	assert.Equal(t, wire.RunIdle, fresh.Status)
 	assert.Empty(t, fresh.LastUserInputTime, "a just-minted conversation has null times")
 	assert.Empty(t, fresh.LastModifiedTime)
 	assert.NotEmpty(t, fresh.TrajectoryID)
@@ -172,7 +173,7 @@ func TestModelsAndTrajectorySummaries(t *testing.T) {
 	assert.NotEmpty(t, s.LastModifiedTime)
 	lastInput := -1
 	for i, st := range steps {
-		if st.Type == rpc.StepUserInput {
+		if st.Type == wire.StepUserInput {
 			lastInput = i
 		}
 	}
@@ -196,9 +197,9 @@ func TestSendAgentMessageRecordsSystemMessage(t *testing.T) {
 	require.NoError(t, c.SendAgentMessage(testCtx(t), conv, "hello from the side"))
 	steps := srv.Steps(conv)
 	require.Len(t, steps, 1)
-	assert.Equal(t, rpc.StepSystemMessage, steps[0].Type)
+	assert.Equal(t, wire.StepSystemMessage, steps[0].Type)
 	assert.Nil(t, steps[0].UserInput, "never a user turn")
-	assert.Equal(t, rpc.RunIdle, srv.RunStatus(conv), "no turn runs")
+	assert.Equal(t, wire.RunIdle, srv.RunStatus(conv), "no turn runs")
 }
 
 func TestUserInputShape(t *testing.T) {
@@ -208,8 +209,8 @@ func TestUserInputShape(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, steps, "the USER_INPUT is recorded before the call returns")
 	ui := steps[0]
-	assert.Equal(t, rpc.StepUserInput, ui.Type)
-	assert.Equal(t, rpc.SourceUserExplicit, ui.Metadata.Source)
+	assert.Equal(t, wire.StepUserInput, ui.Type)
+	assert.Equal(t, wire.SourceUserExplicit, ui.Metadata.Source)
 	assert.NotEmpty(t, ui.Metadata.ExecutionID)
 	assert.Equal(t, "Say hello in one short sentence.", ui.UserInput.UserResponse)
 	assert.Equal(t, "Say hello in one short sentence.", ui.UserInput.Items[0].Text)
@@ -231,8 +232,8 @@ func TestSendValidation(t *testing.T) {
 	}
 	err = c.Call(ctx, rpc.MethodSendUserCascadeMessage, rpc.SendMessageRequest{
 		CascadeID:     conv,
-		Items:         []rpc.TextItem{{Text: "hi"}},
-		CascadeConfig: &rpc.CascadeConfig{PlannerConfig: &rpc.PlannerConfig{PlanModel: "gpt"}},
+		Items:         []wire.TextItem{{Text: "hi"}},
+		CascadeConfig: &rpc.CascadeConfig{PlannerConfig: &wire.PlannerConfig{PlanModel: "gpt"}},
 	}, &rpc.Empty{})
 	var rerr *rpc.Error
 	require.ErrorAs(t, err, &rerr)

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -806,7 +806,7 @@ func TestPromptAnsweredInAgysTerminalIsWithdrawn(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no permission request")
 	}
-	require.NoError(t, r.srv.AnswerFromTerminal(r.srv.ConversationID(), rpc.InteractionResponse{Permission: &rpc.PermissionAnswer{Allow: true}}))
+	require.NoError(t, r.srv.AnswerFromTerminal(r.srv.ConversationID(), wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}))
 	select {
 	case <-withdrawn:
 	case <-time.After(10 * time.Second):

@@ -131,3 +131,15 @@ func TestMainRefusesATmuxSessionPrefixTmuxWouldExpand(t *testing.T) {
 		assert.Contains(t, stderr.String(), "use letters, digits, - and _", "%q", prefix)
 	}
 }
+
+func TestMainWarnsAboutAnOpenCSRFTokenFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "csrf")
+	require.NoError(t, os.WriteFile(p, []byte("S3CRET\n"), 0o600))
+	require.NoError(t, os.Chmod(p, 0o604))
+	stderr := &lockedBuffer{} // the SDK may still log as Main returns
+	// No client: stdin ends at once, and so does the adapter.
+	code := Main(context.Background(), []string{"--csrf-token-file", p, "--session-dir", "-"}, bytes.NewReader(nil), io.Discard, stderr)
+	assert.Equal(t, exitOK, code, stderr.String())
+	assert.Contains(t, stderr.String(), "agyharness acp: warning: token file \""+p+"\" is open to its group or others (mode 0604): run chmod 600")
+	assert.NotContains(t, stderr.String(), "S3CRET")
+}

@@ -99,7 +99,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "agyharness acp: give --csrf-token or --csrf-token-file, not both")
 		return exitUsage
 	case *csrfFile != "":
-		t, err := tokenfile.Read(*csrfFile)
+		t, err := tokenfile.Read(*csrfFile, func(line string) { fmt.Fprintf(stderr, "agyharness acp: warning: %s\n", line) })
 		if err != nil {
 			fmt.Fprintf(stderr, "agyharness acp: --csrf-token-file: %v\n", err)
 			return exitUsage

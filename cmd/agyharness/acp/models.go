@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
 )
 
@@ -16,7 +17,7 @@ const modelConfigID sdk.SessionConfigId = "model"
 // loadModels reads agy's model catalog (GetAvailableModels) from the port
 // the session is bound to. The order is stable: recommended first, then by
 // display name.
-func loadModels(ctx context.Context, port int, csrf string) ([]rpc.ModelInfo, error) {
+func loadModels(ctx context.Context, port int, csrf string) ([]wire.ModelInfo, error) {
 	c, err := rpc.NewClient(rpc.Config{Port: port, CSRFToken: csrf})
 	if err != nil {
 		return nil, err
@@ -26,14 +27,14 @@ func loadModels(ctx context.Context, port int, csrf string) ([]rpc.ModelInfo, er
 	if err != nil {
 		return nil, fmt.Errorf("GetAvailableModels: %w", err)
 	}
-	out := make([]rpc.ModelInfo, 0, len(res.Response.Models))
+	out := make([]wire.ModelInfo, 0, len(res.Response.Models))
 	for key, m := range res.Response.Models {
 		if m.Model == "" {
 			m.Model = key
 		}
 		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b rpc.ModelInfo) int {
+	slices.SortFunc(out, func(a, b wire.ModelInfo) int {
 		if a.Recommended != b.Recommended {
 			if a.Recommended {
 				return -1
@@ -46,7 +47,7 @@ func loadModels(ctx context.Context, port int, csrf string) ([]rpc.ModelInfo, er
 }
 
 // displayName is a model's name for people: its display name, else its enum.
-func displayName(m rpc.ModelInfo) string {
+func displayName(m wire.ModelInfo) string {
 	if m.DisplayName != "" {
 		return m.DisplayName
 	}
@@ -57,7 +58,7 @@ func displayName(m rpc.ModelInfo) string {
 // state from the catalog and the current model. A current model missing
 // from the catalog is listed too, so the selection is always one of the
 // options. With no catalog there is no option.
-func modelOptions(models []rpc.ModelInfo, current string) ([]sdk.SessionConfigOption, *sdk.SessionModelState) {
+func modelOptions(models []wire.ModelInfo, current string) ([]sdk.SessionConfigOption, *sdk.SessionModelState) {
 	if len(models) == 0 {
 		return nil, nil
 	}
@@ -71,7 +72,7 @@ func modelOptions(models []rpc.ModelInfo, current string) ([]sdk.SessionConfigOp
 		}
 	}
 	if !found {
-		models = append(append([]rpc.ModelInfo{}, models...), rpc.ModelInfo{Model: current})
+		models = append(append([]wire.ModelInfo{}, models...), wire.ModelInfo{Model: current})
 	}
 	opts := make(sdk.SessionConfigSelectOptionsUngrouped, 0, len(models))
 	infos := make([]sdk.ModelInfo, 0, len(models))

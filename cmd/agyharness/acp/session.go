@@ -11,7 +11,7 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
 )
 
@@ -57,7 +57,7 @@ type session struct {
 	// it could not show). agy may still say something between our decline
 	// of its prompt and the cancel: that is not shown, up to the next turn.
 	stopped bool
-	models  []rpc.ModelInfo
+	models  []wire.ModelInfo
 	current string                        // the model agy runs now, as last reported
 	chosen  string                        // the model the client picked for the next turns
 	pending map[string]context.CancelFunc // elicitation id -> cancels its question to the client

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // TestQuotaErrorIsShownAndFailsThePromptWithItsCode: agy's quota
@@ -58,7 +58,7 @@ func TestRewindIsToldInTheThread(t *testing.T) {
 	conv := r.srv.ConversationID()
 	at := -1
 	for i, st := range r.srv.Steps(conv) {
-		if st.Type == rpc.StepUserInput && st.UserInput.UserResponse == "two" {
+		if st.Type == wire.StepUserInput && st.UserInput.UserResponse == "two" {
 			at = i
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,7 +86,7 @@ func TestModelOptions(t *testing.T) {
 	assert.Nil(t, opts)
 	assert.Nil(t, state)
 
-	models := []rpc.ModelInfo{{Model: "M1", DisplayName: "One", Recommended: true}, {Model: "M2"}}
+	models := []wire.ModelInfo{{Model: "M1", DisplayName: "One", Recommended: true}, {Model: "M2"}}
 	opts, state = modelOptions(models, "")
 	require.Len(t, opts, 1)
 	assert.Equal(t, sdk.SessionConfigValueId("M1"), opts[0].Select.CurrentValue, "the first (recommended) model by default")

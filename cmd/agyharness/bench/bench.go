@@ -111,9 +111,13 @@ type Options struct {
 	// Cluster, when > 0, runs the campaign on that many serve processes
 	// joined in a cluster (cluster.go); ClusterLocal drives each session
 	// through its own node instead of another; Harness is the agyharness
-	// binary to run them (default: this executable).
+	// binary to run them (default: this executable). The nodes run
+	// remote over mutual TLS with certificates from `agyharness cluster
+	// certs`; ClusterNoTLS runs them --insecure-cluster-no-auth instead,
+	// to compare.
 	Cluster      int
 	ClusterLocal bool
+	ClusterNoTLS bool
 	Harness      string
 }
 
@@ -438,7 +442,7 @@ func newRand(seed int64, i int) *rand.Rand {
 // when nothing was lost, doubled, out of order or misdelivered and no
 // goroutine leaked, 1 when the campaign found a fault, 2 on bad usage.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, asJSON, err := parseArgs(args, stdout, stderr)
+	o, asJSON, err := parseArgs(args, stdout)
 	if err != nil {
 		if errors.Is(err, errHelp) {
 			return 0

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agyharness/agyharness/messages"
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // itemTypes are the events that stand for committed items: each appears
@@ -28,19 +28,19 @@ func isItem(t messages.EventType) bool {
 // step with text one message (an interrupted one too), every terminal tool
 // step (of a tool type, or carrying toolAction) one function_call and one
 // function_call_output.
-func expected(steps []rpc.Step) map[messages.EventType]int {
+func expected(steps []wire.Step) map[messages.EventType]int {
 	want := map[messages.EventType]int{}
 	for _, st := range steps {
 		switch st.Type {
-		case rpc.StepUserInput:
+		case wire.StepUserInput:
 			want[messages.EventUserMessage]++
-		case rpc.StepPlannerResponse:
+		case wire.StepPlannerResponse:
 			if st.Status.Terminal() && st.PlannerResponse != nil &&
 				(st.PlannerResponse.Response != "" || st.PlannerResponse.ModifiedResponse != "") {
 				want[messages.EventMessage]++
 			}
-		case rpc.StepRunCommand, rpc.StepViewFile, rpc.StepListDirectory, rpc.StepGeneric, rpc.StepAskQuestion, rpc.StepInvokeSubagent,
-			rpc.StepCodeAction, rpc.StepGrepSearch, rpc.StepFind, rpc.StepSearchWeb, rpc.StepReadURLContent, rpc.StepMCPTool, rpc.StepCommandStatus:
+		case wire.StepRunCommand, wire.StepViewFile, wire.StepListDirectory, wire.StepGeneric, wire.StepAskQuestion, wire.StepInvokeSubagent,
+			wire.StepCodeAction, wire.StepGrepSearch, wire.StepFind, wire.StepSearchWeb, wire.StepReadURLContent, wire.StepMCPTool, wire.StepCommandStatus:
 			if st.Status.Terminal() {
 				want[messages.EventFunctionCall]++
 				want[messages.EventFunctionCallOutput]++
@@ -202,7 +202,7 @@ func (d *driver) check(res *Result) {
 // step where agy echoes exactly that answer.
 func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 	resolved := map[string]*messages.Event{}
-	trajectories := map[string][]rpc.Step{} // by conversation, read once: a read decodes every step
+	trajectories := map[string][]wire.Step{} // by conversation, read once: a read decodes every step
 	for _, ev := range evs {
 		if ev.Type == messages.EventElicitationResolved {
 			resolved[ev.ElicitationID] = ev
@@ -251,7 +251,7 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 }
 
 // echoes says whether agy recorded answer a on step st.
-func echoes(st rpc.Step, a answer) bool {
+func echoes(st wire.Step, a answer) bool {
 	if len(st.CompletedInteractions) == 0 || st.CompletedInteractions[0].Response == nil {
 		return false
 	}
@@ -269,7 +269,7 @@ func echoes(st rpc.Step, a answer) bool {
 
 // truthSummary lists a conversation's ground truth, one step a line, for a
 // problem report.
-func truthSummary(steps []rpc.Step) string {
+func truthSummary(steps []wire.Step) string {
 	var b strings.Builder
 	b.WriteString("\n    ground truth:")
 	for i, st := range steps {
@@ -280,7 +280,7 @@ func truthSummary(steps []rpc.Step) string {
 
 // orderContext shows the ground truth of steps lo..hi and the session's
 // events that name those steps, for an out-of-order report.
-func orderContext(evs []*messages.Event, steps []rpc.Step, conv string, lo, hi int) string {
+func orderContext(evs []*messages.Event, steps []wire.Step, conv string, lo, hi int) string {
 	var b strings.Builder
 	b.WriteString("\n    ground truth:")
 	for i := lo; i <= hi && i < len(steps); i++ {

@@ -20,10 +20,10 @@ var errHelp = errors.New("help requested")
 const usageExample = "agyharness bench --sessions 220 --poll-sessions 20 --duration 20s --faults none --turn-kinds essay --chunk-delay 200ms --default-intervals --external-fakes --idle-sessions 1000 --json"
 
 // parseArgs reads bench's flags into Options. --help prints the usage on
-// stdout; a bad flag is reported on stderr.
-func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
+// stdout; a bad flag is the error returned (Main reports it, once).
+func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
 	fs.Usage = func() {} // errors are reported by the caller; --help below
 	var o Options
 	var faults, mode, kinds string
@@ -50,6 +50,7 @@ func parseArgs(args []string, stdout, stderr io.Writer) (Options, bool, error) {
 	fs.BoolVar(&o.FloorRaw, "floor-raw", false, "with --floor: take the frames off the streams undecoded, to measure the transport alone")
 	fs.IntVar(&o.Cluster, "cluster", 0, "run the sessions on this many serve processes joined in a cluster, each session driven through a node other than its own (needs --faults none)")
 	fs.BoolVar(&o.ClusterLocal, "cluster-local", false, "with --cluster, drive each session through its own node (the local figures beside the cross-node ones)")
+	fs.BoolVar(&o.ClusterNoTLS, "cluster-no-tls", false, "with --cluster, run the nodes without mutual TLS (--insecure-cluster-no-auth), to compare")
 	fs.StringVar(&o.Harness, "harness", "", "with --cluster, the agyharness binary to run the nodes (default: this one)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {

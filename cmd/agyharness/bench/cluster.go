@@ -81,11 +81,27 @@ var (
 )
 
 // startClusterNodes runs n serve processes that form a cluster with the
-// automanaged provider on loopback.
-func startClusterNodes(ctx context.Context, harness string, n int, token string, dir string) ([]*clusterNode, error) {
+// automanaged provider on loopback; with mutualTLS, their remote runs over
+// mutual TLS with certificates `harness cluster certs` writes in dir.
+func startClusterNodes(ctx context.Context, harness string, n int, token string, dir string, mutualTLS bool) ([]*clusterNode, error) {
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
+	}
+	certDir := filepath.Join(dir, "certs")
+	remoteAuth := func(name string) []string { return []string{"--insecure-cluster-no-auth"} }
+	if mutualTLS {
+		args := []string{"cluster", "certs", "--out", certDir}
+		for i := range n {
+			args = append(args, "--node", fmt.Sprintf("n%d=127.0.0.1", i+1))
+		}
+		if out, err := exec.CommandContext(ctx, harness, args...).CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("bench: cluster certs: %v: %s", err, out)
+		}
+		remoteAuth = func(name string) []string {
+			return []string{"--remote-tls-cert", filepath.Join(certDir, name+".pem"),
+				"--remote-tls-key", filepath.Join(certDir, name+"-key.pem"), "--remote-tls-ca", filepath.Join(certDir, "ca.pem")}
+		}
 	}
 	ports := make([]string, n)
 	for i := range ports {
@@ -104,9 +120,9 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 	stopAll := func() { stopClusterNodes(nodes) }
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
-		cmd := exec.CommandContext(ctx, harness, "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile,
+		cmd := exec.CommandContext(ctx, harness, append([]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile,
 			"--max-connections", "100000", "--cluster", "bench", "--cluster-provider", "automanaged",
-			"--peers", strings.Join(peers, ","), "--provider-port", ports[i], "--node", name)
+			"--peers", strings.Join(peers, ","), "--provider-port", ports[i], "--node", name}, remoteAuth(name)...)...)
 		cmd.Env = append(os.Environ(), "AGYHARNESS_LOG=warn")
 		cmd.Stdout = io.Discard
 		stderr, err := cmd.StderrPipe()
@@ -382,7 +398,10 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	res := &Result{Seed: o.Seed, Sessions: o.Sessions, ReadMode: string(actors.ReadBoth), FaultsInjected: map[string]int{},
 		Restarts: map[string]int{}, GroundTruthChecked: true, CPUIncludesFakes: true,
 		Cluster: &ClusterFigures{Nodes: o.Cluster, Route: route, SessionsPerNode: (o.Sessions + o.Cluster - 1) / o.Cluster,
-			ProviderDescription: "automanaged, loopback"}}
+			ProviderDescription: "automanaged, loopback, mutual TLS"}}
+	if o.ClusterNoTLS {
+		res.Cluster.ProviderDescription = "automanaged, loopback, no TLS"
+	}
 	res.GoroutinesBefore = runtime.NumGoroutine()
 	start := time.Now()
 	cpuBefore := cpuTime()
@@ -394,7 +413,7 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	token := hex.EncodeToString(tok[:])
-	nodes, err := startClusterNodes(ctx, harness, o.Cluster, token, dir)
+	nodes, err := startClusterNodes(ctx, harness, o.Cluster, token, dir, !o.ClusterNoTLS)
 	if err != nil {
 		return nil, err
 	}

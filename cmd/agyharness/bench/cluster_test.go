@@ -28,6 +28,7 @@ func TestShortClusterCampaign(t *testing.T) {
 	assert.Empty(t, res.Problems)
 	require.NotNil(t, res.Cluster)
 	assert.Equal(t, "cross", res.Cluster.Route)
+	assert.Equal(t, "automanaged, loopback, mutual TLS", res.Cluster.ProviderDescription, "the nodes run mutual TLS")
 	assert.Equal(t, 9, res.Cluster.ListedSessions)
 	assert.Positive(t, res.Turns)
 	assert.Positive(t, res.Cluster.CommandSamples)

@@ -15,6 +15,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // deltaArrival is a text delta as the consumer keeps it: the text version
@@ -521,7 +522,7 @@ func (d *driver) rewind(ctx context.Context) {
 	steps := d.srv.Steps(conv)
 	at := -1
 	for i := len(steps) - 1; i >= 0; i-- {
-		if steps[i].Type == rpc.StepUserInput {
+		if steps[i].Type == wire.StepUserInput {
 			at = i
 			break
 		}

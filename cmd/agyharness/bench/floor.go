@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // A floor run (--floor, with --external-fakes) puts no harness between the
@@ -63,7 +64,7 @@ func newFloorReader(ctx context.Context, f fake, raw bool) (*floorReader, error)
 // firstRecommended is the enum of the first recommended model by name,
 // else of the first (a model without an enum is sent by its name, as the
 // turn sender does).
-func firstRecommended(catalog map[string]rpc.ModelInfo) string {
+func firstRecommended(catalog map[string]wire.ModelInfo) string {
 	names := slices.Sorted(maps.Keys(catalog))
 	pick := func(name string) string {
 		if m := catalog[name].Model; m != "" {
@@ -97,9 +98,9 @@ func (r *floorReader) read() {
 		}
 		r.frames.Add(1)
 		switch status {
-		case rpc.RunRunning:
+		case wire.RunRunning:
 			running = true
-		case rpc.RunIdle:
+		case wire.RunIdle:
 			if running {
 				running = false
 				select {
@@ -113,7 +114,7 @@ func (r *floorReader) read() {
 
 // next takes the next frame off the stream and returns its run status:
 // decoded, or in a raw reader looked for in the frame's bytes.
-func (r *floorReader) next() (rpc.RunStatus, error) {
+func (r *floorReader) next() (wire.RunStatus, error) {
 	if r.raw {
 		payload, err := r.stream.NextRaw()
 		if err != nil {
@@ -135,17 +136,17 @@ func (r *floorReader) next() (rpc.RunStatus, error) {
 // unescaped, so a search finds the status without decoding; a frame with
 // neither says nothing of the run.
 var (
-	rawIdle    = []byte(`"` + rpc.RunIdle + `"`)
-	rawRunning = []byte(`"` + rpc.RunRunning + `"`)
+	rawIdle    = []byte(`"` + wire.RunIdle + `"`)
+	rawRunning = []byte(`"` + wire.RunRunning + `"`)
 )
 
 // rawRunStatus is the run status a frame's bytes carry, or "".
-func rawRunStatus(payload []byte) rpc.RunStatus {
+func rawRunStatus(payload []byte) wire.RunStatus {
 	switch {
 	case bytes.Contains(payload, rawIdle):
-		return rpc.RunIdle
+		return wire.RunIdle
 	case bytes.Contains(payload, rawRunning):
-		return rpc.RunRunning
+		return wire.RunRunning
 	}
 	return ""
 }

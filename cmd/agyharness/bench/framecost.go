@@ -9,6 +9,7 @@ import (
 
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // frameCostSizes are the trajectory lengths frame cost is measured at.
@@ -62,7 +63,7 @@ func frameCostRound(n, frames int) (float64, error) {
 	done := 0
 	for done < frames {
 		r := mapper.NewReconciler(mapper.Config{ConversationID: frameCostConv})
-		r.Apply(mapper.FromSnapshot(hist, rpc.RunRunning, time.Now()))
+		r.Apply(mapper.FromSnapshot(hist, wire.RunRunning, time.Now()))
 		start := time.Now()
 		for _, w := range wires {
 			f, err := rpc.DecodeFrame(w)
@@ -81,7 +82,7 @@ func frameCostRound(n, frames int) (float64, error) {
 
 // costHistory is a finished trajectory of n steps, as a snapshot read
 // decodes it: turns, answers, commands and checkpoints in turn.
-func costHistory(n int) ([]rpc.Step, error) {
+func costHistory(n int) ([]wire.Step, error) {
 	var b strings.Builder
 	b.WriteString(`[`)
 	for i := range n {
@@ -102,7 +103,7 @@ func costHistory(n int) ([]rpc.Step, error) {
 		}
 	}
 	b.WriteString(`]`)
-	var steps []rpc.Step
+	var steps []wire.Step
 	if err := json.Unmarshal([]byte(b.String()), &steps); err != nil {
 		return nil, fmt.Errorf("bench: frame cost history: %w", err)
 	}

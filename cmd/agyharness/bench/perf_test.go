@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestTextVersionOfDeltas(t *testing.T) {
@@ -150,8 +152,12 @@ func TestFloorReadsTheSameFrames(t *testing.T) {
 // TestSettleWaitsForLateFrames: settle returns only once the readers have
 // gone quiet, so frames a fake writes after a turn's IDLE are taken; and it
 // returns at its limit, or as soon as its context ends, when they never go
-// quiet.
+// quiet. In a synctest bubble: the times settle takes are exact.
 func TestSettleWaitsForLateFrames(t *testing.T) {
+	synctest.Test(t, testSettleWaitsForLateFrames)
+}
+
+func testSettleWaitsForLateFrames(t *testing.T) {
 	readers := []*floorReader{{}, {}}
 	late := make(chan struct{})
 	go func() {
@@ -161,7 +167,9 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}()
+	start := time.Now()
 	settle(context.Background(), readers, 500*time.Millisecond, time.Minute)
+	assert.Equal(t, 550*time.Millisecond, time.Since(start), "quiet from the tick after the last frame (ticks of 50 ms)")
 	select {
 	case <-late:
 	default:
@@ -184,10 +192,14 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 			}
 		}
 	}()
-	settle(context.Background(), readers, time.Second, 100*time.Millisecond) // never quiet: returns at the limit
+	start = time.Now()
+	settle(context.Background(), readers, time.Second, 100*time.Millisecond)
+	assert.Equal(t, 100*time.Millisecond, time.Since(start), "never quiet: returns at the limit")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	settle(ctx, readers, time.Second, time.Minute) // never quiet, ctx ended: returns at once
+	start = time.Now()
+	settle(ctx, readers, time.Second, time.Minute)
+	assert.Zero(t, time.Since(start), "never quiet, ctx ended: returns at once")
 	close(stop)
 	<-done
 }
@@ -195,7 +207,7 @@ func TestSettleWaitsForLateFrames(t *testing.T) {
 // TestRawRunStatus finds a frame's run status in its bytes as the decoder
 // would read it, on frames the fake writes.
 func TestRawRunStatus(t *testing.T) {
-	for _, st := range []rpc.RunStatus{rpc.RunRunning, rpc.RunIdle, ""} {
+	for _, st := range []wire.RunStatus{wire.RunRunning, wire.RunIdle, ""} {
 		payload, err := json.Marshal(map[string]any{"update": map[string]any{"conversationId": "c", "status": st,
 			"mainTrajectoryUpdate": map[string]any{"stepsUpdate": map[string]any{"steps": []any{map[string]any{"status": "CORTEX_STEP_STATUS_DONE"}}}}}})
 		require.NoError(t, err)
@@ -207,11 +219,11 @@ func TestRawRunStatus(t *testing.T) {
 }
 
 func TestFloorPicksTheRecommendedModel(t *testing.T) {
-	assert.Equal(t, "MODEL_B", firstRecommended(map[string]rpc.ModelInfo{
+	assert.Equal(t, "MODEL_B", firstRecommended(map[string]wire.ModelInfo{
 		"a": {Model: "MODEL_A"}, "b": {Model: "MODEL_B", Recommended: true}, "c": {Model: "MODEL_C", Recommended: true},
 	}))
-	assert.Equal(t, "MODEL_A", firstRecommended(map[string]rpc.ModelInfo{"b": {Model: "MODEL_B"}, "a": {Model: "MODEL_A"}}), "none recommended: the first by name")
-	assert.Equal(t, "bare", firstRecommended(map[string]rpc.ModelInfo{"bare": {Recommended: true}}), "no enum: the name")
+	assert.Equal(t, "MODEL_A", firstRecommended(map[string]wire.ModelInfo{"b": {Model: "MODEL_B"}, "a": {Model: "MODEL_A"}}), "none recommended: the first by name")
+	assert.Equal(t, "bare", firstRecommended(map[string]wire.ModelInfo{"bare": {Recommended: true}}), "no enum: the name")
 	assert.Empty(t, firstRecommended(nil))
 }
 

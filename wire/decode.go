@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
-	"github.com/agyharness/agyharness/rpc/internal/stepsfilter"
+	"github.com/agyharness/agyharness/internal/stepsfilter"
 )
 
 // decodeOptions make json v2 read what agy may send the way encoding/json
@@ -34,18 +34,18 @@ var decodeOptions = jsonv2.JoinOptions(
 	jsonv1.MergeWithLegacySemantics(true),
 )
 
-// unmarshal decodes one JSON value (the whole of data) into v with json v2
-// and decodeOptions: how frames and unary answers are read. data is handed
-// over for good (each frame and answer is read into a buffer of its own, and
-// nothing writes to it afterwards): a Step's Raw is a slice of data, not a
-// copy, which saves a copy of every step of every frame.
-func unmarshal(data []byte, v any) error {
+// Unmarshal decodes one JSON value (the whole of data) into v with json v2
+// and decodeOptions: how rpc reads frames and unary answers. data is handed
+// over for good (nothing may write to it afterwards): a Step's Raw is a
+// slice of data, not a copy, which saves a copy of every step of every
+// frame.
+func Unmarshal(data []byte, v any) error {
 	return jsonv2.Unmarshal(data, v, decodeOptions, keepRaw)
 }
 
 // keepRaw decodes a Step in one pass over its bytes, and makes its Raw
 // those bytes in the input (capped, so that an append to Raw can never write
-// over what follows). It relies on the decoder reading from memory (unmarshal
+// over what follows). It relies on the decoder reading from memory (Unmarshal
 // hands it all of data at once): the unread buffer before the step still
 // holds the step after it is decoded.
 var keepRaw = jsonv2.WithUnmarshalers(keepRawStep)
@@ -62,7 +62,7 @@ var keepRawStep = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) 
 	}
 	n := dec.InputOffset() - start
 	if n > int64(len(rest)) {
-		return errors.New("rpc: a step was not decoded from memory") // cannot happen with unmarshal
+		return errors.New("wire: a step was not decoded from memory") // cannot happen with Unmarshal
 	}
 	// What was read since the previous value: a delimiter, blanks, the step.
 	raw := rest[:n]
@@ -73,16 +73,16 @@ var keepRawStep = jsonv2.UnmarshalFromFunc(func(dec *jsontext.Decoder, s *Step) 
 	return nil
 })
 
-// decodeStepsReusing decodes a GetCascadeTrajectorySteps answer as it is
-// read from r: the answer, which holds the whole trajectory, is never held
-// whole. Where the i-th element of steps is byte for byte prev[i].Raw,
-// prev[i] is taken as it is (sharing its Raw and its pointers) instead of
-// being decoded again; every other element is decoded, with a Raw of its
-// own. Everything else about the answer is read as unmarshal reads a
-// StepsResponse. A stepsfilter.Filter finds the equal elements without the
+// DecodeStepsReusing decodes a GetCascadeTrajectorySteps answer
+// ({"steps":[...]}) as it is read from r, and returns its steps: the answer,
+// which holds the whole trajectory, is never held whole. Where the i-th
+// element of steps is byte for byte prev[i].Raw, prev[i] is taken as it is
+// (sharing its Raw and its pointers) instead of being decoded again; every
+// other element is decoded, with a Raw of its own. Everything else about the
+// answer is read as Unmarshal reads it. A stepsfilter.Filter finds the equal elements without the
 // decoder scanning them; where it cannot be sure (a name it does not
 // compare, a repeated steps member), the decoder compares what it read.
-func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
+func DecodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 	var f *stepsfilter.Filter
 	if len(prev) > 0 {
 		f = stepsfilter.New(r, len(prev), func(i int) []byte { return prev[i].Raw })
@@ -112,7 +112,9 @@ func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 		// raw is a view of the decoder's buffer: decode copies it.
 		return placeError(dec, raw, s.decode(raw))
 	})
-	var resp StepsResponse
+	var resp struct {
+		Steps []Step `json:"steps"`
+	}
 	if len(prev) > 0 {
 		// Sized for a trajectory that did not shrink: no growing on the way.
 		resp.Steps = make([]Step, 0, len(prev))
@@ -120,9 +122,9 @@ func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 	dec := jsontext.NewDecoder(r, decodeOptions)
 	err := jsonv2.UnmarshalDecode(dec, &resp, decodeOptions, jsonv2.WithUnmarshalers(reuse))
 	if err == nil {
-		// Nothing may follow the answer (as unmarshal requires).
+		// Nothing may follow the answer (as Unmarshal requires).
 		if _, terr := dec.ReadToken(); terr != io.EOF {
-			err = fmt.Errorf("rpc: data after the answer at byte %d", f.InputOffset(dec.InputOffset()))
+			err = fmt.Errorf("wire: data after the answer at byte %d", f.InputOffset(dec.InputOffset()))
 		}
 	} else {
 		f.PlaceError(err)
@@ -136,21 +138,6 @@ func decodeStepsReusing(r io.Reader, prev []Step) ([]Step, error) {
 		resp.Steps = nil
 	}
 	return resp.Steps, nil
-}
-
-// blankReader reads r and says whether all it has read so far is blank
-// (JSON whitespace).
-type blankReader struct {
-	r     io.Reader
-	blank bool
-}
-
-func (b *blankReader) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if b.blank && len(bytes.TrimLeft(p[:n], " \t\r\n")) > 0 {
-		b.blank = false
-	}
-	return n, err
 }
 
 // placeError places an error of decoding raw, the value dec has just read,

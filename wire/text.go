@@ -1,12 +1,13 @@
-package rpc
+package wire
 
 import (
+	"bytes"
 	"errors"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/agyharness/agyharness/rpc/internal/textcache"
+	"github.com/agyharness/agyharness/internal/textcache"
 )
 
 // The planner's text fields, each a slot of the stream's textcache.Cache.
@@ -22,9 +23,9 @@ const (
 type textSpan struct{ off, end int64 }
 
 // streamOptions are the options a stream decodes its frames with:
-// unmarshal's, with each planner text that is a JSON string left undecoded
+// Unmarshal's, with each planner text that is a JSON string left undecoded
 // (PlannerResponse.raw, its place in the payload) for the stream's text
-// cache to decode after the frame (frameDecoder.decode). They are one set
+// cache to decode after the frame (StreamDecoder.Decode). They are one set
 // for every stream, so that json v2's cache of which unmarshaler serves
 // which type is one warm cache, not one per stream.
 var streamOptions = jsonv2.JoinOptions(decodeOptions, jsonv2.WithUnmarshalers(jsonv2.JoinUnmarshalers(
@@ -107,11 +108,43 @@ func resolveTexts(c *textcache.Cache, steps []Step, payload []byte) error {
 				continue
 			}
 			if span.off < 0 || span.end > int64(len(payload)) || span.end-span.off < 2 || payload[span.off] != '"' {
-				return errors.New("rpc: a planner text is not where the decoder said") // cannot happen with jsonv2.Unmarshal
+				return errors.New("wire: a planner text is not where the decoder said") // cannot happen with jsonv2.Unmarshal
 			}
 			*fields[slot] = c.Decode(slot, payload[span.off:span.end])
 		}
 		p.raw = nil
+	}
+	return nil
+}
+
+// A StreamDecoder decodes the frames of one StreamAgentStateUpdates stream,
+// in order, as Unmarshal does, with the planner's texts through a
+// textcache.Cache: a text that extends the one the last frame carried is not
+// decoded again. The cache is emptied on an idle frame, so that an idle
+// stream holds no text. The zero StreamDecoder is ready; it is for one
+// goroutine.
+type StreamDecoder struct {
+	texts textcache.Cache
+}
+
+// Decode decodes payload, the next frame of the stream, into v. steps and
+// status point into v: where it holds the frame's steps and the cascade's
+// run status. A blank payload leaves v as it is. As with Unmarshal, each
+// step's Raw is a slice of payload.
+func (d *StreamDecoder) Decode(payload []byte, v any, steps *[]Step, status *RunStatus) error {
+	if len(bytes.TrimSpace(payload)) > 0 {
+		if err := jsonv2.Unmarshal(payload, v, streamOptions); err != nil {
+			return err
+		}
+	}
+	if err := resolveTexts(&d.texts, *steps, payload); err != nil {
+		d.texts.Reset()
+		return err
+	}
+	if *status == RunIdle {
+		d.texts.Reset()
+	} else {
+		d.texts.Commit()
 	}
 	return nil
 }

@@ -1,11 +1,8 @@
-package rpc_test
+package agyproc_test
 
 import (
 	"bufio"
-	"context"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -15,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/agyharness/agyharness/rpc"
 )
 
@@ -72,7 +70,7 @@ func TestCandidatePortsOwnProcessAndDescendants(t *testing.T) {
 
 	_, childPort := listenChild(t)
 
-	ports, err := rpc.CandidatePorts(os.Getpid())
+	ports, err := agyproc.CandidatePorts(os.Getpid())
 	require.NoError(t, err)
 	assert.Contains(t, ports, own)
 	assert.Contains(t, ports, childPort, "a descendant's listener counts")
@@ -90,16 +88,16 @@ func TestCandidatePortsOfChildOnly(t *testing.T) {
 	}
 	_, own := listen(t, "127.0.0.1:0")
 	pid, port := listenChild(t)
-	ports, err := rpc.CandidatePorts(pid)
+	ports, err := agyproc.CandidatePorts(pid)
 	require.NoError(t, err)
 	assert.Equal(t, []int{port}, ports, "the parent's listeners are not the child's")
 	assert.NotContains(t, ports, own)
 }
 
 func TestCandidatePortsBadPid(t *testing.T) {
-	_, err := rpc.CandidatePorts(0)
+	_, err := agyproc.CandidatePorts(0)
 	assert.Error(t, err)
-	_, err = rpc.CandidatePorts(1 << 30)
+	_, err = agyproc.CandidatePorts(1 << 30)
 	assert.Error(t, err)
 }
 
@@ -108,18 +106,18 @@ func TestCSRFTokenFromCmdline(t *testing.T) {
 		t.Skip("needs /proc")
 	}
 	pid, _ := listenChild(t, "--other", "x", "--csrf_token", "tok-123")
-	assert.Equal(t, "tok-123", rpc.CSRFTokenFromCmdline(pid))
+	assert.Equal(t, "tok-123", agyproc.CSRFTokenFromCmdline(pid))
 	pid, _ = listenChild(t, "--csrf_token=tok-456")
-	assert.Equal(t, "tok-456", rpc.CSRFTokenFromCmdline(pid))
+	assert.Equal(t, "tok-456", agyproc.CSRFTokenFromCmdline(pid))
 	plain, _ := listenChild(t, "--other", "x")
-	assert.Equal(t, "", rpc.CSRFTokenFromCmdline(plain), "no token on its command line")
-	assert.Contains(t, []string{"tok-123", "tok-456"}, rpc.CSRFTokenFromCmdline(os.Getpid()),
+	assert.Equal(t, "", agyproc.CSRFTokenFromCmdline(plain), "no token on its command line")
+	assert.Contains(t, []string{"tok-123", "tok-456"}, agyproc.CSRFTokenFromCmdline(os.Getpid()),
 		"agy's token is found under the process named (a terminal pane's shell)")
-	assert.Equal(t, "", rpc.CSRFTokenFromCmdline(1<<30))
+	assert.Equal(t, "", agyproc.CSRFTokenFromCmdline(1<<30))
 }
 
 func TestPortFromLogLine(t *testing.T) {
-	port, ok := rpc.PortFromLogLine("I0802 04:49:01.123 server.go:42] Language server listening on random port at 53123 for HTTPS")
+	port, ok := agyproc.PortFromLogLine("I0802 04:49:01.123 server.go:42] Language server listening on random port at 53123 for HTTPS")
 	assert.True(t, ok)
 	assert.Equal(t, 53123, port)
 	for _, line := range []string{
@@ -129,7 +127,7 @@ func TestPortFromLogLine(t *testing.T) {
 		"something else",
 		"",
 	} {
-		_, ok := rpc.PortFromLogLine(line)
+		_, ok := agyproc.PortFromLogLine(line)
 		assert.False(t, ok, line)
 	}
 }
@@ -155,8 +153,8 @@ func TestAddressFromEnv(t *testing.T) {
 	}
 	for v, want := range cases {
 		t.Run(v, func(t *testing.T) {
-			t.Setenv(rpc.EnvAddress, v)
-			host, port, ok := rpc.AddressFromEnv()
+			t.Setenv(agyproc.EnvAddress, v)
+			host, port, ok := agyproc.AddressFromEnv()
 			assert.Equal(t, want.ok, ok)
 			if want.ok {
 				assert.Equal(t, want.host, host)
@@ -165,73 +163,30 @@ func TestAddressFromEnv(t *testing.T) {
 		})
 	}
 	t.Run("unset", func(t *testing.T) {
-		t.Setenv(rpc.EnvAddress, "")
-		os.Unsetenv(rpc.EnvAddress)
-		_, _, ok := rpc.AddressFromEnv()
+		t.Setenv(agyproc.EnvAddress, "")
+		os.Unsetenv(agyproc.EnvAddress)
+		_, _, ok := agyproc.AddressFromEnv()
 		assert.False(t, ok)
 	})
-	_, _, err := rpc.ParseAddress("10.0.0.1:1234")
+	_, _, err := agyproc.ParseAddress("10.0.0.1:1234")
 	assert.ErrorIs(t, err, rpc.ErrNotLoopback)
-}
-
-func TestProbe(t *testing.T) {
-	srv := newConnectServer(t, func(w http.ResponseWriter, r *http.Request, body []byte) {
-		switch r.URL.Path {
-		case "/" + rpc.Service + "/Heartbeat":
-			_, _ = io.WriteString(w, `{}`)
-		case "/" + rpc.Service + "/GetConversationMetadata":
-			if strings.Contains(string(body), conv) {
-				_, _ = io.WriteString(w, `{"metadata":{"rootConversationId":"`+conv+`"}}`)
-				return
-			}
-			rpc.WriteError(w, rpc.CodeUnknown, "trajectory not found")
-		default:
-			http.NotFound(w, r)
-		}
-	})
-	ctx := ctxT(t)
-	cfg := rpc.Config{Port: srv.port()}
-
-	ok, err := rpc.Probe(ctx, cfg, conv)
-	require.NoError(t, err)
-	assert.True(t, ok)
-
-	ok, err = rpc.Probe(ctx, cfg, "someone-else")
-	require.NoError(t, err)
-	assert.False(t, ok)
-
-	ok, err = rpc.Probe(ctx, cfg, "")
-	require.NoError(t, err)
-	assert.True(t, ok, "without a conversation the heartbeat decides")
-
-	_, err = rpc.Probe(ctx, rpc.Config{Host: "10.1.1.1", Port: 1}, conv)
-	assert.ErrorIs(t, err, rpc.ErrNotLoopback)
-
-	// A port nothing listens on any more.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
-	ok, err = rpc.Probe(context.Background(), rpc.Config{Port: dead}, conv)
-	assert.False(t, ok)
-	assert.ErrorIs(t, err, rpc.ErrPortGone)
 }
 
 func TestAddressFromProcessAndLoopbackListeners(t *testing.T) {
 	if _, err := os.Stat("/proc/self/environ"); err != nil {
 		t.Skip("needs /proc")
 	}
-	t.Setenv(rpc.EnvAddress, "127.0.0.1:4567") // inherited by the child, as agy's language server would set it
+	t.Setenv(agyproc.EnvAddress, "127.0.0.1:4567") // inherited by the child, as agy's language server would set it
 	pid, port := listenChild(t)
-	host, p, ok := rpc.AddressFromProcess(pid)
+	host, p, ok := agyproc.AddressFromProcess(pid)
 	require.True(t, ok)
 	assert.Equal(t, "127.0.0.1", host)
 	assert.Equal(t, 4567, p)
-	_, _, ok = rpc.AddressFromProcess(1 << 30)
+	_, _, ok = agyproc.AddressFromProcess(1 << 30)
 	assert.False(t, ok)
 
-	assert.Contains(t, rpc.LoopbackListeners(1<<16), port, "every loopback listener of the machine")
-	assert.Len(t, rpc.LoopbackListeners(1), 1, "at most max")
-	assert.True(t, rpc.ProcessAlive(pid))
-	assert.False(t, rpc.ProcessAlive(1<<30))
+	assert.Contains(t, agyproc.LoopbackListeners(1<<16), port, "every loopback listener of the machine")
+	assert.Len(t, agyproc.LoopbackListeners(1), 1, "at most max")
+	assert.True(t, agyproc.ProcessAlive(pid))
+	assert.False(t, agyproc.ProcessAlive(1<<30))
 }

@@ -1,6 +1,7 @@
-package rpc
+package agyproc
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -64,4 +65,12 @@ func TestCSRFTokenFromArgs(t *testing.T) {
 	assert.Equal(t, "", csrfTokenFromArgs([]string{"agy", "--csrf_token"}))
 	assert.Equal(t, "", csrfTokenFromArgs([]string{"agy", "csrf_token", "c"}))
 	assert.Equal(t, "", csrfTokenFromArgs([]string{"agy", "--csrf_token_file=x"}))
+}
+
+// listenInternal opens a loopback listener and returns its closer and port.
+func listenInternal(t *testing.T) (func(), int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return func() { l.Close() }, l.Addr().(*net.TCPAddr).Port
 }

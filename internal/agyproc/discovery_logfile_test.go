@@ -1,4 +1,4 @@
-package rpc_test
+package agyproc_test
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/internal/agyproc"
 	"github.com/stretchr/testify/require"
 )
 
@@ -20,23 +20,23 @@ func TestPortFromLogFileTakesTheLastAnnouncement(t *testing.T) {
 		"Language server listening on random port at 42007 for HTTPS\n" +
 		"Language server listening on random port at 42008 for HTTP\n"
 	require.NoError(t, os.WriteFile(path, []byte(log), 0o600))
-	port, ok, err := rpc.PortFromLogFile(path)
+	port, ok, err := agyproc.PortFromLogFile(path)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 42007, port, "the latest HTTPS line, not the HTTP one")
 
 	require.NoError(t, os.WriteFile(path, []byte("nothing here\n"), 0o600))
-	_, ok, err = rpc.PortFromLogFile(path)
+	_, ok, err = agyproc.PortFromLogFile(path)
 	require.NoError(t, err)
 	require.False(t, ok)
 
-	_, _, err = rpc.PortFromLogFile(filepath.Join(dir, "missing.log"))
+	_, _, err = agyproc.PortFromLogFile(filepath.Join(dir, "missing.log"))
 	require.Error(t, err)
 
 	// Only the tail of a huge log is read; the line in it is found.
 	big := strings.Repeat("x", 1<<20) + "\nLanguage server listening on random port at 43000 for HTTPS\n"
 	require.NoError(t, os.WriteFile(path, []byte(big), 0o600))
-	port, ok, err = rpc.PortFromLogFile(path)
+	port, ok, err = agyproc.PortFromLogFile(path)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, 43000, port)

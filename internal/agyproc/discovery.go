@@ -1,9 +1,16 @@
-package rpc
+// Package agyproc finds agy's language server from the outside: the
+// loopback ports a process tree listens on (CandidatePorts, from /proc or
+// lsof), the port agy's log announces (PortFromLogLine, PortFromLogFile),
+// the address in ANTIGRAVITY_LS_ADDRESS (AddressFromEnv, ParseAddress,
+// AddressFromProcess) and the CSRF token on its command line
+// (CSRFTokenFromCmdline). It holds no actor logic and dials nothing: which
+// candidate is agy is for rpc.Probe to tell, and for the discovery actor
+// (package actors) to decide.
+package agyproc
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -19,12 +26,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agyharness/agyharness/rpc"
 )
 
 // ErrListenersHidden: the process's file descriptors cannot be read (a
 // restricted /proc, as in some containers), so its listeners cannot be told
 // from other processes'.
-var ErrListenersHidden = errors.New("rpc: a process's listeners cannot be read")
+var ErrListenersHidden = errors.New("agyproc: a process's listeners cannot be read")
 
 // EnvAddress names the environment variable that can carry the language
 // server's address ("127.0.0.1:1234", "https://127.0.0.1:1234" or "1234").
@@ -44,13 +53,13 @@ var procRoot = "/proc"
 // `lsof -nP -a -p PID -iTCP -sTCP:LISTEN`.
 func CandidatePorts(pid int) ([]int, error) {
 	if pid <= 0 {
-		return nil, fmt.Errorf("rpc: invalid pid %d", pid)
+		return nil, fmt.Errorf("agyproc: invalid pid %d", pid)
 	}
 	if _, err := os.Stat(filepath.Join(procRoot, "self")); err != nil {
 		return candidatePortsLsof(pid)
 	}
 	if _, err := os.Stat(filepath.Join(procRoot, strconv.Itoa(pid))); err != nil {
-		return nil, fmt.Errorf("rpc: process %d: %w", pid, err)
+		return nil, fmt.Errorf("agyproc: process %d: %w", pid, err)
 	}
 	pids := processTree(pid)
 	inodes := make(map[uint64]bool)
@@ -217,7 +226,7 @@ func candidatePortsLsof(pid int) ([]int, error) {
 		var ee *exec.ExitError
 		// lsof exits 1 when nothing matches.
 		if !errors.As(err, &ee) || len(out) > 0 {
-			return nil, fmt.Errorf("rpc: lsof for pid %d: %w", pid, err)
+			return nil, fmt.Errorf("agyproc: lsof for pid %d: %w", pid, err)
 		}
 	}
 	ports := parseLsof(out)
@@ -236,7 +245,7 @@ func parseLsof(out []byte) []int {
 			continue
 		}
 		host, portStr, err := net.SplitHostPort(f[len(f)-2])
-		if err != nil || !IsLoopbackHost(host) {
+		if err != nil || !rpc.IsLoopbackHost(host) {
 			continue
 		}
 		if port, err := strconv.Atoi(portStr); err == nil && port > 0 && port <= 65535 {
@@ -309,37 +318,37 @@ func AddressFromEnv() (host string, port int, ok bool) {
 
 // ParseAddress reads a language server address: "127.0.0.1:1234",
 // "[::1]:1234", "https://127.0.0.1:1234", or a bare port "1234" (host
-// 127.0.0.1). The host must be loopback (ErrNotLoopback otherwise).
+// 127.0.0.1). The host must be loopback (rpc.ErrNotLoopback otherwise).
 func ParseAddress(s string) (host string, port int, err error) {
 	s = strings.TrimSpace(s)
 	hostPort := s
 	if strings.Contains(s, "://") {
 		u, err := url.Parse(s)
 		if err != nil {
-			return "", 0, fmt.Errorf("rpc: address %q: %w", s, err)
+			return "", 0, fmt.Errorf("agyproc: address %q: %w", s, err)
 		}
 		if u.Scheme != "https" {
-			return "", 0, fmt.Errorf("rpc: address %q: scheme %q, want https", s, u.Scheme)
+			return "", 0, fmt.Errorf("agyproc: address %q: scheme %q, want https", s, u.Scheme)
 		}
 		hostPort = u.Host
 	}
 	if n, err := strconv.Atoi(hostPort); err == nil {
-		host, port = DefaultHost, n
+		host, port = rpc.DefaultHost, n
 	} else {
 		h, p, err := net.SplitHostPort(hostPort)
 		if err != nil {
-			return "", 0, fmt.Errorf("rpc: address %q: %w", s, err)
+			return "", 0, fmt.Errorf("agyproc: address %q: %w", s, err)
 		}
 		if port, err = strconv.Atoi(p); err != nil {
-			return "", 0, fmt.Errorf("rpc: address %q: bad port %q", s, p)
+			return "", 0, fmt.Errorf("agyproc: address %q: bad port %q", s, p)
 		}
 		host = h
 	}
 	if port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("rpc: address %q: port %d out of range", s, port)
+		return "", 0, fmt.Errorf("agyproc: address %q: port %d out of range", s, port)
 	}
-	if !IsLoopbackHost(host) {
-		return "", 0, fmt.Errorf("%w: address %q", ErrNotLoopback, s)
+	if !rpc.IsLoopbackHost(host) {
+		return "", 0, fmt.Errorf("%w: address %q", rpc.ErrNotLoopback, s)
 	}
 	return host, port, nil
 }
@@ -395,31 +404,4 @@ func csrfTokenFromArgs(args []string) string {
 		}
 	}
 	return ""
-}
-
-// ProbeResult is a port that answered a probe, and the conversation it was
-// found to serve ("" when probed without one).
-type ProbeResult struct {
-	Port           int
-	ConversationID string
-}
-
-// Probe reports whether cfg's port is a live language server that hosts
-// conversationID: Heartbeat, then GetConversationMetadata, each bounded by
-// cfg.ProbeTimeout. With conversationID "" only the Heartbeat counts. A
-// server that does not host the conversation is (false, nil); a dead port
-// is (false, err) with err matching ErrPortGone.
-func Probe(ctx context.Context, cfg Config, conversationID string) (bool, error) {
-	c, err := NewClient(cfg)
-	if err != nil {
-		return false, err
-	}
-	defer c.Close()
-	if conversationID == "" {
-		if err := c.Heartbeat(ctx); err != nil {
-			return false, err
-		}
-		return true, nil
-	}
-	return c.ConversationMatches(ctx, conversationID)
 }

@@ -1,4 +1,4 @@
-package rpc
+package wire
 
 import (
 	"bytes"
@@ -9,9 +9,6 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
-
-// Service is the fully qualified connect service agy's language server exposes.
-const Service = "exa.language_server_pb.LanguageServerService"
 
 // Int is an integer read tolerantly from proto3 JSON: agy writes 32-bit
 // integers as numbers and 64-bit ones as strings, and some builds quote both.
@@ -61,7 +58,7 @@ func parseInt(b []byte) (int64, error) {
 		// proto3 JSON allows an integral float such as 1e3 or 3.0.
 		f, ferr := strconv.ParseFloat(string(b), 64)
 		if ferr != nil || f != float64(int64(f)) {
-			return 0, fmt.Errorf("rpc: not an integer: %q", b)
+			return 0, fmt.Errorf("wire: not an integer: %q", b)
 		}
 		return int64(f), nil
 	}
@@ -447,4 +444,14 @@ type SubagentSpec struct {
 // SubagentResult names one child conversation.
 type SubagentResult struct {
 	ConversationID string `json:"conversationId,omitempty"`
+}
+
+// ModelInfo describes one model of GetAvailableModels' catalog; Model is the
+// enum to send as planModel.
+type ModelInfo struct {
+	Model            string `json:"model,omitempty"`
+	DisplayName      string `json:"displayName,omitempty"`
+	Recommended      bool   `json:"recommended,omitempty"`
+	SupportsThinking bool   `json:"supportsThinking,omitempty"`
+	ThinkingBudget   Int    `json:"thinkingBudget,omitempty"`
 }
