@@ -176,6 +176,7 @@ func deltaOnly(ev *messages.Event) bool {
 		ev.Title == "" && ev.Locations == nil && ev.Diffs == nil && ev.Hits == nil && ev.HitCount == nil && ev.URL == "" &&
 		ev.ElicitationID == "" && ev.Kind == "" && ev.Questions == nil && ev.Command == nil && ev.Resource == nil &&
 		ev.Action == "" && ev.By == "" && ev.DeliveredStepIndex == nil &&
+		ev.Interaction == "" && ev.Raw == nil && ev.RawSize == nil && ev.Elicitation == nil &&
 		ev.Model == "" && ev.InputTokens == nil && ev.OutputTokens == nil && ev.ThinkingTokens == nil &&
 		ev.ResponseTokens == nil && ev.CacheReadTokens == nil && ev.ContextTokens == nil &&
 		ev.TotalInputTokens == nil && ev.TotalOutputTokens == nil &&

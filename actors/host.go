@@ -74,6 +74,10 @@ type Spec struct {
 	// Recorder, when set, receives every frame and snapshot read (for
 	// --record and replay).
 	Recorder Recorder
+	// AgyVersion is agy's version as `agy --version` printed it ("1.2.7"),
+	// when the embedder read it (launch and acp do); "" unknown. Stats
+	// reports it, and whether it is newer than agyversion.Modeled.
+	AgyVersion string
 }
 
 // Host is the root supervisor of sessions, and the embedding API: attach

@@ -51,6 +51,7 @@ type interaction struct {
 // deliveryOutcome is sent by the delivery goroutine to the actor.
 type deliveryOutcome struct {
 	step      int
+	reasked   bool // the step asked again right after the answer
 	err       error
 	waitRetry bool // the prompt timed out or is not WAITING: wait for agy's retry
 	shape     bool // agy refused the payload for a step that is WAITING
@@ -105,7 +106,9 @@ func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prom
 		return &deliveryOutcome{err: err}
 	}
 	idx, step, ok := mapper.FreshestWaiting(steps, p.StepIndex, p.Key)
-	if !ok {
+	if !ok || mapper.AskedSince(p, idx, step) {
+		// Not WAITING, or its step asks something later now (answered in
+		// agy's terminal): an answer to it must not land on another ask.
 		return &deliveryOutcome{waitRetry: true, err: errors.New("the prompt is not WAITING in agy")}
 	}
 	payload, err := mapper.BuildInteraction(p, answer, step.TrajectoryID(), idx)
@@ -114,7 +117,7 @@ func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prom
 	}
 	err = c.HandleCascadeUserInteraction(ctx, conv, payload)
 	if err == nil {
-		return &deliveryOutcome{step: idx}
+		return &deliveryOutcome{step: idx, reasked: askedAgain(ctx, c, conv, idx, step)}
 	}
 	if !errors.Is(err, rpc.ErrInputNotRegistered) {
 		return &deliveryOutcome{step: idx, err: err}
@@ -131,12 +134,23 @@ func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prom
 	return &deliveryOutcome{step: idx, err: err, waitRetry: true}
 }
 
+// askedAgain reads the step at idx right after an answer to it: whether
+// agy keeps it WAITING asking something new (mapper.AskedAgain). A failed
+// read says no.
+func askedAgain(ctx context.Context, c *rpc.Client, conv string, idx int, before *wire.Step) bool {
+	steps, err := c.GetCascadeTrajectoryStepsFrom(ctx, conv, idx, nil)
+	if err != nil || len(steps) == 0 || mapper.Indexer(steps, idx)(0) != idx {
+		return false
+	}
+	return mapper.AskedAgain(before, &steps[0])
+}
+
 func (in *interaction) onOutcome(ctx actor.Context, o *deliveryOutcome) {
 	in.busy = false
 	id := in.prompt.ElicitationID
 	switch {
 	case o.err == nil:
-		ctx.Send(ctx.Parent(), &messages.AnswerDelivered{Gen: in.gen, ElicitationID: id, Action: in.answer.Action, StepIndex: o.step})
+		ctx.Send(ctx.Parent(), &messages.AnswerDelivered{Gen: in.gen, ElicitationID: id, Action: in.answer.Action, StepIndex: o.step, Reasked: o.reasked})
 		in.answer = nil
 	case o.shape:
 		ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id, Err: o.err, Retryable: false})

@@ -323,3 +323,25 @@ func TestRebindingDoesNotReadTheHistoryAgain(t *testing.T) {
 	assert.Less(t, srv.StepsServed()-before, int64(history/2), "reads after the move start at the steps that can still change")
 	itemsOnce(t, srv, conv, r.ev.all())
 }
+
+// After a first turn typed into agy's terminal, the session knows agy's
+// model catalog (read once it bound the conversation): the model of the
+// turn has its display name, not only its enum. It reports agy's version
+// as the embedder read it, and whether it is newer than the one modelled.
+func TestSessionNamesTheModelOfATypedTurnAndReportsAgyVersion(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	term := &fakeTerminal{srv: srv}
+	s, ev := attachCold(t, testConfig(), srv, actors.Spec{NewConversation: true, Terminal: term, AgyVersion: "1.3.0"})
+	ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.State == messages.StateNoConversation })
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, s.SendTurn(ctx, "hello", ""))
+	usage := ev.waitFor(t, messages.EventUsage, func(e *messages.Event) bool { return e.Model != "" })
+	require.Eventually(t, func() bool { return s.ModelDisplayName(usage.Model) != "" }, waitLong, time.Millisecond,
+		"the catalog names %s", usage.Model)
+	assert.Equal(t, "Gemini 3.1 Pro (Medium)", s.ModelDisplayName("MODEL_PLACEHOLDER_M20"))
+	assert.Empty(t, s.ModelDisplayName("MODEL_NOT_IN_THE_CATALOG"))
+	st := s.Stats()
+	assert.Equal(t, "1.3.0", st.AgyVersion)
+	assert.True(t, st.AgyVersionNewer)
+}

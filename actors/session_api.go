@@ -10,9 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agyharness/agyharness/agyversion"
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -73,6 +75,12 @@ func (s *Session) Attached() time.Time {
 // they opened.
 func (s *Session) OpenElicitations() []string {
 	return slices.Clone(s.shared.view.Load().openIDs)
+}
+
+// Models is agy's model catalog (what a turn may name as its model),
+// ordered by model enum; nil until the session has read it.
+func (s *Session) Models() []wire.ModelInfo {
+	return slices.Clone(s.shared.view.Load().modelList)
 }
 
 // Events is the session's event stream from its start. The channel closes
@@ -143,7 +151,7 @@ func (s *Session) Do(ctx context.Context, c messages.Command) error {
 	case messages.CommandTurn:
 		return s.SendTurn(ctx, c.Text, c.Model)
 	case messages.CommandResolve:
-		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers})
+		return s.Resolve(ctx, messages.Resolve{ElicitationID: c.ElicitationID, Action: c.Action, Answers: c.Answers, Content: c.Content})
 	case messages.CommandInterrupt:
 		return s.Interrupt(ctx)
 	case messages.CommandDetach:
@@ -184,6 +192,11 @@ type Stats struct {
 	Rebinds  int            // port re-discoveries after the first binding
 	// RPCErrors counts failed RPCs on the bound port by rpc.ErrorClass.
 	RPCErrors map[string]int
+	// AgyVersion is Spec.AgyVersion: agy's version, "" unknown.
+	AgyVersion string
+	// AgyVersionNewer: AgyVersion is newer than the newest version whose
+	// behaviour the harness models (agyversion.Modeled).
+	AgyVersionNewer bool
 }
 
 // Stats returns the session's counters.
@@ -191,7 +204,15 @@ func (s *Session) Stats() Stats {
 	v := s.shared.view.Load()
 	r := make(map[string]int, len(v.restarts))
 	maps.Copy(r, v.restarts)
-	return Stats{Events: s.shared.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.shared.rpcErrors.counts()}
+	return Stats{Events: s.shared.events.published.Load(), Restarts: r, Rebinds: v.rebinds, RPCErrors: s.shared.rpcErrors.counts(),
+		AgyVersion: s.shared.spec.AgyVersion, AgyVersionNewer: agyversion.Newer(s.shared.spec.AgyVersion)}
+}
+
+// ModelDisplayName is model's display name in agy's model catalog
+// (GetAvailableModels, read once the session is bound to a conversation),
+// or "" while the catalog is not read or does not name it.
+func (s *Session) ModelDisplayName(model string) string {
+	return s.shared.view.Load().models[model].DisplayName
 }
 
 // requestTimeout bounds a request whose context has no deadline.
@@ -267,6 +288,11 @@ type sessionView struct {
 	openIDs        []string // the ids of the open prompts' requests, in the order they opened
 	lastErr        error    // the last error of discovery, or of the lost port
 	err            error    // why the session ended (set when it stops)
+
+	// models is agy's model catalog by model enum (nil: not read yet);
+	// modelList is the same, sorted by enum.
+	models    map[string]wire.ModelInfo
+	modelList []wire.ModelInfo
 }
 
 func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {

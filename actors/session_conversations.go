@@ -2,6 +2,8 @@ package actors
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/agyharness/agyharness/mapper"
 	"github.com/agyharness/agyharness/messages"
@@ -85,6 +87,12 @@ func (s *session) bindConversation(conv string) {
 
 func (s *session) setModels(models map[string]wire.ModelInfo) {
 	s.convs.models = models
+	list := make([]wire.ModelInfo, 0, len(models))
+	for _, m := range models {
+		list = append(list, m)
+	}
+	slices.SortFunc(list, func(a, b wire.ModelInfo) int { return strings.Compare(a.Model, b.Model) })
+	s.shared.publishView(func(v *sessionView) { v.models, v.modelList = models, list })
 	s.record("models", s.conv(), models, s.now())
 	s.convs.root.SetModels(models)
 	for _, r := range s.convs.children {
@@ -214,6 +222,7 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 			s.desk.sawTyped(ev.Text)
 		}
 	case messages.EventElicitationRequest:
+		s.warnInteraction(ev)
 		if p, ok := rec.Prompt(ev.ElicitationID); ok {
 			s.ensureInteraction(ctx, p)
 		}

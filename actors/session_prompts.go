@@ -18,6 +18,8 @@ type promptDesk struct {
 	// keys that close agy's dialog depend on them (agy may show the prompt
 	// answered, and the reconciler close it, before delivery is confirmed).
 	answers map[string]answerOnItsWay
+	// warned are the interactions (agy's names) a warning was logged for.
+	warned map[string]bool
 }
 
 // answerOnItsWay is an answer being delivered, with its prompt as it was
@@ -29,7 +31,7 @@ type answerOnItsWay struct {
 }
 
 func newPromptDesk() promptDesk {
-	return promptDesk{interactions: make(map[string]*actor.PID), answers: make(map[string]answerOnItsWay)}
+	return promptDesk{interactions: make(map[string]*actor.PID), answers: make(map[string]answerOnItsWay), warned: make(map[string]bool)}
 }
 
 func (s *session) ensureInteraction(ctx actor.Context, p *mapper.Prompt) {
@@ -43,6 +45,21 @@ func (s *session) ensureInteraction(ctx actor.Context, p *mapper.Prompt) {
 	}
 	c := s.childOf(conv)
 	s.prompts.interactions[p.ElicitationID] = s.spawn(ctx, "interaction", func() actor.Actor { return newInteraction(c, prompt) })
+}
+
+// warnInteraction logs, once per session and kind, a prompt beyond agy's
+// permission and question: its answer shape was never recorded (a file
+// permission, an MCP elicitation), or is not known at all (kind other).
+func (s *session) warnInteraction(ev *messages.Event) {
+	if ev.Interaction == "" || s.prompts.warned[ev.Interaction] {
+		return
+	}
+	s.prompts.warned[ev.Interaction] = true
+	if ev.Kind == messages.KindOther {
+		s.cfg.Logger.Warn("agy asks something the harness cannot answer: it is shown, to be answered in agy's terminal", "interaction", ev.Interaction, "elicitation_id", ev.ElicitationID)
+		return
+	}
+	s.cfg.Logger.Warn("agy asks a kind of prompt whose answer was never recorded live: answered with the shape of agy's schema", "interaction", ev.Interaction, "kind", ev.Kind, "elicitation_id", ev.ElicitationID)
 }
 
 // stopInteraction stops the Interaction of a prompt that closed.
@@ -83,6 +100,11 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 func (s *session) onAnswerDelivered(ctx actor.Context, m *messages.AnswerDelivered) {
 	t := s.now()
 	s.record("resolved", s.conv(), answerRecord{ElicitationID: m.ElicitationID, Action: m.Action, StepIndex: &m.StepIndex}, t)
+	if m.Reasked {
+		s.skipDialog(m.ElicitationID)
+		// agy may park the next ask without a stream frame: read it now.
+		s.readNow(ctx)
+	}
 	s.answered(ctx, m.ElicitationID)
 	if ev, ok := s.convs.reconcilerOf(m.ElicitationID).MarkResolved(m.ElicitationID, m.Action, m.StepIndex, t); ok {
 		s.publish(&ev)
@@ -99,12 +121,24 @@ func (s *session) onAnswerFailed(ctx actor.Context, m *messages.AnswerFailed) {
 
 // answered closes agy's dialog of a prompt our answer reached, once:
 // whichever comes first of the delivery's confirmation and agy showing it.
+// Not when its step has asked again since: agy's dialog shows the new ask,
+// which the keys would answer unasked (docs/DECISIONS.md, "A prompt asked
+// again on the same step").
 func (s *session) answered(ctx actor.Context, elicitationID string) {
 	if a, ok := s.prompts.answers[elicitationID]; ok {
 		delete(s.prompts.answers, elicitationID)
-		if a.root {
+		if a.root && !s.convs.reconcilerOf(elicitationID).Superseded(elicitationID) {
 			s.closeDialog(ctx, &a.prompt, a.resolve)
 		}
+	}
+}
+
+// skipDialog forgets the keys of an answer whose step asked again at once:
+// agy's dialog moved on to the new ask.
+func (s *session) skipDialog(elicitationID string) {
+	if _, ok := s.prompts.answers[elicitationID]; ok {
+		delete(s.prompts.answers, elicitationID)
+		s.cfg.Logger.Debug("agy asked again on the same step: its dialog shows the new ask, no keys pressed", "elicitation_id", elicitationID)
 	}
 }
 

@@ -296,6 +296,9 @@ func (ts *turnSender) declinePrompts(ctx context.Context, convs []messages.Conve
 // when it had stopped waiting meanwhile (answered, or timed out), which is
 // not an error.
 func (ts *turnSender) decline(ctx context.Context, conv string, p *mapper.Prompt, idx int) (done bool, _ error) {
+	if p.Kind == messages.KindOther {
+		return false, nil // its answer is not known: agy's terminal answers it
+	}
 	in, err := mapper.BuildInteraction(p, messages.Resolve{Action: messages.ActionCancel}, p.TrajectoryID, idx)
 	if err == nil {
 		err = ts.client.HandleCascadeUserInteraction(ctx, conv, in)

@@ -71,6 +71,9 @@
 //	c/prompt/i               elicitation id of a prompt first seen at step i
 //	                         (kept across timeout-retries); its events are
 //	                         c/prompt/i/request and c/prompt/i/resolved
+//	c/prompt/i.n             the n-th ask (n >= 2) of the same step i: agy
+//	                         asks again on a step (each segment of `a && b`);
+//	                         events c/prompt/i.n/request, c/prompt/i.n/resolved
 //	c/unknown/T              unknown_step for step type T
 //	c/status/a/S             status S caused at anchor a: the step index of the
 //	                         user turn or prompt, else the number of steps
@@ -82,7 +85,10 @@
 // After the k-th rewind (see Rewinds), the items of the steps seen from then
 // on carry /rk after the conversation id (c/rk/i/user, c/rk/prompt/i, and
 // c/rk/i/text@n for their deltas); a call id derived from the step index
-// gets :rk: before the index. Items before any rewind keep the ids above.
+// gets :rk: before the index. A step asked again after the k-th rewind gives
+// c/rk/prompt/i.n: the epoch from the rewind, the count from the re-ask
+// (which starts again on the new step at i). Items before any rewind keep
+// the ids above.
 //
 // # Rewinds
 //
@@ -93,8 +99,9 @@
 // CLEARED (at the first one), or when two snapshots in a row carry a Length
 // (the summary's step count, read around them) shorter than the steps known.
 // The reconciler then forgets the steps from i on (their createdAt retired:
-// a stale copy of one is ignored), withdraws their open prompts (expired),
-// and reports conversation_rewound.
+// a stale copy of one is ignored), withdraws their open prompts, every ask
+// of a step asked again included (expired), and reports
+// conversation_rewound.
 //
 // # Status edges
 //
@@ -132,4 +139,22 @@
 //     a later tool step ended without asking the same thing.
 //
 // A pre-answer RUNNING copy of a prompt step (stale) does not close it.
+//
+// agy (1.1.7 on) may ask again on the same step: a compound command's step
+// stays WAITING and asks for each segment in turn. An ask is told by its
+// signature: the bytes of the step's requestedInteraction and how many of
+// its decisions agy shows answered (completedInteractions,
+// permissions.permissionGrants). A WAITING copy whose signature was never
+// seen on the slot, with no fewer answered decisions than the slot's last
+// ask, is a new ask: the previous ask closes (by harness when our answer
+// was in flight, else by terminal) and a new prompt opens with the id
+// c/prompt/i.n. A repeated or older copy asks nothing. Superseded tells the
+// session not to close agy's dialog for the answered ask (agy shows the new
+// one there).
+//
+// Interactions beyond a permission or a question are prompts too:
+// filePermission (kind permission, resource read_file or write_file on its
+// path), elicitation (an MCP server's: kind elicitation), any other key
+// (kind other: agy's name for it, its text, its raw request; not
+// answerable, withdrawn when its step leaves WAITING).
 package mapper

@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,11 +11,15 @@ import (
 	"github.com/agyharness/agyharness/wire"
 )
 
-// Prompt is one logical prompt agy waits on: a question or a permission.
+// Prompt is one logical prompt agy waits on: a question, a permission, an
+// MCP elicitation, or another interaction the harness can only show.
 type Prompt struct {
 	ElicitationID string                // deterministic, stable across timeout-retries of the same logical prompt
 	Key           string                // logical prompt key (PromptKey): survives a retry at a higher stepIndex
-	Kind          string                // messages.KindQuestion / KindPermission
+	Kind          string                // messages.KindQuestion / KindPermission / KindElicitation / KindOther
+	Interaction   string                // agy's name for it, beyond permission and askQuestion ("filePermission", ...)
+	FileURI       string                // a filePermission's absolutePathUri, echoed in its answer
+	Answered      int                   // decisions of its step agy showed answered when it was asked (see AskedSince)
 	TrajectoryID  string                // the trajectory of its steps, for the interaction payload
 	StepIndex     int                   // the freshest WAITING step index seen for this prompt
 	Questions     []messages.Question   // question prompts
@@ -22,6 +27,9 @@ type Prompt struct {
 	Resource      *messages.Resource    // permission prompts: requestedInteraction.permission.resource
 	Request       messages.Event        // the elicitation_request event
 }
+
+// MaxElicitationContent bounds the content of an MCP elicitation's answer.
+const MaxElicitationContent = 64 << 10
 
 // ErrInvalidResolve is wrapped by every error of BuildInteraction: the
 // resolve command cannot be turned into an answer for the prompt.
@@ -40,14 +48,21 @@ func PendingInteraction(step *wire.Step, index int) (*Prompt, bool) {
 // promptOf reads the prompt of a step whatever its status.
 func promptOf(step *wire.Step, index int) (*Prompt, bool) {
 	ri := step.RequestedInteraction
-	if ri == nil || (ri.AskQuestion == nil && ri.Permission == nil) {
+	if ri == nil {
 		return nil, false
 	}
 	p := &Prompt{
-		Key:          PromptKey(step),
 		TrajectoryID: step.TrajectoryID(),
 		StepIndex:    index,
 	}
+	if ri.AskQuestion == nil && ri.Permission == nil {
+		if !otherPrompt(step, p) {
+			return nil, false
+		}
+		p.Key = PromptKey(step)
+		return p, true
+	}
+	p.Key = PromptKey(step)
 	if ri.AskQuestion != nil {
 		p.Kind = messages.KindQuestion
 		p.Questions = questionsOf(step)
@@ -178,7 +193,17 @@ func PromptKey(step *wire.Step) string {
 			b.WriteString(rc.Cwd)
 		}
 	default:
-		return ""
+		name, raw := interactionOf(step)
+		if name == "" {
+			return ""
+		}
+		b.WriteString(messages.KindOther)
+		b.WriteString("\x1e")
+		b.WriteString(string(step.Type))
+		b.WriteString("\x1e")
+		b.WriteString(name)
+		b.WriteString("\x1e")
+		b.Write(raw)
 	}
 	return b.String()
 }
@@ -227,13 +252,45 @@ func BuildInteraction(p *Prompt, res messages.Resolve, trajectoryID string, step
 		return none, fmt.Errorf("%w: unknown action %q (want accept, decline or cancel)", ErrInvalidResolve, res.Action)
 	}
 	out := wire.InteractionResponse{TrajectoryID: trajectoryID, StepIndex: wire.Int(stepIndex)}
+	if len(res.Content) > 0 && p.Kind != messages.KindElicitation {
+		return none, fmt.Errorf("%w: content is for an MCP elicitation, not a %s prompt", ErrInvalidResolve, p.Kind)
+	}
 	switch p.Kind {
 	case messages.KindPermission:
 		if len(res.Answers) > 0 {
 			return none, fmt.Errorf("%w: answers given for a permission prompt", ErrInvalidResolve)
 		}
+		if p.Interaction == "filePermission" {
+			// agy's schema's shape; never recorded live.
+			out.FilePermission = &wire.FilePermissionAnswer{Allow: res.Action == messages.ActionAccept, Scope: wire.PermissionScopeOnce, AbsolutePathURI: p.FileURI}
+			return out, nil
+		}
 		out.Permission = &wire.PermissionAnswer{Allow: res.Action == messages.ActionAccept}
 		return out, nil
+	case messages.KindElicitation:
+		if len(res.Answers) > 0 {
+			return none, fmt.Errorf("%w: answers given for an MCP elicitation (give its form's content as content)", ErrInvalidResolve)
+		}
+		a := &wire.ElicitationAnswer{Action: res.Action}
+		if len(res.Content) > 0 {
+			if res.Action != messages.ActionAccept {
+				return none, fmt.Errorf("%w: content given to %s an MCP elicitation", ErrInvalidResolve, res.Action)
+			}
+			if len(res.Content) > MaxElicitationContent {
+				return none, fmt.Errorf("%w: content of %d bytes (at most %d)", ErrInvalidResolve, len(res.Content), MaxElicitationContent)
+			}
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(res.Content, &obj); err != nil || obj == nil {
+				return none, fmt.Errorf("%w: content must be a JSON object", ErrInvalidResolve)
+			}
+			var b bytes.Buffer
+			_ = json.Compact(&b, res.Content)
+			a.ContentJSON = b.String()
+		}
+		out.Elicitation = a
+		return out, nil
+	case messages.KindOther:
+		return none, fmt.Errorf("%w: agy's answer to a %q prompt is not known: %s", ErrInvalidResolve, p.Interaction, OtherKindHint)
 	case messages.KindQuestion:
 		if res.Action != messages.ActionAccept {
 			if len(res.Answers) > 0 {

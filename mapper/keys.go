@@ -22,6 +22,19 @@ func CloseKeys(p *Prompt, r messages.Resolve) ([]string, error) {
 	if p == nil {
 		return nil, nil
 	}
+	switch {
+	case p.Interaction == "filePermission":
+		// Its dialog has three rows, "No, deny access" the third
+		// (antigravity-cli issues 289, 324; docs/DECISIONS.md).
+		if r.Action == messages.ActionAccept {
+			return []string{"1", "Enter"}, nil
+		}
+		return []string{"3", "Enter"}, nil
+	case p.Kind == messages.KindElicitation:
+		return []string{"Escape"}, nil // its dialog was never recorded; Escape closes agy's panels
+	case p.Kind == messages.KindOther:
+		return nil, nil // never answered over RPC
+	}
 	switch p.Kind {
 	case messages.KindPermission:
 		if r.Action == messages.ActionAccept {

@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 
@@ -43,20 +44,30 @@ func (r *Reconciler) prompt(index int, s *wire.Step, st *slot) {
 				r.awaitingDetail = true
 				return
 			}
-			fresh.Request.CallID = st.callID
-			if fresh.Kind == messages.KindPermission && isTool(s) {
-				// What the tool would touch or change, from the waiting copy.
-				d := callDetailOf(rowOf(s.Type), viewOf(s))
-				fresh.Request.Locations, fresh.Request.Diffs = d.locations, d.diffs
-			}
-			r.openNew(fresh)
-			st.prompt = r.prompts[len(r.prompts)-1]
+			r.openOn(index, s, st, fresh)
 			return
 		} else {
 			return
 		}
+		st.asks, st.askSig, st.askCount = 1, askSignature(s), answeredCount(s)
+		st.sigs = map[string]bool{st.askSig: true}
 	}
 	p := st.prompt
+	if index == p.StepIndex && s.Status == wire.StatusWaiting && r.reasked(s, st) {
+		// The same step asks again (agy 1.1.7 on: each segment of `a && b`,
+		// a sandbox escape): the prompt it asked before is answered, and
+		// this is a new one.
+		fresh, ok := promptOf(s, index)
+		if !ok {
+			return
+		}
+		p.superseded = true
+		if !p.closed {
+			r.closeAnswered(p, s, index)
+		}
+		r.openOn(index, s, st, fresh)
+		return
+	}
 	if p.closed || index != p.StepIndex {
 		return // closed already, or an older step of a retried prompt
 	}
@@ -88,6 +99,98 @@ func (r *Reconciler) prompt(index int, s *wire.Step, st *slot) {
 	}
 }
 
+// openOn opens the prompt a WAITING step at index asks, as the slot's next
+// ask: its first (id c/prompt/i), or its n-th on the same step (c/prompt/i.n).
+func (r *Reconciler) openOn(index int, s *wire.Step, st *slot, fresh *Prompt) {
+	fresh.Request.CallID = st.callID
+	if fresh.Kind == messages.KindPermission && fresh.Interaction == "" && isTool(s) {
+		// What the tool would touch or change, from the waiting copy.
+		d := callDetailOf(rowOf(s.Type), viewOf(s))
+		fresh.Request.Locations, fresh.Request.Diffs = d.locations, d.diffs
+	}
+	st.asks++
+	sig := askSignature(s)
+	st.askSig = sig
+	if st.sigs == nil {
+		st.sigs = make(map[string]bool)
+	}
+	st.sigs[sig] = true
+	st.askCount = max(st.askCount, answeredCount(s))
+	fresh.Answered = answeredCount(s)
+	suffix := ""
+	if st.asks > 1 {
+		suffix = "." + strconv.Itoa(st.asks)
+	}
+	r.openNew(fresh, suffix)
+	st.prompt = r.prompts[len(r.prompts)-1]
+}
+
+// reasked reports whether a WAITING copy of a step that asked before asks
+// something new: its request or its count of answered decisions changed
+// since the slot's last ask, to a state never seen on this slot, and the
+// count did not go back (a copy read before the last ask is stale).
+func (r *Reconciler) reasked(s *wire.Step, st *slot) bool {
+	sig := askSignature(s)
+	if sig == st.askSig || st.sigs[sig] {
+		return false
+	}
+	return answeredCount(s) >= st.askCount
+}
+
+// AskedAgain reports whether after, a copy of the step before read after
+// an answer to it, is WAITING asking something new on the same step.
+func AskedAgain(before, after *wire.Step) bool {
+	if before == nil || after == nil || after.Status != wire.StatusWaiting || after.RequestedInteraction == nil {
+		return false
+	}
+	return askSignature(after) != askSignature(before) && answeredCount(after) >= answeredCount(before)
+}
+
+// AskedSince reports whether step, the WAITING copy of p's step at index
+// read at delivery, asks a later ask than p: agy shows more of the step's
+// decisions answered than when p was asked (p was answered, in agy's
+// terminal, and the same step asks again). An answer to p must not go there.
+func AskedSince(p *Prompt, index int, step *wire.Step) bool {
+	return p != nil && step != nil && index == p.StepIndex && answeredCount(step) > p.Answered
+}
+
+// Superseded reports whether the step of a prompt has asked something new
+// since (agy asks again on the same step): agy's dialog then shows the new
+// ask, and the keys closing the prompt's would answer that one.
+func (r *Reconciler) Superseded(elicitationID string) bool {
+	p, ok := r.promptIDs[elicitationID]
+	return ok && p.superseded
+}
+
+// askSignature identifies one ask of a step: what it requests (its
+// requestedInteraction's bytes) and how many
+// decisions of the step agy shows answered (its completedInteractions and
+// permission grants). agy keeps a compound command's step WAITING while it
+// asks segment after segment; each answer it records changes the counts.
+func askSignature(s *wire.Step) string {
+	_, raw := interactionOf(s)
+	return string(raw) + "\x1d" + strconv.Itoa(len(s.CompletedInteractions)) + "\x1d" + strconv.Itoa(grantCount(s))
+}
+
+// answeredCount is how many decisions of a step agy shows answered.
+func answeredCount(s *wire.Step) int {
+	return max(len(s.CompletedInteractions), grantCount(s))
+}
+
+// grantCount is the length of a step's permissions.permissionGrants.
+func grantCount(s *wire.Step) int {
+	if len(s.Permissions) == 0 {
+		return 0
+	}
+	var v struct {
+		Grants []json.RawMessage `json:"permissionGrants"`
+	}
+	if json.Unmarshal(s.Permissions, &v) != nil {
+		return 0
+	}
+	return len(v.Grants)
+}
+
 // AwaitingDetail reports whether the last Apply saw a question prompt in a
 // streamed copy without the tool call that carries its multi-select flags:
 // its elicitation_request waits for a polled copy, which the caller should
@@ -95,17 +198,14 @@ func (r *Reconciler) prompt(index int, s *wire.Step, st *slot) {
 func (r *Reconciler) AwaitingDetail() bool { return r.awaitingDetail }
 
 // openNew opens a prompt and reports it: elicitation_request, then waiting.
-func (r *Reconciler) openNew(p *Prompt) {
-	p.ElicitationID = r.idBase(p.StepIndex) + "/prompt/" + strconv.Itoa(p.StepIndex)
+// suffix is "" for a step's first ask, ".n" for its n-th.
+func (r *Reconciler) openNew(p *Prompt, suffix string) {
+	p.ElicitationID = r.idBase(p.StepIndex) + "/prompt/" + strconv.Itoa(p.StepIndex) + suffix
 	req := p.Request
-	p.Request = r.event(messages.EventElicitationRequest, p.ElicitationID+"/request")
-	p.Request.ElicitationID = p.ElicitationID
-	p.Request.Kind = req.Kind
-	p.Request.Questions = req.Questions
-	p.Request.Command = req.Command
-	p.Request.Resource = req.Resource
-	p.Request.CallID = req.CallID
-	p.Request.Locations, p.Request.Diffs = req.Locations, req.Diffs
+	h := r.event(messages.EventElicitationRequest, p.ElicitationID+"/request")
+	req.Type, req.ID, req.ConversationID, req.ParentConversationID, req.Time = h.Type, h.ID, h.ConversationID, h.ParentConversationID, h.Time
+	req.ElicitationID = p.ElicitationID
+	p.Request = req
 	ps := &promptState{Prompt: *p}
 	r.prompts = append(r.prompts, ps)
 	r.promptIDs[p.ElicitationID] = ps
@@ -117,6 +217,18 @@ func (r *Reconciler) openNew(p *Prompt) {
 // completedInteractions: a permission is accept when allowed, else decline;
 // a question answered is accept, one answered with no responses declined.
 func answeredAction(s *wire.Step, kind string) string {
+	if kind == messages.KindElicitation {
+		for i := len(s.CompletedInteractions) - 1; i >= 0; i-- {
+			if resp := s.CompletedInteractions[i].Response; resp != nil && resp.Elicitation != nil {
+				switch resp.Elicitation.Action {
+				case messages.ActionDecline, messages.ActionCancel:
+					return resp.Elicitation.Action
+				}
+				break
+			}
+		}
+		return messages.ActionAccept
+	}
 	if kind != messages.KindPermission {
 		for i := len(s.CompletedInteractions) - 1; i >= 0; i-- {
 			if resp := s.CompletedInteractions[i].Response; resp != nil && resp.AskQuestion != nil {
@@ -133,7 +245,7 @@ func answeredAction(s *wire.Step, kind string) string {
 		if resp == nil {
 			continue
 		}
-		if resp.Permission != nil && resp.Permission.Allow {
+		if (resp.Permission != nil && resp.Permission.Allow) || (resp.FilePermission != nil && resp.FilePermission.Allow) {
 			return messages.ActionAccept
 		}
 		return messages.ActionDecline

@@ -107,6 +107,14 @@ type slot struct {
 	out                  emitted // the live output emitted so far
 
 	prompt *promptState // the prompt this step asked, if any
+	// asks counts the prompts this step asked (agy asks again on the same
+	// step: each segment of `a && b`); askSig is the signature of the last
+	// (askSignature), sigs every one seen, askCount the highest count of
+	// answered decisions seen when one opened.
+	asks     int
+	askSig   string
+	sigs     map[string]bool
+	askCount int
 }
 
 // emitted is one text of a planner step (its reasoning or its answer) as
@@ -124,6 +132,8 @@ type promptState struct {
 	closed   bool
 	timedOut bool   // its freshest step went ERROR: kept open, a retry may follow
 	inFlight string // the action of an answer the harness is delivering
+	// superseded: its step asked something new since (Superseded)
+	superseded bool
 }
 
 // statusKey is a status id's anchor and state: a repeat is numbered.

@@ -2,6 +2,8 @@ package messages
 
 // Public contract: the commands a driver sends (docs/EVENTS.md, "Commands").
 
+import "encoding/json"
+
 // CommandType names a driver command (docs/EVENTS.md, "Commands").
 type CommandType string
 
@@ -23,9 +25,10 @@ type Command struct {
 	Model string `json:"model,omitempty"`
 
 	// resolve
-	ElicitationID string   `json:"elicitation_id,omitempty"`
-	Action        string   `json:"action,omitempty"`
-	Answers       []Answer `json:"answers,omitempty"`
+	ElicitationID string          `json:"elicitation_id,omitempty"`
+	Action        string          `json:"action,omitempty"`
+	Answers       []Answer        `json:"answers,omitempty"`
+	Content       json.RawMessage `json:"content,omitempty"`
 }
 
 // Answer answers one question of a question elicitation: the question text
@@ -42,4 +45,7 @@ type Resolve struct {
 	ElicitationID string   `json:"elicitation_id"`
 	Action        string   `json:"action"`
 	Answers       []Answer `json:"answers,omitempty"`
+	// Content is an MCP elicitation's form content (a JSON object), given
+	// with accept; no other prompt takes it.
+	Content json.RawMessage `json:"content,omitempty"`
 }

@@ -10,7 +10,8 @@
 //
 //   - Event, the unit of a session's output, and EventType with its
 //     constants (EventStatus, EventMessage, ...); the values events carry:
-//     Question, Option, CommandLine, Resource, Location, FileDiff, Hit; the
+//     Question, Option, CommandLine, Resource, Location, FileDiff, Hit,
+//     MCPElicitation (and MaxInteractionRaw, the bound of Event.Raw); the
 //     states, origins, kinds, tool kinds, actions and resolvers
 //     (StateRunning, OriginHarness, KindQuestion, ToolRead, ActionAccept,
 //     ByHarness, ...); Ptr.

@@ -3,7 +3,10 @@ package messages
 // Public contract: the events a session publishes (docs/ARCHITECTURE.md, "The
 // event contract").
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // EventType names an event of the public contract (docs/EVENTS.md).
 type EventType string
@@ -64,6 +67,14 @@ const (
 const (
 	KindQuestion   = "question"
 	KindPermission = "permission"
+	// KindElicitation is an MCP server's elicitation (a form or a URL),
+	// answered with accept (and the form's content), decline or cancel.
+	KindElicitation = "elicitation"
+	// KindOther is an interaction whose answer the harness cannot give
+	// (agy's answer shape is not known): it is shown, with agy's name for
+	// it and its raw request, to be answered in agy's terminal, and it is
+	// withdrawn when agy moves on.
+	KindOther = "other"
 )
 
 // Tool kinds: the kind of a function_call and its function_call_output,
@@ -157,6 +168,16 @@ type Event struct {
 	Action             string       `json:"action,omitempty"`
 	By                 string       `json:"by,omitempty"`
 	DeliveredStepIndex *int         `json:"delivered_step_index,omitempty"`
+	// Interaction is agy's name for what it asks (the key of the step's
+	// requestedInteraction: "filePermission", "elicitation", "runCommand",
+	// "browserAction", ...), set on elicitation_request for the kinds beyond
+	// agy's permission and question. Raw is agy's request as it came (at
+	// most MaxInteractionRaw bytes; a bigger one is left out, and RawSize
+	// says how big it was). Elicitation is an MCP elicitation's detail.
+	Interaction string          `json:"interaction,omitempty"`
+	Raw         json.RawMessage `json:"raw,omitempty"`
+	RawSize     *int            `json:"raw_size,omitempty"`
+	Elicitation *MCPElicitation `json:"elicitation,omitempty"`
 
 	// usage
 	Model           string `json:"model,omitempty"`
@@ -231,6 +252,20 @@ type Resource struct {
 	Action string `json:"action"`
 	Target string `json:"target"`
 }
+
+// MCPElicitation is what an MCP server asks through agy (an elicitation
+// elicitation_request): the server, its message, the mode ("form" or
+// "url"), the URL to visit, and the JSON schema of the form's content.
+type MCPElicitation struct {
+	Server          string          `json:"server,omitempty"`
+	Mode            string          `json:"mode,omitempty"`
+	Message         string          `json:"message,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
+}
+
+// MaxInteractionRaw bounds the raw request an elicitation_request carries.
+const MaxInteractionRaw = 4096
 
 // Location is a file a tool call reads or changes; Line (1-based) where agy
 // gives one, 0 otherwise.

@@ -23,6 +23,7 @@ var (
 		reflect.TypeFor[messages.CommandLine](), reflect.TypeFor[messages.Resource](),
 		reflect.TypeFor[messages.Location](), reflect.TypeFor[messages.FileDiff](),
 		reflect.TypeFor[messages.Hit](),
+		reflect.TypeFor[messages.MCPElicitation](),
 		reflect.TypeFor[messages.Command](), reflect.TypeFor[messages.CommandType](),
 		reflect.TypeFor[messages.Answer](), reflect.TypeFor[messages.Resolve](),
 	}

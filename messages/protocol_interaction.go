@@ -13,11 +13,15 @@ type DeliverAnswer struct {
 
 // AnswerDelivered is sent by an Interaction actor to its session when agy
 // accepted the answer at StepIndex. No reply.
+// Reasked: read right after the answer, the step was WAITING again asking
+// something else (the next segment of a compound command): agy's dialog
+// now shows that ask, and the keys closing the answered one would answer it.
 type AnswerDelivered struct {
 	Gen           Gen
 	ElicitationID string
 	Action        string
 	StepIndex     int
+	Reasked       bool
 }
 
 // AnswerFailed is sent by an Interaction actor to its session when an

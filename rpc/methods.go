@@ -109,7 +109,7 @@ func (c *Client) GetCascadeTrajectoryStepsFrom(ctx context.Context, cascadeID st
 
 // HandleCascadeUserInteraction answers a WAITING step. in must name the
 // step (TrajectoryID, StepIndex: they go inside the interaction, where agy
-// reads them) and carry exactly one answer variant (AskQuestion or
+// reads them) and carry exactly one answer variant (AskQuestion, FilePermission, Elicitation or
 // Permission; Permission{Allow: false} denies). A step that already timed
 // out fails with ErrInputNotRegistered.
 func (c *Client) HandleCascadeUserInteraction(ctx context.Context, cascadeID string, in wire.InteractionResponse) error {
@@ -121,8 +121,8 @@ func (c *Client) HandleCascadeUserInteraction(ctx context.Context, cascadeID str
 		return invalidArgument(m, "interaction without trajectoryId (agy would answer \"input not registered\")")
 	case in.StepIndex < 0:
 		return invalidArgument(m, "negative step index %d", in.StepIndex)
-	case (in.AskQuestion == nil) == (in.Permission == nil):
-		return invalidArgument(m, "interaction needs exactly one of askQuestion or permission")
+	case in.Variants() != 1:
+		return invalidArgument(m, "interaction needs exactly one of askQuestion, permission, filePermission or elicitation")
 	}
 	return c.Call(ctx, m, InteractionRequest{CascadeID: cascadeID, Interaction: in}, nil)
 }

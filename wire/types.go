@@ -351,9 +351,35 @@ type Option struct {
 
 // Interaction is requestedInteraction (what a WAITING step asks) and the
 // request half of a completed interaction.
+//
+// agy's schema has more variants (runCommand, mcp, readUrlContent,
+// sendCommandInput, browser actions, deploy, ...): those carry no detail of
+// their own and are read from the step's raw bytes by their key (mapper).
 type Interaction struct {
-	AskQuestion *AskQuestion       `json:"askQuestion,omitempty"`
-	Permission  *PermissionRequest `json:"permission,omitempty"`
+	AskQuestion    *AskQuestion           `json:"askQuestion,omitempty"`
+	Permission     *PermissionRequest     `json:"permission,omitempty"`
+	FilePermission *FilePermissionRequest `json:"filePermission,omitempty"`
+	Elicitation    *ElicitationRequest    `json:"elicitation,omitempty"`
+}
+
+// FilePermissionRequest is requestedInteraction.filePermission: access to a
+// file agy's rules block (outside the workspace, or gitignored). From agy's
+// schema; no live copy was recorded.
+type FilePermissionRequest struct {
+	AbsolutePathURI string `json:"absolutePathUri,omitempty"`
+	IsDirectory     bool   `json:"isDirectory,omitempty"`
+	BlockReason     string `json:"blockReason,omitempty"`
+}
+
+// ElicitationRequest is requestedInteraction.elicitation: an MCP server's
+// elicitation (a form, or a URL to visit). From agy's schema; no live copy
+// was recorded.
+type ElicitationRequest struct {
+	ServerName          string `json:"serverName,omitempty"`
+	Mode                string `json:"mode,omitempty"`
+	Message             string `json:"message,omitempty"`
+	RequestedSchemaJSON string `json:"requestedSchemaJson,omitempty"`
+	URL                 string `json:"url,omitempty"`
 }
 
 // PermissionRequest is requestedInteraction.permission.
@@ -382,6 +408,42 @@ type InteractionResponse struct {
 	StepIndex    Int                `json:"stepIndex,omitempty"`
 	AskQuestion  *QuestionResponses `json:"askQuestion,omitempty"`
 	Permission   *PermissionAnswer  `json:"permission,omitempty"`
+	// The answers of agy's schema for the file-permission and MCP
+	// elicitation variants (never recorded live).
+	FilePermission *FilePermissionAnswer `json:"filePermission,omitempty"`
+	Elicitation    *ElicitationAnswer    `json:"elicitation,omitempty"`
+}
+
+// Variants counts the answer variants set (a valid answer has one).
+func (in *InteractionResponse) Variants() int {
+	n := 0
+	for _, set := range []bool{in.AskQuestion != nil, in.Permission != nil, in.FilePermission != nil, in.Elicitation != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// FilePermissionAnswer answers a filePermission request: allowed or not,
+// for how long (PermissionScopeOnce), and the path it was asked for.
+type FilePermissionAnswer struct {
+	Allow           bool   `json:"allow,omitempty"`
+	Scope           string `json:"scope,omitempty"`
+	AbsolutePathURI string `json:"absolutePathUri,omitempty"`
+}
+
+// Permission scopes of a FilePermissionAnswer.
+const (
+	PermissionScopeOnce         = "PERMISSION_SCOPE_ONCE"
+	PermissionScopeConversation = "PERMISSION_SCOPE_CONVERSATION"
+)
+
+// ElicitationAnswer answers an MCP elicitation: MCP's action ("accept",
+// "decline", "cancel") and, on accept, the form's content as a JSON text.
+type ElicitationAnswer struct {
+	Action      string `json:"action,omitempty"`
+	ContentJSON string `json:"contentJson,omitempty"`
 }
 
 // QuestionResponses is the askQuestion answer variant. No responses at all

@@ -120,6 +120,10 @@ type attachOptions struct {
 	// until its context ends; an error from it ends the attach with that
 	// error (launch: agy exited).
 	whileAttaching func(ctx context.Context) error
+	// beforeDrive, when set, runs once the session is attached, before the
+	// driver starts; an error from it ends the command (launch: agy's
+	// input never became ready).
+	beforeDrive func(ctx context.Context, sess *actors.Session) error
 }
 
 // attachAndDrive attaches a session and drives it until it ends.
@@ -158,6 +162,11 @@ func attachAndDrive(ctx context.Context, e *env, o attachOptions) (err error) {
 		return err
 	}
 	log.Info("attached", "session", sess.ID(), "conversation", sess.ConversationID(), "port", sess.Port())
+	if o.beforeDrive != nil {
+		if err := o.beforeDrive(ctx, sess); err != nil {
+			return err
+		}
+	}
 	d := newDriver(o.driver, sess, e.stdout, e.stdin, e.signals, log)
 	if err := d.run(ctx); err != nil {
 		return fmt.Errorf("session ended: %w", err)

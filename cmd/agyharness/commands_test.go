@@ -134,10 +134,17 @@ func TestPendingPromptPermission(t *testing.T) {
 }
 
 func TestAutoResolve(t *testing.T) {
-	r := autoResolve(question("e", false, false, "first", "second"))
+	r, ok := autoResolve(question("e", false, false, "first", "second"))
+	assert.True(t, ok)
 	assert.Equal(t, messages.Resolve{ElicitationID: "e", Action: "accept",
 		Answers: []messages.Answer{{Question: "Which?", SelectedOptionIDs: []string{"1"}}}}, r)
-	r = autoResolve(&messages.Event{ElicitationID: "p", Kind: messages.KindPermission})
+	r, _ = autoResolve(&messages.Event{ElicitationID: "p", Kind: messages.KindPermission})
 	assert.Equal(t, messages.Resolve{ElicitationID: "p", Action: "accept"}, r)
-	require.NoError(t, checkResolve(autoResolve(question("e", false, true))))
+	r, _ = autoResolve(question("e", false, true))
+	require.NoError(t, checkResolve(r))
+	r, ok = autoResolve(&messages.Event{ElicitationID: "m", Kind: messages.KindElicitation})
+	assert.True(t, ok)
+	assert.Equal(t, messages.Resolve{ElicitationID: "m", Action: "accept"}, r)
+	_, ok = autoResolve(&messages.Event{ElicitationID: "o", Kind: messages.KindOther})
+	assert.False(t, ok, "agy's terminal answers a prompt of kind other")
 }

@@ -120,6 +120,9 @@ func newDriver(cfg driverConfig, sess sessionAPI, out io.Writer, in io.Reader, s
 		if cfg.typesTurns {
 			d.render.noConversationHint = "the first turn you send is typed into agy"
 		}
+		if c, ok := sess.(interface{ ModelDisplayName(string) string }); ok {
+			d.render.catalogName = c.ModelDisplayName
+		}
 	}
 	return d
 }
@@ -359,9 +362,12 @@ func (d *driver) onPrompt(ev *messages.Event) {
 	}
 	d.handled[ev.ElicitationID] = true
 	switch {
+	case ev.Kind == messages.KindOther:
+		// Nothing to type here: agy's terminal answers it (the renderer said so).
 	case d.cfg.auto:
-		r := autoResolve(ev)
-		d.submit(messages.Command{Type: messages.CommandResolve, ElicitationID: r.ElicitationID, Action: r.Action, Answers: r.Answers})
+		if r, ok := autoResolve(ev); ok {
+			d.submit(messages.Command{Type: messages.CommandResolve, ElicitationID: r.ElicitationID, Action: r.Action, Answers: r.Answers})
+		}
 	case d.cfg.interactive && d.render != nil:
 		d.prompts = append(d.prompts, &pendingPrompt{ev: ev})
 		if len(d.prompts) == 1 {

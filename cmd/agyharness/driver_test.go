@@ -256,3 +256,34 @@ func TestReadLineKeepsAtMostItsLimit(t *testing.T) {
 	}
 	assert.Equal(t, []string{"abc", "<too long>", "ab", "xyz"}, got)
 }
+
+// catalogSession is a scripted session that knows agy's model catalog, as
+// *actors.Session does (ModelDisplayName).
+type catalogSession struct {
+	*scriptedSession
+	names map[string]string
+}
+
+func (s catalogSession) ModelDisplayName(model string) string { return s.names[model] }
+
+// The status line names the model by its display name from agy's catalog
+// even when no model_changed event named it (agy's first turn, typed into
+// its terminal, reports only the model's enum), and by its enum when the
+// catalog does not know it.
+func TestDriverStatusLineNamesTheModelFromTheCatalog(t *testing.T) {
+	sess := catalogSession{newScriptedSession(), map[string]string{"MODEL_PLACEHOLDER_M20": "Gemini 3.1 Pro (Medium)"}}
+	out := &syncBuffer{}
+	d := newDriver(driverConfig{typesTurns: true}, sess, out, nil, nil, slog.New(slog.DiscardHandler))
+	done := make(chan error, 1)
+	go func() { done <- d.run(context.Background()) }()
+	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "hi", Origin: messages.OriginHarness})
+	sess.push(messages.Event{Type: messages.EventUsage, Model: "MODEL_PLACEHOLDER_M20", InputTokens: messages.Ptr[int64](3)})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+	sess.push(messages.Event{Type: messages.EventUsage, Model: "MODEL_PLACEHOLDER_M99"})
+	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateRunning})
+	require.NoError(t, sess.Detach(context.Background()))
+	require.NoError(t, <-done)
+	assert.Contains(t, out.String(), "── idle · Gemini 3.1 Pro (Medium) · tokens 3 in")
+	assert.NotContains(t, out.String(), "MODEL_PLACEHOLDER_M20")
+	assert.Contains(t, out.String(), "── running · MODEL_PLACEHOLDER_M99", "an enum the catalog does not name")
+}

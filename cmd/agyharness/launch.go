@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -10,13 +11,15 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/agyversion"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/agystart"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 )
 
 func launchCommand() *command {
 	c := &command{
 		name:     "launch",
-		synopsis: "launch [--tmux-session NAME] [--agy PATH] [--turns rpc|tui] [--json] [--record F [--force]] [--keep] [-- AGY_ARGS]",
+		synopsis: "launch [--tmux-session NAME] [--agy PATH] [--turns rpc|tui] [--trust-workspace] [--json] [--record F [--force]] [--keep] [-- AGY_ARGS]",
 		summary:  "start agy in a tmux session the harness owns, and attach (a person can tmux attach too)",
 		example: `agyharness launch                          # agy in tmux session agyharness-<pid>; human mode here
 agyharness launch --tmux-session work --keep -- --model gemini
@@ -39,6 +42,8 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		csrf.register(fs)
 		readMode := fs.String("read-mode", "both", "how to read agy: both, stream or poll")
 		timeout := fs.Duration("attach-timeout", 60*time.Second, "how long to wait for agy's language server")
+		trust := fs.Bool("trust-workspace", false, "answer Yes when agy asks whether to trust the folder it runs in (without it that dialog stops launch)")
+		readyTimeout := fs.Duration("ready-timeout", 20*time.Second, "how long to wait for agy's input to show before typing the first turn anyway")
 		agyArgs, err := parseFlags(fs, args)
 		if err != nil {
 			return err
@@ -64,6 +69,8 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		if _, err := exec.LookPath(*agy); err != nil {
 			return fmt.Errorf("launch: agy not found (%w): install agy, or give its path with --agy", err)
 		}
+		log := newLogger(e)
+		version := agyversion.Check(ctx, log, *agy)
 		argv := []string{*agy}
 		if *conv != "" {
 			argv = append(argv, "--conversation", *conv)
@@ -77,11 +84,14 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 		if err != nil {
 			return fmt.Errorf("launch: %w", err)
 		}
-		log := newLogger(e)
+		agyName := "agy"
+		if version != "" {
+			agyName = "agy " + version
+		}
 		if *keep {
-			fmt.Fprintf(e.stderr, "agyharness launch: agy runs in tmux session %s (tmux attach -t %s); it stays after the harness exits\n", t.Name(), t.Name())
+			fmt.Fprintf(e.stderr, "agyharness launch: %s runs in tmux session %s (tmux attach -t %s); it stays after the harness exits\n", agyName, t.Name(), t.Name())
 		} else {
-			fmt.Fprintf(e.stderr, "agyharness launch: agy runs in tmux session %s (tmux attach -t %s)\n", t.Name(), t.Name())
+			fmt.Fprintf(e.stderr, "agyharness launch: %s runs in tmux session %s (tmux attach -t %s)\n", agyName, t.Name(), t.Name())
 			defer func() {
 				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -90,12 +100,17 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 				}
 			}()
 		}
+		where := fmt.Sprintf("tmux session %s: tmux attach -t %s", t.Name(), t.Name())
+		gate := agystart.Start(t, agystart.Options{TrustWorkspace: *trust, Version: version, Where: where, ReadyTimeout: *readyTimeout, Logger: log})
+		defer gate.Stop()
 		spec := specFor(t.PID(), *conv, csrfToken, mode)
 		spec.NewConversation = *conv == ""
-		spec.Terminal = t
+		spec.Terminal = gate // types into t once agy's input is ready
+		spec.AgyVersion = version
 		spec.Turns = turnMode
 		spec.CloseKeys = closeKeys.keys()
-		return attachAndDrive(ctx, e, attachOptions{
+		var sessionID string
+		err = attachAndDrive(ctx, e, attachOptions{
 			spec:    spec,
 			record:  record,
 			timeout: *timeout,
@@ -110,14 +125,68 @@ tmux attach -t work                          # agy's own TUI, at the same time`,
 						log.Warn("tmux: remain-on-exit off", "err", err)
 					}
 				}()
-				if err := t.WatchExit(actx, 250*time.Millisecond); err != nil {
+				return watchStart(actx, t, gate)
+			},
+			beforeDrive: func(ctx context.Context, sess *actors.Session) error {
+				sessionID = sess.ID()
+				if err := waitReady(ctx, e, gate); err != nil {
 					return fmt.Errorf("launch: %w", err)
 				}
 				return nil
 			},
 		})
+		var se *agystart.Error
+		if errors.As(err, &se) && *jsonOut {
+			// The consumer reads events: the start's failure is one.
+			ev := cliErrorEvent(sessionID, "", 1, fmt.Errorf("launch: %w", se))
+			if jerr := json.NewEncoder(e.stdout).Encode(ev); jerr != nil {
+				log.Warn("writing an event failed", "err", jerr)
+			}
+		}
+		return err
 	}
 	return c
+}
+
+// watchStart runs while the session looks for agy: it fails the attach
+// when agy exits, or when agy's startup stopped (a screen the harness does
+// not answer: agy may not serve its language server before it is
+// answered).
+func watchStart(ctx context.Context, t *tmuxpane.Session, gate *agystart.Gate) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	exited := make(chan error, 1)
+	go func() { exited <- t.WatchExit(ctx, 250*time.Millisecond) }()
+	select {
+	case err := <-exited:
+		if err != nil {
+			return fmt.Errorf("launch: %w", err)
+		}
+		return nil
+	case <-gate.Done():
+		if err := gate.Err(); err != nil {
+			cancel()
+			<-exited
+			return fmt.Errorf("launch: %w", err)
+		}
+	}
+	if err := <-exited; err != nil {
+		return fmt.Errorf("launch: %w", err)
+	}
+	return nil
+}
+
+// waitReady waits until agy's input is ready (the gate is done), giving up
+// on a signal.
+func waitReady(ctx context.Context, e *env, gate *agystart.Gate) error {
+	select {
+	case <-gate.Done():
+		return gate.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-e.signals:
+		return errors.New("interrupted while waiting for agy's input")
+	}
 }
 
 var tmuxName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

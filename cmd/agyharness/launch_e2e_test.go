@@ -31,6 +31,16 @@ type launched struct {
 // --conversation).
 func startLaunch(t *testing.T, harnessArgs, fakeArgs []string) *launched {
 	t.Helper()
+	l := startLaunchUnready(t, harnessArgs, fakeArgs)
+	l.waitScreen("agy's TUI is up", func(s string) bool { return strings.Contains(s, "-- idle --") })
+	l.reapPane()
+	return l
+}
+
+// startLaunchUnready is startLaunch without waiting for agy's input: for an
+// agy that shows a startup screen instead.
+func startLaunchUnready(t *testing.T, harnessArgs, fakeArgs []string) *launched {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Skip("tmux is not installed (.ci/run installs it)")
 	}
@@ -40,8 +50,13 @@ func startLaunch(t *testing.T, harnessArgs, fakeArgs []string) *launched {
 	args := append([]string{"launch", "--json", "--tmux-socket", pane.socket, "--tmux-session", "main", "--agy", fake}, harnessArgs...)
 	log := filepath.Join(t.TempDir(), "fakeagy.log")
 	args = append(args, "--", "--tui", "--seed", "5", "--chunk-delay", "2ms", "--prompt-timeout", "-1s", "--log", log)
-	l := &launched{attached: startAttachArgs(t, append(args, fakeArgs...)...), pane: pane, log: log}
-	l.waitScreen("agy's TUI is up", func(s string) bool { return strings.Contains(s, "-- idle --") })
+	return &launched{attached: startAttachArgs(t, append(args, fakeArgs...)...), pane: pane, log: log}
+}
+
+// reapPane makes sure agy goes when its tmux session does.
+func (l *launched) reapPane() {
+	t, pane := l.t, l.pane
+	t.Helper()
 	// Registered after the tmux server's cleanup, so it runs first: agy
 	// must go when its tmux session does (tmux hangs up on it), whether
 	// the harness killed the session or the test kills the server.
@@ -56,7 +71,6 @@ func startLaunch(t *testing.T, harnessArgs, fakeArgs []string) *launched {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 	})
-	return l
 }
 
 // earlierRuns are the conversations of earlier runs fakeagy logged.

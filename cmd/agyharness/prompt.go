@@ -10,12 +10,16 @@ import (
 )
 
 // autoResolve is the unattended answer to a prompt (sim --yes): allow a
-// permission, pick the first option of every question (a write-in of "yes"
-// where a question has no options).
-func autoResolve(ev *messages.Event) messages.Resolve {
+// permission, accept an MCP elicitation (no content), pick the first option
+// of every question (a write-in of "yes" where a question has no options).
+// A prompt of kind other has none (false): agy's terminal answers it.
+func autoResolve(ev *messages.Event) (messages.Resolve, bool) {
 	r := messages.Resolve{ElicitationID: ev.ElicitationID, Action: messages.ActionAccept}
-	if ev.Kind == messages.KindPermission {
-		return r
+	switch ev.Kind {
+	case messages.KindOther:
+		return r, false
+	case messages.KindPermission, messages.KindElicitation:
+		return r, true
 	}
 	for _, q := range ev.Questions {
 		a := messages.Answer{Question: q.Question}
@@ -26,7 +30,7 @@ func autoResolve(ev *messages.Event) messages.Resolve {
 		}
 		r.Answers = append(r.Answers, a)
 	}
-	return r
+	return r, true
 }
 
 // pendingPrompt collects a person's answer to one elicitation, one typed
@@ -40,8 +44,11 @@ type pendingPrompt struct {
 
 // hint says what to type for the current question.
 func (p *pendingPrompt) hint() string {
-	if p.ev.Kind == messages.KindPermission {
+	switch p.ev.Kind {
+	case messages.KindPermission:
 		return "allow? [y/n]"
+	case messages.KindElicitation:
+		return "accept? [y/n]"
 	}
 	if p.q >= len(p.ev.Questions) {
 		return ""
@@ -69,7 +76,7 @@ func (p *pendingPrompt) hint() string {
 // answered, or an error saying why the line is not an answer (ask again).
 func (p *pendingPrompt) input(line string) (bool, error) {
 	line = strings.TrimSpace(line)
-	if p.ev.Kind == messages.KindPermission {
+	if p.ev.Kind == messages.KindPermission || p.ev.Kind == messages.KindElicitation {
 		switch strings.ToLower(line) {
 		case "y", "yes":
 			p.declined = false
@@ -108,7 +115,7 @@ func (p *pendingPrompt) input(line string) (bool, error) {
 // resolve is the command for the collected answer.
 func (p *pendingPrompt) resolve() messages.Resolve {
 	r := messages.Resolve{ElicitationID: p.ev.ElicitationID, Action: messages.ActionAccept}
-	if p.ev.Kind == messages.KindPermission {
+	if p.ev.Kind == messages.KindPermission || p.ev.Kind == messages.KindElicitation {
 		if p.declined {
 			r.Action = messages.ActionDecline
 		}

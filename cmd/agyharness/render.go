@@ -50,6 +50,9 @@ type renderer struct {
 	idleHint string               // shown on the idle status line
 	// noConversationHint says how agy gets its first conversation.
 	noConversationHint string
+	// catalogName, when set, looks a model enum up in agy's model catalog
+	// (the session's): a display name, or "".
+	catalogName func(model string) string
 }
 
 func newRenderer(w io.Writer, color bool) *renderer {
@@ -237,6 +240,11 @@ func (r *renderer) modelName(enum string) string {
 	if n, ok := r.names[enum]; ok {
 		return termtext.Clean(n)
 	}
+	if r.catalogName != nil {
+		if n := r.catalogName(enum); n != "" {
+			return termtext.Clean(n)
+		}
+	}
 	return termtext.Clean(enum)
 }
 
@@ -360,6 +368,29 @@ func (r *renderer) prompt(ev *messages.Event) {
 		}
 		r.perms[ev.ElicitationID] = true
 		r.asked[ev.ElicitationID] = strings.TrimPrefix(strings.TrimPrefix(what, "agy wants to run: "), "agy wants to ")
+		if ev.Command != nil && ev.Resource != nil && ev.Resource.Target != "" && ev.Resource.Target != ev.Command.Line {
+			// One segment of a compound command, asked on its own.
+			seg := "$ " + termtext.Clean(ev.Resource.Target)
+			r.line("%s  this asks for: %s", pre, seg)
+			r.asked[ev.ElicitationID] = seg
+		}
+		if ev.Interaction != "" && ev.Text != "" {
+			r.line("%s  (%s)", pre, termtext.Clean(ev.Text))
+		}
+	case messages.KindElicitation:
+		what := "an MCP server asks"
+		if el := ev.Elicitation; el != nil && el.Server != "" {
+			what = termtext.Clean(el.Server) + " (MCP) asks"
+		}
+		r.line("%s%s%s? %s: %s%s", pre, p.yellow, p.bold, what, termtext.Clean(ev.Text), p.reset)
+		if el := ev.Elicitation; el != nil && el.URL != "" {
+			r.line("%s  %s", pre, termtext.Clean(el.URL))
+		}
+		r.asked[ev.ElicitationID] = what
+	case messages.KindOther:
+		r.line("%s%s%s? agy asks %s: %s%s", pre, p.yellow, p.bold, termtext.Clean(ev.Interaction), termtext.Clean(ev.Text), p.reset)
+		r.line("%s  %s", pre, termtext.Clean(ev.Message))
+		r.asked[ev.ElicitationID] = termtext.Clean(ev.Interaction)
 	default:
 		if len(ev.Questions) > 0 {
 			r.asked[ev.ElicitationID] = termtext.Clean(ev.Questions[0].Question)

@@ -132,3 +132,24 @@ func TestRenderAgyErrorWithItsCode(t *testing.T) {
 	assert.NotContains(t, out, "\x1b")
 	assert.Contains(t, out, "conversation rewound to step 4")
 }
+
+// A segment of a compound command asked on its own names the segment; an
+// interaction the harness cannot answer says to answer it in agy's terminal;
+// an MCP elicitation names its server. agy's texts pass the sanitiser.
+func TestRenderReaskedAndOtherPrompts(t *testing.T) {
+	seg := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "c/prompt/3.2", Kind: messages.KindPermission,
+		Command: &messages.CommandLine{Line: "git status && git log"}, Resource: &messages.Resource{Action: "command", Target: "git log"}}
+	assert.Equal(t, "? agy wants to run: $ git status && git log\n  this asks for: $ git log\n", renderEvents(false, seg))
+	done := &messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "c/prompt/3.2", Action: messages.ActionAccept, By: messages.ByHarness}
+	assert.Contains(t, renderEvents(false, seg, done), "✓ allowed: $ git log\n", "the segment is what was allowed")
+
+	other := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "c/prompt/4", Kind: messages.KindOther,
+		Interaction: "browserAction", Text: "Click \x1b[31mlogin", Message: "answer it in agy's terminal"}
+	got := renderEvents(false, other)
+	assert.Equal(t, "? agy asks browserAction: Click ^[[31mlogin\n  answer it in agy's terminal\n", got)
+	assert.NotContains(t, got, "\x1b")
+
+	mcp := &messages.Event{Type: messages.EventElicitationRequest, ElicitationID: "c/prompt/5", Kind: messages.KindElicitation,
+		Interaction: "elicitation", Text: "Which repo?", Elicitation: &messages.MCPElicitation{Server: "github"}}
+	assert.Equal(t, "? github (MCP) asks: Which repo?\n", renderEvents(false, mcp))
+}

@@ -5,18 +5,15 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
+	"github.com/agyharness/agyharness/httphost"
 )
 
 func serveCommand() *command {
@@ -92,14 +89,14 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 			return fmt.Errorf("serve: %w", err)
 		}
 		h := actors.NewHost(actors.Config{Logger: log})
-		s := newServer(serverConfig{
-			host: actorsHost{h}, token: token, log: log,
-			heartbeat: *heartbeat, attachTimeout: *attachTimeout,
-			maxConns: *maxConns, tls: tlsConfig,
+		s := httphost.New(httphost.Config{
+			Host: h, Token: token, Log: log,
+			Heartbeat: *heartbeat, AttachTimeout: *attachTimeout,
+			MaxConns: *maxConns, TLS: tlsConfig,
 		})
 		shutdown := func(sctx context.Context) error { return h.Shutdown(sctx) }
 		if clustered {
-			node, err := joinCluster(clusterCfg, s)
+			node, err := s.JoinCluster(clusterCfg)
 			if err != nil {
 				_ = ln.Close()
 				_ = h.Shutdown(context.Background())
@@ -123,7 +120,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 			// The one place a token is ever printed: the operator needs it.
 			fmt.Fprintf(e.stderr, "agyharness serve: token: %s\n", token)
 		}
-		return s.serve(ctx, ln, e.signals, shutdown)
+		return s.Serve(ctx, ln, e.signals, shutdown)
 	}
 	return c
 }
@@ -159,65 +156,4 @@ func loadToken(path string, warn io.Writer) (token string, generated bool, err e
 		return "", false, usagef("serve: token file %q: %v", path, err)
 	}
 	return token, false, nil
-}
-
-// serve runs the HTTP server on ln until ctx ends or a signal arrives,
-// then stops in order: SSE streams end (each has sseEndGrace to take its
-// "event: end"), requests in flight finish (httpShutdown at most, then
-// their connections are closed), every session detaches (hostShutdown of
-// its own), session watchers stop.
-func (s *server) serve(ctx context.Context, ln net.Listener, signals <-chan os.Signal, shutdownHost func(context.Context) error) error {
-	ln = newSlotListener(ln, s.cfg.maxConns, s.cfg.authGrace)
-	if s.cfg.tls != nil {
-		ln = tls.NewListener(ln, s.cfg.tls)
-	}
-	// HTTP/1.1 only (the TLS configuration offers no other protocol): a
-	// 401's "Connection: close" then closes the connection.
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	hs := &http.Server{
-		Handler:           s.handler(),
-		Protocols:         &protocols,
-		ConnContext:       withSlotConn,
-		ConnState:         trackSlotConn,
-		ReadHeaderTimeout: s.cfg.readHeaderTimeout,
-		ReadTimeout:       s.cfg.readTimeout,
-		IdleTimeout:       s.cfg.idleTimeout,
-		BaseContext:       func(net.Listener) context.Context { return s.base },
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-
-	var serveErr error
-	served := false
-	select {
-	case <-ctx.Done():
-	case <-signals:
-	case err := <-errc:
-		served = true
-		if !errors.Is(err, http.ErrServerClosed) {
-			serveErr = fmt.Errorf("serve: %w", err)
-		}
-	}
-	s.log.Info("shutting down")
-	s.stop() // ends SSE streams, so Shutdown need not wait for them
-	hctx, cancel := context.WithTimeout(context.Background(), s.cfg.httpShutdown)
-	defer cancel()
-	if err := hs.Shutdown(hctx); err != nil {
-		s.log.Warn("http shutdown: closing the connections left", "err", err)
-		_ = hs.Close()
-	}
-	if !served {
-		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			serveErr = fmt.Errorf("serve: %w", err)
-		}
-	}
-	sctx, cancelHost := context.WithTimeout(context.Background(), s.cfg.hostShutdown)
-	defer cancelHost()
-	if err := shutdownHost(sctx); err != nil {
-		s.log.Warn("host shutdown", "err", err)
-	}
-	s.wait()
-	return serveErr
 }

@@ -191,18 +191,3 @@ func splitList(s string) []string {
 	}
 	return out
 }
-
-// joinCluster starts this host's node; the caller shuts it down. Requests
-// from other nodes wait until the server knows its node.
-func joinCluster(cfg hostcluster.Config, s *server) (*hostcluster.Node, error) {
-	ready := make(chan struct{})
-	cfg.Local = &clusterLocal{s: s, ready: ready}
-	n, err := hostcluster.Start(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
-	}
-	s.cluster = n
-	s.metrics.registry.MustRegister(clusterFigures{n})
-	close(ready)
-	return n, nil
-}

@@ -14,10 +14,11 @@ import (
 func simCommand() *command {
 	c := &command{
 		name:     "sim",
-		synopsis: "sim [--scenario F] [--json] [--yes] [--seed S] [--record F [--force]]",
+		synopsis: "sim [--scenario F] [--json] [--yes] [--seed S] [--record F [--force]] | sim --web [--listen 127.0.0.1:0]",
 		summary:  "drive one session on the embedded fake agy language server (no agy needed)",
 		example: `agyharness sim                      # watch a scenario, answer its prompts yourself
 agyharness sim --yes --json | jq -c '{seq, type}'
+agyharness sim --web                # the web console on the fake: open the link it prints
 agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.jsonl --yes`,
 	}
 	c.run = func(ctx context.Context, e *env, args []string) error {
@@ -30,6 +31,8 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 		record.register(fs)
 		chunkDelay := fs.Duration("chunk-delay", 0, "pause between streamed chunks (default: the fake's 15ms; negative: none)")
 		readMode := fs.String("read-mode", "both", "how to read the fake: both, stream or poll")
+		web := fs.Bool("web", false, "serve the web console on the fake instead: prints its URL with a one-time sign-in link, runs until interrupted")
+		listen := fs.String("listen", "127.0.0.1:0", "with --web, the loopback address to serve on")
 		pos, err := parseFlags(fs, args)
 		if err != nil {
 			return err
@@ -50,6 +53,9 @@ agyharness sim --scenario testdata/scenarios/default.json --record sim.capture.j
 		}
 		log := newLogger(e)
 		models := agytest.DefaultModels()
+		if *web {
+			return simWeb(ctx, e, simWebOptions{listen: *listen, seed: *seed, scenario: sc, chunkDelay: *chunkDelay, mode: mode, log: log})
+		}
 		// A fresh agy, as launch starts one: no conversation until the
 		// first turn is typed into its terminal.
 		srv, err := agytest.NewServer(agytest.Options{

@@ -57,6 +57,16 @@
 // SIGINT, SIGTERM and SIGHUP (the terminal gone, e.g. its tmux session
 // killed) exit and restore the terminal.
 //
+// Starting, as agy 1.1.8 and later do (startup.go): under the draft a
+// footer, "? for shortcuts" when idle and "esc to cancel" while a turn
+// runs; for --startup-delay (default 1s, 0: none) after start a typed turn
+// is refused with the notice "Verifying your account eligibility. ..." and
+// lost; on flags, the trust dialog first (--trust-prompt, Enter answers
+// Yes), the feedback survey (--survey-after N turns, Escape dismisses it),
+// a sign-in screen (--signed-out) or agy's eligibility failure
+// (--ineligible). --version prints --version-string (default
+// $FAKEAGY_VERSION, else 1.2.7) and exits, as agy --version does.
+//
 // The quirks the harness relies on, as agy's terminal does them: a prompt
 // answered over RPC leaves its dialog drawn, marked "(answered elsewhere:
 // ...)", until exactly its keys close it (an option's digit(s) then Enter,
@@ -112,11 +122,18 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	legacySubagents := fs.Bool("legacy-subagents", false, "send subagents as agy did before 1.1.9 (children typed SUBAGENT, INVOKE_SUBAGENT RUNNING until they are idle)")
 	noWakes := fs.Bool("no-background-wakes", false, "a finished background task does not wake agy (no SYSTEM_MESSAGE, no run nobody typed)")
 	rewindCleared := fs.Bool("rewind-marks-cleared", false, "a rewind keeps the rewound steps as CLEARED instead of cutting the trajectory back")
+	noReask := fs.Bool("no-reask", false, "ask a compound command (a && b) once for the whole line, as agy did before 1.1.7, not segment by segment on the same step")
 	history := fs.Int("history-steps", 0, "start the conversation with this many finished steps (a user turn and a reply each two; needs --conversation), made when sent, never stored")
 	historyBytes := fs.Int("history-step-bytes", 0, "pad each reply of --history-steps to about this many bytes")
 	multi := addMultiFlags(fs)
+	start := addStartupFlags(fs)
+	showVersion := fs.Bool("version", false, "print the version (--version-string) and exit, as agy --version does")
 	if err := fs.Parse(joinConversationID(args)); err != nil {
 		return err
+	}
+	if *showVersion {
+		printVersion(stdout, start)
+		return nil
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -143,6 +160,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		LegacySubagents:    *legacySubagents,
 		NoBackgroundWakes:  *noWakes,
 		RewindMarksCleared: *rewindCleared,
+		NoReask:            *noReask,
 		HistorySteps:       *history,
 		HistoryStepBytes:   *historyBytes,
 		Seed:               *seed,
@@ -208,6 +226,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	if tty != nil {
 		term := newTerminal(srv, stdout, *refresh)
 		term.height = tty.rows
+		dir, _ := os.Getwd()
+		term.start = newStartup(*start, dir)
 		tuiDone = make(chan error, 1)
 		go func() { tuiDone <- term.run(ctx, stdin) }()
 	}

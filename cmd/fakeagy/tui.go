@@ -87,6 +87,8 @@ type terminal struct {
 	// of its steps were history then: their prompts get no dialog.
 	shown   map[promptKey]bool
 	history map[string]int
+
+	start *startup // startup screens and the survey (startup.go); nil: none
 }
 
 // promptKey names one WAITING step.
@@ -106,7 +108,18 @@ type dialog struct {
 	stale  bool   // answered elsewhere
 	picked []int  // the options picked (1-based), in order
 	typed  []rune // text typed into the dialog: agy's filter/amend line, lost on Enter
+	// done is how many asks of its step were answered when it was drawn:
+	// agy asks again on the same step (a compound command's next segment)
+	// and redraws its dialog for the new ask.
+	done int
+	// kind is agy's name for what it asks when it is neither a permission
+	// nor a question ("filePermission", "elicitation", "browserAction", ...).
+	kind string
 }
+
+// fileAccessOptions are the rows of agy's dialog for a file outside the
+// workspace (antigravity-cli issues 289 and 324).
+var fileAccessOptions = []string{"Yes, allow access", "Yes, and always allow non-workspace access", "No, deny access"}
 
 func newTerminal(srv agyServer, out io.Writer, refresh time.Duration) *terminal {
 	if refresh <= 0 {
@@ -244,6 +257,9 @@ func (t *terminal) handle(k key) {
 		t.pasting = false
 		return
 	}
+	if t.start.key(k, t.pasting) {
+		return
+	}
 	if t.pasting {
 		t.paste(k.r)
 		return
@@ -256,7 +272,7 @@ func (t *terminal) handle(k key) {
 	case '\r', '\n':
 		text := strings.TrimSpace(string(t.draft))
 		t.draft, t.cursor = t.draft[:0], 0
-		if text == "" {
+		if text == "" || t.start.refuses() {
 			return
 		}
 		if text == "/rewind" || text == "/undo" {
@@ -334,8 +350,8 @@ func (t *terminal) paste(r rune) {
 // closes a stale dialog). Anything else typed goes into the dialog's line,
 // and Enter then only clears that line: the dialog swallows it.
 func (t *terminal) dialogKey(k key) {
-	d := t.dialog
 	t.checkStale()
+	d := t.dialog
 	switch {
 	case k.r == keyEscape:
 		if !d.stale {
@@ -379,6 +395,8 @@ func (t *terminal) confirm() {
 		t.dialog = nil
 	case d.ask.Permission != nil:
 		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: d.picked[0] != len(permissionOptions)}})
+	case d.ask.AskQuestion == nil:
+		t.answer(d.kindAnswer(d.picked[0] != len(d.options())))
 	default:
 		q := d.ask.AskQuestion.Questions[0]
 		var ids []string
@@ -395,11 +413,32 @@ func (t *terminal) confirm() {
 // responses; a permission denied, as agy reports "User declined the tool
 // call").
 func (t *terminal) decline() {
+	if d := t.dialog; d.ask.Permission == nil && d.ask.AskQuestion == nil {
+		t.answer(d.kindAnswer(false))
+		return
+	}
 	if t.dialog.ask.Permission != nil {
 		t.answer(wire.InteractionResponse{Permission: &wire.PermissionAnswer{}})
 		return
 	}
 	t.answer(wire.InteractionResponse{AskQuestion: &wire.QuestionResponses{Responses: []wire.QuestionResponse{}}})
+}
+
+// kindAnswer is the answer of a dialog for an interaction beyond a
+// permission or a question, in the shape of agy's schema.
+func (d *dialog) kindAnswer(yes bool) wire.InteractionResponse {
+	switch {
+	case d.ask.FilePermission != nil:
+		return wire.InteractionResponse{FilePermission: &wire.FilePermissionAnswer{Allow: yes, Scope: wire.PermissionScopeOnce, AbsolutePathURI: d.ask.FilePermission.AbsolutePathURI}}
+	case d.ask.Elicitation != nil:
+		action := "decline"
+		if yes {
+			action = "accept"
+		}
+		return wire.InteractionResponse{Elicitation: &wire.ElicitationAnswer{Action: action}}
+	}
+	// Any other kind: the fake takes any answer from its terminal.
+	return wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: yes}}
 }
 
 // answer answers the dialog's prompt from this terminal, and closes the
@@ -419,8 +458,14 @@ func (t *terminal) checkStale() {
 	if d == nil || d.stale {
 		return
 	}
-	if s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index); !ok || s.Status != wire.StatusWaiting {
+	s, ok := stepAt(t.srv.Steps(d.key.conv), d.key.index)
+	switch {
+	case !ok || s.Status != wire.StatusWaiting:
 		d.stale = true
+	case len(s.CompletedInteractions) != d.done && s.RequestedInteraction != nil:
+		// The same step asks again: agy redraws its dialog for the new ask
+		// (keys pressed now answer that one).
+		t.dialog = newDialog(d.key.conv, s)
 	}
 }
 
@@ -436,8 +481,13 @@ func stepAt(steps []wire.Step, index int) (wire.Step, bool) {
 // options are the dialog's options: a permission's four, or its first
 // question's (agy's dialog shows one question at a time).
 func (d *dialog) options() []string {
-	if d.ask.Permission != nil {
+	switch {
+	case d.ask.Permission != nil:
 		return permissionOptions
+	case d.ask.FilePermission != nil:
+		return fileAccessOptions
+	case d.ask.AskQuestion == nil:
+		return []string{"Yes", "No"}
 	}
 	var texts []string
 	if qs := d.ask.AskQuestion.Questions; len(qs) > 0 {
@@ -470,7 +520,10 @@ func (t *terminal) nextDialog(conv string, steps []wire.Step) *dialog {
 }
 
 func newDialog(conv string, s wire.Step) *dialog {
-	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction}
+	d := &dialog{key: promptKey{conv, s.Index()}, ask: *s.RequestedInteraction, done: len(s.CompletedInteractions)}
+	if d.ask.Permission == nil && d.ask.AskQuestion == nil {
+		d.kind = interactionName(s)
+	}
 	if d.ask.AskQuestion != nil && s.Metadata.ToolCall != nil {
 		// Whether a question takes several options is only in the tool
 		// call's arguments, as agy records it.
@@ -495,15 +548,17 @@ func (t *terminal) update() {
 	if t.dialog == nil {
 		t.dialog = t.nextDialog(conv, steps)
 	}
-	screen := render(screenView{
+	status := t.srv.RunStatus(conv)
+	t.start.observe(status, steps)
+	screen := t.start.draw(render(screenView{
 		conv:   conv,
 		steps:  steps,
-		status: t.srv.RunStatus(conv),
+		status: status,
 		dialog: t.dialog,
 		draft:  string(t.draft),
 		notice: t.notice,
-		height: t.height,
-	})
+		height: t.start.room(t.height),
+	}), status)
 	if screen == t.drawn {
 		return
 	}
@@ -638,6 +693,12 @@ func dialogLines(d *dialog) []string {
 			what = strings.TrimSpace(r.Action + " " + r.Target)
 		}
 		lines = append(lines, "| "+what, "| Do you want to proceed?")
+	case d.ask.FilePermission != nil:
+		lines = append(lines, "| Read: "+strings.TrimPrefix(d.ask.FilePermission.AbsolutePathURI, "file://"), "| Reason: outside workspace", "| Allow access to this file?")
+	case d.ask.Elicitation != nil:
+		lines = append(lines, "| "+d.ask.Elicitation.ServerName+" (MCP) asks: "+d.ask.Elicitation.Message)
+	case d.ask.AskQuestion == nil:
+		lines = append(lines, "| agy asks: "+d.kind, "| Do you want to proceed?")
 	case d.ask.AskQuestion != nil && len(d.ask.AskQuestion.Questions) > 0:
 		qs := d.ask.AskQuestion.Questions
 		if len(qs) > 1 {
@@ -665,4 +726,24 @@ func dialogLines(d *dialog) []string {
 		lines = append(lines, fmt.Sprintf("| [1-%d%s then Enter; Esc declines]", len(opts), several))
 	}
 	return append(lines, "+---------------------------------------------")
+}
+
+// interactionName is the key of a step's requestedInteraction as agy sent
+// it ("" when there is none).
+func interactionName(s wire.Step) string {
+	var v struct {
+		RI map[string]json.RawMessage `json:"requestedInteraction"`
+	}
+	if json.Unmarshal(s.Raw, &v) != nil {
+		return ""
+	}
+	names := make([]string, 0, len(v.RI))
+	for k := range v.RI {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }

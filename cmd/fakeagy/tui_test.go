@@ -444,3 +444,53 @@ func TestPromptAnsweredBeforeItWasDrawnStillGetsItsDialog(t *testing.T) {
 	assert.NotContains(t, out.screen(), "Do you want to proceed?", "its keys close it")
 	assert.Equal(t, before, countUserInputs(srv), "and type no turn")
 }
+
+// A compound command asked segment by segment on one step: once the first
+// segment is answered (over RPC here), agy's dialog is redrawn for the
+// next, and the keys pressed then answer that one.
+func TestDialogRedrawnWhenTheSameStepAsksAgain(t *testing.T) {
+	sc := &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Run(agytest.CommandAction{Line: "git status && git log", Output: "ok\n", NeedsApproval: true}),
+		agytest.Say("Done.", 1),
+	}}}}
+	srv, term, out := newTestTerminalWith(t, sc)
+	require.NoError(t, srv.TypeTurn("look"))
+	perm := openPrompt(t, srv, wire.StepRunCommand)
+	term.update()
+	require.Contains(t, out.screen(), "| command git status\n| Do you want to proceed?")
+
+	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.HandleCascadeUserInteraction(context.Background(), srv.ConversationID(), wire.InteractionResponse{
+		TrajectoryID: perm.TrajectoryID(), StepIndex: wire.Int(perm.Index()), Permission: &wire.PermissionAnswer{Allow: true},
+	}))
+	term.update()
+	screen := out.screen()
+	assert.Contains(t, screen, "| command git log\n| Do you want to proceed?", "the dialog shows the next ask")
+	assert.NotContains(t, screen, "answered elsewhere")
+	press(term, "1\r")
+	done := committed(t, srv, perm.Index())
+	assert.Equal(t, wire.StatusDone, done.Status)
+	assert.Len(t, done.CompletedInteractions, 2, "the keys answered the second ask")
+}
+
+// agy's dialog for a file outside the workspace has three rows; 3 denies.
+func TestFileAccessDialogDeniesWithThree(t *testing.T) {
+	sc := &agytest.Scenario{Turns: []agytest.TurnScript{{Actions: []agytest.Action{
+		agytest.Interact(agytest.InteractAction{Kind: "filePermission", Target: "/etc/hosts"}),
+		agytest.Say("Done.", 1),
+	}}}}
+	srv, term, out := newTestTerminalWith(t, sc)
+	require.NoError(t, srv.TypeTurn("read it"))
+	p := openPrompt(t, srv, wire.StepViewFile)
+	term.update()
+	screen := out.screen()
+	assert.Contains(t, screen, "| Read: /etc/hosts\n| Reason: outside workspace\n| Allow access to this file?")
+	assert.Contains(t, screen, "3. No, deny access")
+	press(term, "3\r")
+	done := committed(t, srv, p.Index())
+	require.Len(t, done.CompletedInteractions, 1)
+	require.NotNil(t, done.CompletedInteractions[0].Response.FilePermission)
+	assert.False(t, done.CompletedInteractions[0].Response.FilePermission.Allow)
+}

@@ -20,15 +20,49 @@ type prompt struct {
 	// unstreamed: agy parks this prompt without a stream frame; only a
 	// read of the steps shows it WAITING (Options.UnstreamedPrompts).
 	unstreamed bool
+	// req is what the step asks now; next what it asks after req is
+	// allowed, on the same step (agy 1.1.7 on asks each segment of a
+	// compound command in turn), with rearm recording an allowed ask on
+	// the step before the next one is asked. Guarded by the
+	// conversation's lock.
+	req  *wire.Interaction
+	next []*wire.Interaction
+	// kind is an InteractAction's ("" for a permission or a question);
+	// wait, when set, is how long it waits before agy moves on (CANCELED,
+	// no retry) instead of Options.PromptTimeout.
+	kind  string
+	wait  time.Duration
+	rearm func(f *fakeStep, asked *wire.Interaction, ans wire.InteractionResponse, next *wire.Interaction)
+}
+
+// askSeq is what a step asks in turn: reqs[0], then, once it is allowed,
+// reqs[1] on the same step, and so on; rearm records each allowed ask but
+// the last on the step (nil when there is a single ask).
+type askSeq struct {
+	kind  string
+	wait  time.Duration
+	reqs  []*wire.Interaction
+	rearm func(f *fakeStep, asked *wire.Interaction, ans wire.InteractionResponse, next *wire.Interaction)
 }
 
 // prompt opens a WAITING interaction on step idx and waits for its answer.
 // When it expires the step turns ERROR and agy's retry opens the same prompt
 // as a new step at the next index; prompt returns the index it was answered at.
 func (t *turnRun) prompt(idx int, req *wire.Interaction, extra map[string]any, questions []QuestionSpec) (wire.InteractionResponse, int, error) {
+	ans, idx, _, err := t.promptSeq(idx, askSeq{reqs: []*wire.Interaction{req}}, extra, questions)
+	return ans, idx, err
+}
+
+// promptSeq is prompt for a step that asks seq.reqs in turn on the same
+// step: an allowed ask but the last re-arms the step WAITING on the next
+// (a denied one ends the sequence). It returns the last answer, the index
+// it came at, and what that answer was to.
+func (t *turnRun) promptSeq(idx int, seq askSeq, extra map[string]any, questions []QuestionSpec) (wire.InteractionResponse, int, *wire.Interaction, error) {
+	reqs := seq.reqs
 	for {
+		req := reqs[0]
 		expireNow := t.srv.takeFault(FaultPromptTimeout)
-		p := &prompt{questions: questions, answer: make(chan wire.InteractionResponse, 1)}
+		p := &prompt{questions: questions, answer: make(chan wire.InteractionResponse, 1), req: req, next: reqs[1:], rearm: seq.rearm, kind: seq.kind, wait: seq.wait}
 		t.flush()
 		c := t.c
 		c.mu.Lock()
@@ -46,11 +80,19 @@ func (t *turnRun) prompt(idx int, req *wire.Interaction, extra map[string]any, q
 
 		ans, answered, err := t.await(p, expireNow)
 		if err != nil || answered {
-			return ans, idx, err
+			c.mu.Lock()
+			asked := p.req
+			c.mu.Unlock()
+			return ans, idx, asked, err
 		}
-		// agy retries the timed-out prompt as a fresh step.
+		if p.wait > 0 {
+			return wire.InteractionResponse{}, idx, nil, errMovedOn // agy moved on
+		}
+		// agy retries the timed-out prompt as a fresh step, asking what
+		// was left.
 		c.mu.Lock()
 		retry := c.steps[idx].clone()
+		reqs = append([]*wire.Interaction{p.req}, p.next...)
 		c.mu.Unlock()
 		retry.step.Status = wire.StatusPending
 		retry.step.RequestedInteraction = nil
@@ -60,7 +102,7 @@ func (t *turnRun) prompt(idx int, req *wire.Interaction, extra map[string]any, q
 		retry.step.Metadata.CreatedAt = timestamp(time.Now())
 		retry.step.Metadata.CompletedAt = ""
 		if err := t.pause(); err != nil {
-			return wire.InteractionResponse{}, idx, err
+			return wire.InteractionResponse{}, idx, nil, err
 		}
 		idx = t.add(retry)
 	}
@@ -70,7 +112,11 @@ func (t *turnRun) prompt(idx int, req *wire.Interaction, extra map[string]any, q
 // answered=false when the prompt expired.
 func (t *turnRun) await(p *prompt, expireNow bool) (wire.InteractionResponse, bool, error) {
 	var expired <-chan time.Time
-	switch d := t.srv.opts.PromptTimeout; {
+	d := t.srv.opts.PromptTimeout
+	if p.wait > 0 {
+		d = p.wait
+	}
+	switch {
 	case expireNow:
 		ch := make(chan time.Time)
 		close(ch)
@@ -103,6 +149,9 @@ func (c *conversation) expire(p *prompt) bool {
 	c.prompt = nil
 	f := c.steps[p.idx]
 	f.step.Status = wire.StatusError
+	if p.wait > 0 {
+		f.step.Status = wire.StatusCanceled
+	}
 	f.step.Metadata.CompletedAt = timestamp(time.Now())
 	c.touchLocked(p.idx)
 	return true
@@ -127,7 +176,11 @@ func (c *conversation) answer(resp wire.InteractionResponse, fromTerminal bool) 
 	if resp.TrajectoryID != c.trajectoryID || p == nil || p.idx != idx || c.steps[idx].step.Status != wire.StatusWaiting {
 		return errorf(rpc.CodeUnknown, "input not registered for step %d", idx)
 	}
-	if p.questions == nil {
+	if p.kind != "" {
+		if err := checkKindAnswer(p.kind, &resp, idx, fromTerminal); err != nil {
+			return err
+		}
+	} else if p.questions == nil {
 		if resp.Permission == nil {
 			return errorf(rpc.CodeUnknown, "step %d expects a permission response", idx)
 		}
@@ -142,6 +195,15 @@ func (c *conversation) answer(resp wire.InteractionResponse, fromTerminal bool) 
 		resp.Permission = nil
 	}
 	f := c.steps[idx]
+	if len(p.next) > 0 && resp.Permission != nil && resp.Permission.Allow {
+		// The next segment is asked on the same step, which stays WAITING.
+		next := p.next[0]
+		p.rearm(f, p.req, resp, next)
+		f.step.RequestedInteraction = next
+		p.req, p.next = next, p.next[1:]
+		c.touchLocked(idx)
+		return nil
+	}
 	f.step.Status = wire.StatusRunning
 	c.prompt = nil
 	c.touchLocked(idx)

@@ -258,6 +258,8 @@ func (t *turnRun) run() (lagMode, error) {
 			err = t.anyStep(*a.Step)
 		case a.Subagent != nil:
 			err = t.subagent(*a.Subagent)
+		case a.Interact != nil:
+			err = t.interact(*a.Interact)
 		case a.Fail != "":
 			return t.lag(), t.fail(a.Fail)
 		case a.ProviderError != "":
@@ -527,11 +529,53 @@ func (t *turnRun) runCommand(cmd CommandAction) error {
 		"requestedInteraction.permission.persistSuggestionType":   "PERSIST_SUGGESTION_TYPE_SUGGESTED",
 		"requestedInteraction.permission.suggestedPersistPattern": firstWord(cmd.Line),
 	}}
+	if segs := segments(cmd.Line); len(segs) > 1 && !t.srv.opts.NoReask {
+		// agy 1.1.7 on asks for each segment of a compound command in turn.
+		ask.resource.Target = segs[0]
+		for _, s := range segs[1:] {
+			ask.then = append(ask.then, wire.Resource{Action: "command", Target: s})
+		}
+		ask.extra["requestedInteraction.permission.suggestedPersistPattern"] = firstWord(segs[0])
+	}
 	allowed, at, err := t.permission(idx, cmd.NeedsApproval, ask)
 	if err != nil || !allowed {
 		return err
 	}
 	return t.finishCommand(at, cmd)
+}
+
+// segments splits a command line at its top-level "&&" (outside quotes),
+// the segments agy asks for one at a time. Only "&&" is known to be split
+// (docs/DECISIONS.md).
+func segments(line string) []string {
+	var out []string
+	var quote byte
+	start := 0
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case c == '\\':
+			i++
+		case c == '&' && i+1 < len(line) && line[i+1] == '&':
+			if s := strings.TrimSpace(line[start:i]); s != "" {
+				out = append(out, s)
+			}
+			start = i + 2
+			i++
+		}
+	}
+	if s := strings.TrimSpace(line[min(start, len(line)):]); s != "" {
+		out = append(out, s)
+	}
+	return out
 }
 
 func (t *turnRun) ask(a AskAction) error {

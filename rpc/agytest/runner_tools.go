@@ -2,6 +2,7 @@ package agytest
 
 import (
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -187,6 +188,9 @@ type permissionAsk struct {
 	// grant records the answer in permissions.permissionGrants, as agy does
 	// for run_command.
 	grant bool
+	// then are the resources asked after resource on the same step, each
+	// once the one before is allowed (a compound command's segments).
+	then []wire.Resource
 }
 
 // permission asks ask on step idx when needs is set; a denied step ends
@@ -198,23 +202,36 @@ func (t *turnRun) permission(idx int, needs bool, ask permissionAsk) (bool, int,
 		t.update(idx, func(f *fakeStep) { f.step.Status = wire.StatusRunning })
 		return true, idx, nil
 	}
-	resource := ask.resource
-	req := &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &resource, ActionDescription: ask.description}}
-	ans, at, err := t.prompt(idx, req, ask.extra, nil)
+	seq := askSeq{}
+	for _, res := range append([]wire.Resource{ask.resource}, ask.then...) {
+		seq.reqs = append(seq.reqs, &wire.Interaction{Permission: &wire.PermissionRequest{Resource: &res, ActionDescription: ask.description}})
+	}
+	var grants []any
+	record := func(f *fakeStep, asked *wire.Interaction, ans wire.InteractionResponse) {
+		allowed := ans.Permission != nil && ans.Permission.Allow
+		complete(f, asked, ask.extra, ans)
+		if ask.grant {
+			r := asked.Permission.Resource
+			grant := map[string]any{"resource": map[string]any{"action": r.Action, "target": r.Target}}
+			if allowed {
+				grant["allow"] = true
+			}
+			grants = append(grants, grant)
+			f.setExtra("permissions.permissionGrants", slices.Clone(grants))
+		}
+	}
+	seq.rearm = func(f *fakeStep, asked *wire.Interaction, ans wire.InteractionResponse, next *wire.Interaction) {
+		record(f, asked, ans)
+		if _, ok := ask.extra["requestedInteraction.permission.suggestedPersistPattern"]; ok {
+			f.setExtra("requestedInteraction.permission.suggestedPersistPattern", firstWord(next.Permission.Resource.Target))
+		}
+	}
+	ans, at, req, err := t.promptSeq(idx, seq, ask.extra, nil)
 	if err != nil {
 		return false, at, err
 	}
 	allowed := ans.Permission != nil && ans.Permission.Allow
-	answered := func(f *fakeStep) {
-		complete(f, req, ask.extra, ans)
-		if ask.grant {
-			grant := map[string]any{"resource": map[string]any{"action": resource.Action, "target": resource.Target}}
-			if allowed {
-				grant["allow"] = true
-			}
-			f.setExtra("permissions.permissionGrants", []any{grant})
-		}
-	}
+	answered := func(f *fakeStep) { record(f, req, ans) }
 	if !allowed {
 		t.commit(at, func(f *fakeStep) {
 			answered(f)

@@ -55,6 +55,7 @@ type Action struct {
 	MCP        *MCPAction      `json:"mcp,omitempty"`
 	Step       *StepAction     `json:"step,omitempty"`
 	Subagent   *SubagentAction `json:"subagent,omitempty"`
+	Interact   *InteractAction `json:"interact,omitempty"`
 	Fail       string          `json:"fail,omitempty"`
 	// ProviderError is one of ProviderQuota, ProviderUsageLimit,
 	// ProviderRateLimit, ProviderFailure.
@@ -80,6 +81,35 @@ type TaskAction struct {
 	After int    `json:"after_ms,omitempty"` // 0 means 200ms
 	Reply string `json:"reply,omitempty"`    // "" means a line saying the task finished
 }
+
+// InteractAction is a tool step that asks an interaction other than agy's
+// permission or question (Kind is the requestedInteraction key, shaped as
+// agy's schema names it; no live copy of any was recorded):
+//   - "filePermission": access to Target, a file outside the workspace
+//     (a VIEW_FILE step, or a CODE_ACTION step with Write); answered with
+//     {filePermission: {allow, scope, absolutePathUri}}; denied, the tool
+//     does not run;
+//   - "elicitation": an MCP server's (Server) elicitation with Message and
+//     the JSON schema Schema; answered with {elicitation: {action,
+//     contentJson}};
+//   - any other key ("runCommand", "browserAction", "readUrlContent",
+//     "sendCommandInput", "mcp", ...): a GENERIC step asking it with an
+//     empty request; over RPC it takes only {<kind>: {confirm}}, and when
+//     nobody answers within WaitMs (0: 300) agy moves on: the step is
+//     CANCELED and the turn goes on.
+type InteractAction struct {
+	Kind    string `json:"kind"`
+	Target  string `json:"target,omitempty"`
+	Write   bool   `json:"write,omitempty"`
+	Server  string `json:"server,omitempty"`
+	Message string `json:"message,omitempty"`
+	Schema  string `json:"schema,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	WaitMs  int    `json:"wait_ms,omitempty"`
+}
+
+// Interact returns an interact action.
+func Interact(a InteractAction) Action { return Action{Interact: &a} }
 
 // CommandAction is a run_command tool call. Chunks > 0 streams Output in
 // that many pieces while the command runs (combinedOutput grows, as agy's
@@ -239,14 +269,14 @@ func validateActions(actions []Action, depth int) error {
 func (a Action) validate(depth int) error {
 	set := 0
 	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil,
-		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Step != nil, a.Subagent != nil, a.Fail != "",
+		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Step != nil, a.Subagent != nil, a.Interact != nil, a.Fail != "",
 		a.ProviderError != "", a.Task != nil} {
 		if on {
 			set++
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, fail, provider_error, task must be set (found %d)", set)
+		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, interact, fail, provider_error, task must be set (found %d)", set)
 	}
 	switch a.ProviderError {
 	case "", ProviderQuota, ProviderUsageLimit, ProviderRateLimit, ProviderFailure:
@@ -286,6 +316,15 @@ func (a Action) validate(depth int) error {
 			if len(q.Options) == 0 && !q.AllowWriteIn {
 				return fmt.Errorf("question %d: needs options or allow_write_in", j+1)
 			}
+		}
+	case a.Interact != nil:
+		switch k := a.Interact.Kind; {
+		case k == "" || k == "permission" || k == "askQuestion":
+			return fmt.Errorf("interact: kind %q: name an interaction other than permission and askQuestion", k)
+		case k == "filePermission" && a.Interact.Target == "":
+			return errors.New("interact: filePermission needs a target")
+		case a.Interact.WaitMs < 0:
+			return errors.New("interact: wait_ms must not be negative")
 		}
 	case a.Tool != nil:
 		if a.Tool.Name == "" || a.Tool.Target == "" {

@@ -100,6 +100,12 @@ type Options struct {
 	// CancelNoop lists cancel methods that answer 200 but do not stop
 	// generation, as in agy builds where only some of them work.
 	CancelNoop []string
+	// NoReask asks a compound command's permission once, for the whole
+	// line, as agy did before 1.1.7. By default a command with top-level
+	// "&&" is asked segment by segment on the same step: once a segment is
+	// allowed, the step stays WAITING asking for the next (recorded in its
+	// completedInteractions and permissions.permissionGrants).
+	NoReask bool
 	// HistorySteps starts the conversation of Options.Conversation with
 	// that many finished steps (a user turn and its reply each two), made
 	// from their index when sent and never stored: a conversation of a

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/agystart"
+	"github.com/agyharness/agyharness/messages"
 	sdk "github.com/coder/acp-go-sdk"
 )
 
@@ -330,14 +332,16 @@ func (a *Agent) open(ctx context.Context, cwd, sessionID string, replay bool) (*
 		// A fresh agy lists the conversations of earlier runs: bind only
 		// the one it mints for this session's first prompt.
 		spec.NewConversation = conversationID == ""
+		spec.AgyVersion = l.Version
 		a.log.Info("launched agy", "where", l.Name, "pid", l.PID, "cwd", cwd, "conversation", conversationID)
 	}
-	actx, cancel := context.WithTimeout(ctx, a.opts.AttachTimeout)
-	hs, err := a.opts.Host.Attach(actx, spec)
-	cancel()
+	hs, err := a.attachLaunched(ctx, spec, launched)
 	if err != nil {
 		if launched != nil {
 			a.stopLaunched(launched)
+		}
+		if serr := startupError(err); serr != nil {
+			return nil, serr
 		}
 		return nil, sdk.NewInternalError(map[string]any{"error": fmt.Sprintf("attaching to agy: %v", err)})
 	}
@@ -370,6 +374,77 @@ func (a *Agent) open(ctx context.Context, cwd, sessionID string, replay bool) (*
 	}
 	a.log.Info("session open", "session", s.id, "port", hs.Port(), "replayed", replay)
 	return s, nil
+}
+
+// attachLaunched attaches a session within AttachTimeout and, for an agy
+// the adapter launched, waits until it takes turns (Launched.Ready) at the
+// same time: agy's startup failing (a trust dialog, a sign-in screen) ends
+// the attach with that error, as agy may not serve its language server
+// before it is answered.
+func (a *Agent) attachLaunched(ctx context.Context, spec actors.Spec, l *Launched) (*actors.Session, error) {
+	rctx, rcancel := context.WithTimeout(ctx, a.opts.AttachTimeout)
+	defer rcancel()
+	actx, cancel := context.WithCancelCause(rctx)
+	defer cancel(nil)
+	ready := make(chan error, 1)
+	if l != nil && l.Ready != nil {
+		go func() {
+			err := l.Ready(rctx)
+			if err != nil {
+				cancel(err)
+			}
+			ready <- err
+		}()
+	} else {
+		ready <- nil
+	}
+	hs, err := a.opts.Host.Attach(actx, spec)
+	if err != nil {
+		if cause := context.Cause(actx); startupError(cause) != nil {
+			return nil, cause
+		}
+		return nil, err
+	}
+	if err := <-ready; err != nil {
+		dctx, dcancel := context.WithTimeout(context.Background(), a.opts.RequestTimeout)
+		defer dcancel()
+		_ = hs.Detach(dctx)
+		drain(dctx, hs.Events()) // nobody reads the events of a session never opened
+		return nil, err
+	}
+	return hs, nil
+}
+
+// drain reads events until they end (the session stopped) or ctx does.
+func drain(ctx context.Context, events <-chan *messages.Event) {
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// startupError is the ACP error for an agy that will not take prompts
+// (err an *agystart.Error): auth_required when agy is not signed in, else
+// an internal error whose message says what the person must do. Nil for
+// any other error.
+func startupError(err error) *sdk.RequestError {
+	var se *agystart.Error
+	if !errors.As(err, &se) {
+		return nil
+	}
+	data := map[string]any{"error": se.Message, "code": se.Code}
+	if se.Code == agystart.CodeNotSignedIn {
+		return sdk.NewAuthRequired(data)
+	}
+	e := sdk.NewInternalError(data)
+	e.Message = "agy cannot take prompts: " + se.Message
+	return e
 }
 
 func (a *Agent) stopLaunched(l *Launched) {

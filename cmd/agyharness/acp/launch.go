@@ -6,8 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/cmd/agyharness/internal/agystart"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 )
 
@@ -34,6 +37,11 @@ type Launched struct {
 	// Stop ends it. It is called once, when the ACP session closes or the
 	// adapter exits.
 	Stop func(ctx context.Context) error
+	// Ready, when set, waits until agy takes turns: nil, or why it never
+	// will (an *agystart.Error: a trust dialog, a sign-in screen).
+	Ready func(ctx context.Context) error
+	// Version is agy's version ("" unknown): the session reports it.
+	Version string
 }
 
 // Tmux launches agy in a detached tmux session the harness owns, so a person
@@ -50,11 +58,23 @@ type Tmux struct {
 	// Socket, when set, runs the sessions on their own tmux server
 	// (tmux -L Socket), as tests do.
 	Socket string
+	// TrustWorkspace answers agy's trust dialog Yes (acp
+	// --trust-workspace); without it the dialog fails the session.
+	TrustWorkspace bool
+	// Version is agy's version as `agy --version` printed it ("" unknown).
+	Version string
+	// ReadyTimeout bounds the wait for agy's input before a first prompt
+	// is typed anyway (agystart.Options). Default 20s.
+	ReadyTimeout time.Duration
+	// Logger gets what the startup watch did. Default: discard.
+	Logger *slog.Logger
 }
 
 // Launch runs AGY [--conversation ID] ARGS... in a new tmux session NAME
 // whose directory is cwd (tmuxpane.Start: no argument reaches a shell or a
-// tmux format), and returns the pane's PID and the pane as agy's terminal.
+// tmux format), and returns the pane's PID and the pane as agy's terminal,
+// behind a startup watch (agystart.Gate: turns are typed once agy's input
+// is ready; Ready says when it is, or why it will not be).
 func (t Tmux) Launch(ctx context.Context, cwd, conversation string) (*Launched, error) {
 	agy := t.Agy
 	if len(agy) == 0 || agy[0] == "" {
@@ -79,7 +99,13 @@ func (t Tmux) Launch(ctx context.Context, cwd, conversation string) (*Launched, 
 	if err != nil {
 		return nil, fmt.Errorf("launch: %w", err)
 	}
-	return &Launched{PID: pane.PID(), Name: "tmux session " + pane.Name(), Terminal: pane, Stop: pane.Kill}, nil
+	gate := agystart.Start(pane, agystart.Options{TrustWorkspace: t.TrustWorkspace, Version: t.Version, ReadyTimeout: t.ReadyTimeout,
+		Where: fmt.Sprintf("tmux session %s: tmux attach -t %s", pane.Name(), pane.Name()), Logger: t.Logger})
+	stop := func(ctx context.Context) error {
+		gate.Stop()
+		return pane.Kill(ctx)
+	}
+	return &Launched{PID: pane.PID(), Name: "tmux session " + pane.Name(), Terminal: gate, Stop: stop, Ready: gate.Wait, Version: t.Version}, nil
 }
 
 func randomSuffix() string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/agyversion"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/termtext"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tmuxpane"
 	"github.com/agyharness/agyharness/cmd/agyharness/internal/tokenfile"
@@ -64,6 +65,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	turns := fs.String("turns", "rpc", "how prompts after a session's first reach a launched agy: rpc (SendUserCascadeMessage) or tui (typed into agy's terminal)")
 	sessionDir := fs.String("session-dir", "", `where the conversations of sessions opened on a fresh agy are kept, for session/load after a restart (default <user config dir>/agyharness/acp-sessions; "-" keeps none)`)
 	verbose := fs.Bool("v", false, "log debug detail to stderr")
+	trust := fs.Bool("trust-workspace", false, "answer Yes when a launched agy asks whether to trust the session's folder (without it that dialog fails session/new)")
+	readyTimeout := fs.Duration("ready-timeout", 20*time.Second, "how long to wait for a launched agy's input to show before typing the first prompt anyway")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usage)
 		fs.PrintDefaults()
@@ -127,13 +130,18 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
+	var version string
+	if *port == 0 && *pid == 0 {
+		version = agyversion.Check(ctx, logger, *agy)
+	}
 	host := actors.NewHost(actors.Config{Logger: logger})
 	agent, err := NewAgent(Options{
-		Host:           host,
-		AttachPort:     *port,
-		AttachPID:      *pid,
-		CSRFToken:      *csrf,
-		Launcher:       Tmux{Agy: append([]string{*agy}, fs.Args()...), SessionPrefix: *prefix},
+		Host:       host,
+		AttachPort: *port,
+		AttachPID:  *pid,
+		CSRFToken:  *csrf,
+		Launcher: Tmux{Agy: append([]string{*agy}, fs.Args()...), SessionPrefix: *prefix,
+			TrustWorkspace: *trust, Version: version, ReadyTimeout: *readyTimeout, Logger: logger},
 		Turns:          actors.TurnMode(*turns),
 		SessionDir:     *sessionDir,
 		Logger:         logger,

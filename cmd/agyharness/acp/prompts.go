@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -36,6 +37,13 @@ func (s *session) elicit(ev *messages.Event) {
 	if !s.calls[callID] {
 		s.calls[callID] = true
 		s.update(sdk.StartToolCall(sdk.ToolCallId(callID), promptTitle(ev), sdk.WithStartKind(sdk.ToolKindOther), sdk.WithStartStatus(sdk.ToolCallStatusPending)))
+	}
+	if ev.Kind == messages.KindOther {
+		// Its answer is not known: say what agy asks, and leave it to agy's
+		// terminal (agy withdraws it when it moves on).
+		s.update(sdk.UpdateAgentMessageText(fmt.Sprintf("\n\n_agy asks %s (%s), which only agy's own terminal can answer: answer it there._\n\n",
+			inlineCode(ev.Interaction), promptTitle(ev))))
+		return
 	}
 
 	s.mu.Lock()
@@ -115,6 +123,9 @@ func (s *session) resolved(ev *messages.Event) {
 func (s *session) ask(ctx context.Context, ev *messages.Event, callID string, forms bool) (messages.Resolve, error) {
 	if ev.Kind == messages.KindPermission {
 		return s.askPermission(ctx, ev, callID)
+	}
+	if ev.Kind == messages.KindElicitation {
+		return s.askMCP(ctx, ev, callID, forms)
 	}
 	if forms {
 		r, err := s.askForm(ctx, ev)
@@ -204,6 +215,72 @@ func (s *session) askPermission(ctx context.Context, ev *messages.Event, callID 
 	}
 	return messages.Resolve{Action: messages.ActionDecline}, nil
 }
+
+// askMCP puts an MCP server's elicitation to the client: as a form with the
+// server's schema when the client takes forms and the schema is an object
+// one, else as a permission request (allow accepts with no content).
+func (s *session) askMCP(ctx context.Context, ev *messages.Event, callID string, forms bool) (messages.Resolve, error) {
+	el := ev.Elicitation
+	if el == nil {
+		el = &messages.MCPElicitation{}
+	}
+	var schema sdk.UnstableElicitationSchema
+	if forms && len(el.RequestedSchema) > 0 && json.Unmarshal(el.RequestedSchema, &schema) == nil && schema.Type == "object" {
+		if schema.Properties == nil {
+			schema.Properties = map[string]any{}
+		}
+		res, err := s.a.connection().UnstableCreateElicitation(ctx, sdk.UnstableCreateElicitationRequest{Form: &sdk.UnstableCreateElicitationForm{
+			Message:         mcpMessage(el),
+			Meta:            map[string]any{"sessionId": s.id},
+			RequestedSchema: schema,
+		}})
+		if err == nil {
+			if res.Accept == nil {
+				return messages.Resolve{Action: messages.ActionDecline}, nil
+			}
+			content, err := json.Marshal(res.Accept.Content)
+			if err != nil {
+				return messages.Resolve{}, err
+			}
+			return messages.Resolve{Action: messages.ActionAccept, Content: content}, nil
+		}
+		if ctx.Err() != nil {
+			return messages.Resolve{}, err
+		}
+		s.log.Warn("elicitation form refused; falling back", "err", err)
+	}
+	title := mcpMessage(el)
+	res, err := s.a.connection().RequestPermission(ctx, sdk.RequestPermissionRequest{
+		SessionId: sdk.SessionId(s.id),
+		ToolCall:  sdk.ToolCallUpdate{ToolCallId: sdk.ToolCallId(callID), Title: &title, Status: sdk.Ptr(sdk.ToolCallStatusPending), RawInput: ev.Raw},
+		Options: []sdk.PermissionOption{
+			{OptionId: optionAllow, Name: "Accept", Kind: sdk.PermissionOptionKindAllowOnce},
+			{OptionId: optionReject, Name: "Decline", Kind: sdk.PermissionOptionKindRejectOnce},
+		},
+	})
+	if err != nil {
+		return messages.Resolve{}, err
+	}
+	if sel := res.Outcome.Selected; sel != nil && sel.OptionId == optionAllow {
+		return messages.Resolve{Action: messages.ActionAccept}, nil
+	}
+	return messages.Resolve{Action: messages.ActionDecline}, nil
+}
+
+// mcpMessage is what an MCP elicitation asks, in a line.
+func mcpMessage(el *messages.MCPElicitation) string {
+	msg := el.Message
+	if el.URL != "" {
+		msg = strings.TrimSpace(msg + " " + el.URL)
+	}
+	if el.Server != "" {
+		return el.Server + " asks: " + msg
+	}
+	return "An MCP server asks: " + msg
+}
+
+// inlineCode quotes a name as Markdown code (backticks in it dropped).
+func inlineCode(s string) string { return "`" + strings.ReplaceAll(s, "`", "") + "`" }
 
 // askChoice asks a single-select question as a permission request whose
 // options are the question's options.
@@ -307,12 +384,21 @@ func optionID(q messages.Question, v string) string {
 // promptTitle is what a prompt asks, in a line.
 func promptTitle(ev *messages.Event) string {
 	switch {
+	case ev.Command != nil && ev.Command.Line != "" && ev.Resource != nil && ev.Resource.Target != "" && ev.Resource.Target != ev.Command.Line:
+		// One segment of a compound command, asked on its own.
+		return ev.Resource.Target + " (in: " + ev.Command.Line + ")"
 	case ev.Command != nil && ev.Command.Line != "":
 		return ev.Command.Line
 	case ev.Resource != nil:
 		return strings.TrimSpace(ev.Resource.Action + " " + ev.Resource.Target)
 	case len(ev.Questions) > 0:
 		return questionSummary(ev.Questions)
+	case ev.Elicitation != nil:
+		return mcpMessage(ev.Elicitation)
+	case ev.Text != "":
+		return ev.Text
+	case ev.Interaction != "":
+		return "agy asks: " + ev.Interaction
 	}
 	return "agy asks for permission"
 }

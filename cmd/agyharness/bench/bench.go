@@ -141,27 +141,30 @@ type Result struct {
 	// AgyErrors: ERROR_MESSAGE steps agy wrote (quota turns), each to be
 	// an error event with a code; Rewinds: RevertToCascadeStep calls agy
 	// took, each to be a conversation_rewound.
-	AgyErrors            int            `json:"agy_errors"`
-	Rewinds              int            `json:"rewinds"`
-	RewindsUnreported    int            `json:"rewinds_unreported"` // rewinds without a conversation_rewound, or the other way round
-	WindowedSessions     int            `json:"windowed_sessions"`
-	ItemsExpected        int            `json:"items_expected"`
-	ItemsEmitted         int            `json:"items_emitted"`
-	Lost                 int            `json:"lost"`
-	Duplicated           int            `json:"duplicated"`
-	OutOfOrder           int            `json:"out_of_order"`
-	SeqErrors            int            `json:"seq_errors"`
-	Prompts              int            `json:"prompts"`
-	PromptsMisdelivered  int            `json:"prompts_misdelivered"`
-	PromptsFailedClearly int            `json:"prompts_failed_clearly"`
-	PromptsUnresolved    int            `json:"prompts_unresolved"`
-	StuckTurns           int            `json:"stuck_turns"`
-	FaultsInjected       map[string]int `json:"faults_injected"`
-	Restarts             map[string]int `json:"restarts"`
-	Rebinds              int            `json:"rebinds"`
-	GoroutinesBefore     int            `json:"goroutines_before"`
-	GoroutinesAfter      int            `json:"goroutines_after"`
-	Events               int            `json:"events"`
+	AgyErrors            int `json:"agy_errors"`
+	Rewinds              int `json:"rewinds"`
+	RewindsUnreported    int `json:"rewinds_unreported"` // rewinds without a conversation_rewound, or the other way round
+	WindowedSessions     int `json:"windowed_sessions"`
+	ItemsExpected        int `json:"items_expected"`
+	ItemsEmitted         int `json:"items_emitted"`
+	Lost                 int `json:"lost"`
+	Duplicated           int `json:"duplicated"`
+	OutOfOrder           int `json:"out_of_order"`
+	SeqErrors            int `json:"seq_errors"`
+	Prompts              int `json:"prompts"`
+	PromptsMisdelivered  int `json:"prompts_misdelivered"`
+	PromptsFailedClearly int `json:"prompts_failed_clearly"`
+	PromptsUnresolved    int `json:"prompts_unresolved"`
+	// PromptsLeftToAgy are prompts only agy's terminal answers (kind
+	// other), left unanswered and withdrawn when agy moved on, as they must.
+	PromptsLeftToAgy int            `json:"prompts_left_to_agy"`
+	StuckTurns       int            `json:"stuck_turns"`
+	FaultsInjected   map[string]int `json:"faults_injected"`
+	Restarts         map[string]int `json:"restarts"`
+	Rebinds          int            `json:"rebinds"`
+	GoroutinesBefore int            `json:"goroutines_before"`
+	GoroutinesAfter  int            `json:"goroutines_after"`
+	Events           int            `json:"events"`
 	// ExternalFakes: the fakes ran in a fakeagy process; GroundTruthChecked
 	// is false then (lost, out_of_order and prompt checks did not run).
 	ExternalFakes bool `json:"external_fakes"`

@@ -127,3 +127,26 @@ func TestStepIndex(t *testing.T) {
 		assert.Equal(t, c.want, got, c.id)
 	}
 }
+
+// Re-asked prompts and the other prompt kinds are in the mix: the driver
+// answers every ask of a compound command, the file permission and the MCP
+// elicitation, leaves the browser action to agy (withdrawn when agy moves
+// on), and the judge finds every answer where agy echoes it.
+func TestCampaignWithReaskedAndOtherPrompts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("campaign skipped in -short")
+	}
+	seed := campaignSeed(t)
+	res, err := Run(context.Background(), Options{
+		Sessions: 4, Duration: 3 * time.Second, TurnTimeout: 30 * time.Second, Seed: seed, TurnKinds: []string{"compound", "asks"},
+	})
+	require.NoError(t, err)
+	problems := "seed " + strconv.FormatInt(seed, 10) + ":\n" + strings.Join(res.Problems, "\n")
+	assert.Zero(t, res.Lost, problems)
+	assert.Zero(t, res.Duplicated, problems)
+	assert.Zero(t, res.PromptsMisdelivered, problems)
+	assert.Zero(t, res.PromptsUnresolved, problems)
+	assert.Zero(t, res.StuckTurns, problems)
+	assert.Positive(t, res.PromptsLeftToAgy, "the browser action was left to agy")
+	assert.Greater(t, res.Prompts, res.PromptsLeftToAgy)
+}

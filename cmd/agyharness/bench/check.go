@@ -210,6 +210,19 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 	}
 	for _, a := range d.answers {
 		res.Prompts++
+		if a.leftToAgy {
+			switch ev := resolved[a.elicitationID]; {
+			case ev == nil:
+				res.PromptsUnresolved++
+				res.problem("%s: prompt %s (%s), left to agy's terminal, was never withdrawn%s", tag, a.elicitationID, a.kind, dumpTail(evs, 20))
+			case ev.By == messages.ByHarness:
+				res.PromptsMisdelivered++
+				res.problem("%s: prompt %s (%s), never answered, resolved by the harness", tag, a.elicitationID, a.kind)
+			default:
+				res.PromptsLeftToAgy++
+			}
+			continue
+		}
 		if a.err != nil {
 			res.PromptsFailedClearly++
 			continue
@@ -250,12 +263,21 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 	}
 }
 
-// echoes says whether agy recorded answer a on step st.
+// echoes says whether agy recorded answer a on step st: in its first
+// completed interaction, or, for the n-th ask of a step (elicitation id
+// ending ".n"), in its n-th.
 func echoes(st wire.Step, a answer) bool {
-	if len(st.CompletedInteractions) == 0 || st.CompletedInteractions[0].Response == nil {
+	n := askNumber(a.elicitationID)
+	if len(st.CompletedInteractions) < n || st.CompletedInteractions[n-1].Response == nil {
 		return false
 	}
-	r := st.CompletedInteractions[0].Response
+	r := st.CompletedInteractions[n-1].Response
+	switch {
+	case r.FilePermission != nil:
+		return r.FilePermission.Allow == a.accept
+	case r.Elicitation != nil:
+		return (r.Elicitation.Action == messages.ActionAccept) == a.accept
+	}
 	if a.kind == messages.KindQuestion {
 		if !a.accept {
 			return r.AskQuestion.Declined()
@@ -265,6 +287,20 @@ func echoes(st wire.Step, a answer) bool {
 	}
 	allowed := r.Permission != nil && r.Permission.Allow
 	return allowed == a.accept
+}
+
+// askNumber is n of an elicitation id c/prompt/i.n (1 without a suffix).
+func askNumber(id string) int {
+	i := strings.LastIndexByte(id, '/')
+	j := strings.LastIndexByte(id, '.')
+	if j <= i {
+		return 1
+	}
+	n, err := strconv.Atoi(id[j+1:])
+	if err != nil || n < 2 {
+		return 1
+	}
+	return n
 }
 
 // truthSummary lists a conversation's ground truth, one step a line, for a

@@ -32,6 +32,9 @@ type answer struct {
 	accept        bool
 	option        string // the question's selected option id
 	err           error  // Resolve refused the answer
+	// leftToAgy: a prompt of kind other, which only agy's terminal answers:
+	// not answered; agy must withdraw it.
+	leftToAgy bool
 }
 
 // driver is one fake, one session, and the simulated person driving it.
@@ -438,8 +441,13 @@ func (d *driver) waitIdle(ctx context.Context, seq uint64, _ bool) {
 // answer answers a prompt after a person's short delay: permissions
 // accepted or declined, questions with a random option or declined.
 func (d *driver) answer(ctx context.Context, req *messages.Event) {
-	time.Sleep(time.Duration(d.rng.IntN(20)) * time.Millisecond) // a person reading the prompt
 	a := answer{elicitationID: req.ElicitationID, kind: req.Kind}
+	if req.Kind == messages.KindOther {
+		a.leftToAgy = true // nothing to answer it with
+		d.answers = append(d.answers, a)
+		return
+	}
+	time.Sleep(time.Duration(d.rng.IntN(20)) * time.Millisecond) // a person reading the prompt
 	r := messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}
 	switch {
 	case req.Kind == messages.KindQuestion && d.rng.IntN(4) == 0:

@@ -10,7 +10,7 @@ import (
 // turnKinds are the kinds of turn the driver sends; each matches one script
 // of campaignScenario by its keyword, but "rewind": agy's /rewind of the
 // last turn (RevertToCascadeStep over RPC), then a text turn in its place.
-var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent", "quota", "rewind"}
+var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent", "compound", "asks", "quota", "rewind"}
 
 // allTurnKinds are every kind campaignScenario knows: turnKinds,
 // "essay", a long answer for throughput runs (--turn-kinds essay), and
@@ -22,7 +22,7 @@ var allTurnKinds = append(slices.Clone(turnKinds), "essay", "background")
 
 // promptKinds are the turn kinds that open a prompt (where prompt-timeout
 // has something to expire).
-var promptKinds = []string{"approve", "question", "tool"}
+var promptKinds = []string{"approve", "question", "tool", "compound", "asks"}
 
 // campaignScenario is the agent's behaviour for every kind of turn. It is
 // small on purpose: the campaign's cost is in the number of sessions and
@@ -65,6 +65,20 @@ func campaignScenario() *agytest.Scenario {
 			// see docs/DECISIONS.md, "Known limits", for one sooner.
 			agytest.Task(agytest.TaskAction{Line: "make test", After: 400, Reply: backgroundReply}),
 			agytest.Say("Started the tests in the background.", 2),
+		}},
+		{Match: "compound", Actions: []agytest.Action{
+			// Asked segment by segment on the same step (agy 1.1.7 on).
+			agytest.Run(agytest.CommandAction{Line: "go vet ./... && go test ./...", Cwd: "/w", Output: "ok  w\n", NeedsApproval: true}),
+			agytest.Say("Vetted and tested, or not.", 2),
+		}},
+		{Match: "asks", Actions: []agytest.Action{
+			// Interactions beyond a permission or a question: a file outside
+			// the workspace and an MCP elicitation are answered; a browser
+			// action only agy's terminal answers, and agy moves on.
+			agytest.Interact(agytest.InteractAction{Kind: "filePermission", Target: "/etc/hosts"}),
+			agytest.Interact(agytest.InteractAction{Kind: "elicitation", Server: "tracker", Message: "Which project?", Schema: `{"type":"object","properties":{"project":{"type":"string"}}}`}),
+			agytest.Interact(agytest.InteractAction{Kind: "browserAction", Summary: "Click the login button", WaitMs: 1500}),
+			agytest.Say("Asked around.", 2),
 		}},
 		{Match: "subagent", Actions: []agytest.Action{
 			agytest.Subagents(2, "Look at one module.",

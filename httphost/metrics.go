@@ -1,4 +1,4 @@
-package main
+package httphost
 
 import (
 	"net/http"
@@ -107,7 +107,7 @@ func (m *metrics) attached() { m.attachedTotal.Inc() }
 // resolution (asked holds the request times of prompts not yet resolved,
 // for that alone: which prompts are open is the session's to say). Once
 // the session is done, its counters move to the ended totals.
-func (m *metrics) follow(sess servedSession) {
+func (m *metrics) follow(sess servedSession, also func(*messages.Event)) {
 	asked := make(map[string]time.Time)
 	events, done := sess.Events(), sess.Done()
 	ended := false
@@ -125,6 +125,7 @@ func (m *metrics) follow(sess servedSession) {
 				continue
 			}
 			m.event(ev, time.Now(), asked)
+			also(ev)
 		case <-done:
 			done = nil
 			end()

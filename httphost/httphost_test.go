@@ -1,4 +1,4 @@
-package main
+package httphost
 
 import (
 	"bufio"
@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -179,6 +180,7 @@ func (h *feedHost) shutdown() {
 
 // runningHost is server.serve running in-process on a loopback port.
 type runningHost struct {
+	server     *server
 	base       string
 	cancel     context.CancelFunc
 	served     chan error
@@ -187,7 +189,7 @@ type runningHost struct {
 	client     *http.Client // for request; http.DefaultClient when nil
 }
 
-func startHost(t *testing.T, cfg serverConfig) *runningHost {
+func startHost(t testing.TB, cfg serverConfig) *runningHost {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -246,7 +248,7 @@ type pipeAddr struct{}
 func (pipeAddr) Network() string { return "pipe" }
 func (pipeAddr) String() string  { return "pipe" }
 
-func startHostOn(t *testing.T, cfg serverConfig, ln net.Listener) *runningHost {
+func startHostOn(t testing.TB, cfg serverConfig, ln net.Listener) *runningHost {
 	t.Helper()
 	if cfg.token == "" {
 		cfg.token = hostTestToken
@@ -263,7 +265,7 @@ func startHostOn(t *testing.T, cfg serverConfig, ln net.Listener) *runningHost {
 	if cfg.tls != nil {
 		scheme = "https://"
 	}
-	h := &runningHost{base: scheme + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
+	h := &runningHost{server: s, base: scheme + ln.Addr().String(), cancel: cancel, served: make(chan error, 1), hostCtxErr: make(chan error, 1)}
 	go func() {
 		h.served <- s.serve(ctx, ln, nil, func(hctx context.Context) error {
 			h.hostCtxErr <- hctx.Err()
@@ -281,7 +283,7 @@ func startHostOn(t *testing.T, cfg serverConfig, ln net.Listener) *runningHost {
 }
 
 // stop ends serve and waits for it.
-func (h *runningHost) stop(t *testing.T) {
+func (h *runningHost) stop(t testing.TB) {
 	t.Helper()
 	if h.cancel == nil {
 		return
@@ -298,7 +300,7 @@ func (h *runningHost) stop(t *testing.T) {
 	}
 }
 
-func (h *runningHost) request(t *testing.T, method, path, body string, header map[string]string) (*http.Response, string) {
+func (h *runningHost) request(t testing.TB, method, path, body string, header map[string]string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, h.base+path, strings.NewReader(body))
 	require.NoError(t, err)
@@ -760,7 +762,7 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 
 	res, body = h.request(t, "GET", "/v1/sessions/s1", "", nil)
 	require.Equal(t, http.StatusOK, res.StatusCode, body)
-	var v sessionView
+	var v SessionView
 	require.NoError(t, json.Unmarshal([]byte(body), &v))
 	assert.Equal(t, []string{"c1/prompt/2"}, v.OpenPrompts, "the session's open prompts")
 	assert.Equal(t, sess.attached.UTC(), v.Created, "created when the session attached")
@@ -773,4 +775,8 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 		res, body := h.request(t, "POST", eidPath("s1", eid), `{"action":"accept"}`, nil)
 		assert.Equal(t, want, res.StatusCode, "%s: %s", eid, body)
 	}
+}
+
+func eidPath(sessionID, eid string) string {
+	return "/v1/sessions/" + sessionID + "/elicitations/" + url.PathEscape(eid) + "/resolve"
 }

@@ -1,4 +1,4 @@
-package main
+package httphost
 
 import (
 	"bytes"
@@ -29,8 +29,8 @@ import (
 
 // Session states in a cluster listing.
 const (
-	sessionLive     = "live"
-	sessionNodeLost = "node_lost"
+	SessionLive     = "live"
+	SessionNodeLost = "node_lost"
 )
 
 // clusterAPI is what the HTTP host needs of a *hostcluster.Node.
@@ -85,16 +85,16 @@ func (s *server) nodes(w http.ResponseWriter, r *http.Request) {
 // node that does not answer now.
 func (s *server) listClusterSessions(w http.ResponseWriter, r *http.Request) {
 	all := s.cluster.Sessions(r.Context())
-	views := make([]sessionView, 0, len(all))
+	views := make([]SessionView, 0, len(all))
 	for _, cs := range all {
 		v := viewOfInfo(cs.Info)
-		v.State = sessionLive
+		v.State = SessionLive
 		if cs.Lost {
-			v.State = sessionNodeLost
+			v.State = SessionNodeLost
 		}
 		views = append(views, v)
 	}
-	slices.SortFunc(views, func(a, b sessionView) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(views, func(a, b SessionView) int { return strings.Compare(a.ID, b.ID) })
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": views})
 }
 
@@ -117,7 +117,7 @@ func (s *server) createOnNode(w http.ResponseWriter, r *http.Request, req create
 		return true
 	}
 	v := viewOfInfo(info)
-	v.State = sessionLive
+	v.State = SessionLive
 	w.Header().Set("Location", "/v1/sessions/"+url.PathEscape(info.Id))
 	writeJSON(w, http.StatusCreated, v)
 	return true
@@ -133,7 +133,7 @@ func (s *server) remoteSession(w http.ResponseWriter, r *http.Request, id string
 	}
 	if r.Method == http.MethodGet && r.Pattern == "GET /v1/sessions/{id}" {
 		v := viewOfInfo(info)
-		v.State = sessionLive
+		v.State = SessionLive
 		writeJSON(w, http.StatusOK, v)
 		return
 	}
@@ -142,26 +142,26 @@ func (s *server) remoteSession(w http.ResponseWriter, r *http.Request, id string
 
 // withNode adds this node and "live" to a local session's view, in a
 // cluster.
-func (s *server) withNode(v sessionView) sessionView {
+func (s *server) withNode(v SessionView) SessionView {
 	if s.cluster != nil {
-		v.Node, v.State = s.cluster.Name(), sessionLive
+		v.Node, v.State = s.cluster.Name(), SessionLive
 	}
 	return v
 }
 
-func viewOfInfo(info *clusterpb.SessionInfo) sessionView {
+func viewOfInfo(info *clusterpb.SessionInfo) SessionView {
 	restarts := make(map[string]int, len(info.Restarts))
 	for k, v := range info.Restarts {
 		restarts[k] = int(v)
 	}
 	open := append([]string{}, info.OpenElicitations...)
 	sort.Strings(open)
-	return sessionView{ID: info.Id, ConversationID: info.ConversationId, Port: int(info.Port),
+	return SessionView{ID: info.Id, ConversationID: info.ConversationId, Port: int(info.Port),
 		Created: time.Unix(0, info.CreatedUnixNano).UTC(), Events: info.Events, Rebinds: int(info.Rebinds),
 		Restarts: restarts, OpenPrompts: open, Node: info.Node}
 }
 
-func infoOfView(v sessionView) *clusterpb.SessionInfo {
+func infoOfView(v SessionView) *clusterpb.SessionInfo {
 	restarts := make(map[string]int32, len(v.Restarts))
 	for k, n := range v.Restarts {
 		restarts[k] = int32(n)
@@ -244,7 +244,7 @@ func (l *clusterLocal) Sessions() []*clusterpb.SessionInfo {
 func (l *clusterLocal) Attach(ctx context.Context, req *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
 	body := createRequest{PID: int(req.Pid), Port: int(req.Port), ConversationID: req.ConversationId,
 		CSRFToken: req.CsrfToken, ReadMode: req.ReadMode, SessionID: req.SessionId}
-	var v sessionView
+	var v SessionView
 	if err := l.call(ctx, http.MethodPost, "/v1/sessions", body, &v); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package httphost
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 	"github.com/agyharness/agyharness/messages"
 )
 
-// maxBody bounds every request body.
-const maxBody = 1 << 20
+// MaxBody bounds every request body.
+const MaxBody = 1 << 20
 
 // hostAPI is what the HTTP host needs of an *actors.Host: the one
 // registry of sessions.
@@ -40,7 +40,12 @@ type hostAPI interface {
 
 // servedSession is what the HTTP host needs of an *actors.Session.
 type servedSession interface {
-	sessionAPI
+	ID() string
+	ConversationID() string
+	Events() <-chan *messages.Event
+	Do(ctx context.Context, c messages.Command) error
+	Detach(ctx context.Context) error
+	Err() error
 	Port() int
 	Done() <-chan struct{}
 	Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error)
@@ -127,6 +132,8 @@ type serverConfig struct {
 	hostShutdown time.Duration
 	// tls, when set, serves HTTPS.
 	tls *tls.Config
+	// noConsole leaves the web console out.
+	noConsole bool
 }
 
 // server is the multi-session HTTP host (docs/HTTP.md). The
@@ -145,6 +152,14 @@ type server struct {
 	// cluster is this host's node of a cluster (nil: not in one); set
 	// before the server serves.
 	cluster clusterAPI
+
+	once sync.Once
+	mux  http.Handler // handler(), built on the first request of ServeHTTP
+
+	board       *board      // every session's row, kept by the watchers
+	transcripts transcripts // every attached session's, kept by the watchers
+	tickets     tickets     // single-use tickets of the event streams
+	signins     tickets     // one-time sign-in codes of the console
 }
 
 func (c serverConfig) withDefaults() serverConfig {
@@ -175,6 +190,8 @@ func newServer(cfg serverConfig) *server {
 		tokenHash: sha256.Sum256([]byte(cfg.token)),
 		base:      base, cancel: cancel,
 		metrics: newMetrics(cfg.host),
+		board:   newBoard(),
+		signins: tickets{ttl: signInTTL},
 	}
 }
 
@@ -192,10 +209,20 @@ func (s *server) handler() http.Handler {
 	mux.Handle("GET /v1/sessions", s.auth(http.HandlerFunc(s.listSessions)))
 	mux.Handle("GET /v1/sessions/{id}", s.auth(s.withSession(s.getSession)))
 	mux.Handle("DELETE /v1/sessions/{id}", s.auth(s.withSession(s.deleteSession)))
-	mux.Handle("GET /v1/sessions/{id}/events", s.auth(s.withSession(s.events)))
+	mux.Handle("GET /v1/sessions/{id}/events", s.authOrTicket(s.withSession(s.events)))
+	mux.Handle("GET /v1/sessions/{id}/transcript", s.auth(s.withSession(s.getTranscript)))
+	mux.Handle("GET /v1/sessions/{id}/models", s.auth(s.withSession(s.getModels)))
+	mux.Handle("GET /v1/board", s.authOrTicket(http.HandlerFunc(s.boardStream)))
+	mux.Handle("POST /v1/tickets", s.auth(http.HandlerFunc(s.mintTicket)))
 	mux.Handle("POST /v1/sessions/{id}/turns", s.auth(s.withSession(s.turn)))
 	mux.Handle("POST /v1/sessions/{id}/elicitations/{eid}/resolve", s.auth(s.withSession(s.resolve)))
 	mux.Handle("POST /v1/sessions/{id}/interrupt", s.auth(s.withSession(s.interrupt)))
+	if !s.cfg.noConsole {
+		index, assets := consoleHandler()
+		mux.Handle("GET /{$}", index)
+		mux.Handle("GET /console/", assets)
+		mux.HandleFunc("POST /v1/signin", s.signIn)
+	}
 	if s.cluster != nil {
 		mux.Handle("GET /v1/nodes", s.auth(http.HandlerFunc(s.nodes)))
 	}
@@ -293,7 +320,7 @@ func attachedSessions(host hostAPI) []servedSession {
 // decodeBody reads a size-limited JSON body into v, refusing unknown
 // fields. It writes the error response itself and reports whether to go on.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body := http.MaxBytesReader(w, r.Body, maxBody)
+	body := http.MaxBytesReader(w, r.Body, MaxBody)
 	dec := json.NewDecoder(body)
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
@@ -311,7 +338,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		writeError(w, http.StatusRequestTimeout, "request body not received in time")
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", maxBody))
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body larger than %d bytes", MaxBody))
 	case errors.Is(err, io.EOF):
 		writeError(w, http.StatusBadRequest, "request body is empty: send a JSON object")
 	default:
@@ -357,8 +384,8 @@ type createRequest struct {
 	Node string `json:"node,omitempty"`
 }
 
-// sessionView is a session as the API shows it.
-type sessionView struct {
+// SessionView is a session as the API shows it.
+type SessionView struct {
 	ID             string         `json:"id"`
 	ConversationID string         `json:"conversation_id"`
 	Port           int            `json:"port"`
@@ -372,13 +399,13 @@ type sessionView struct {
 	State string `json:"state,omitempty"`
 }
 
-func view(sess servedSession) sessionView {
+func view(sess servedSession) SessionView {
 	st := sess.Stats()
 	open := sess.OpenElicitations()
 	if open == nil {
 		open = []string{} // [] in JSON, not null
 	}
-	return sessionView{
+	return SessionView{
 		ID: sess.ID(), ConversationID: sess.ConversationID(), Port: sess.Port(),
 		Created: sess.Attached().UTC(), Events: st.Events, Rebinds: st.Rebinds, Restarts: st.Restarts,
 		OpenPrompts: open,
@@ -446,10 +473,19 @@ func validSessionID(id string) bool {
 // the start for the metrics until the session ends.
 func (s *server) watch(sess servedSession) {
 	s.metrics.attached()
+	t := s.transcripts.start(sess.ID())
+	v := view(sess)
+	s.board.add(BoardRow{ID: v.ID, ConversationID: v.ConversationID, Port: v.Port, Created: v.Created,
+		OpenPrompts: len(v.OpenPrompts), LastActivity: v.Created, Events: v.Events})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.metrics.follow(sess)
+		defer s.transcripts.end(sess.ID(), t)
+		defer s.board.remove(sess.ID())
+		s.metrics.follow(sess, func(ev *messages.Event) {
+			t.add(ev)
+			s.board.event(sess.ID(), ev)
+		})
 		if err := sess.Err(); err != nil {
 			s.log.Warn("session ended", "session", sess.ID(), "err", err)
 		} else {
@@ -464,7 +500,7 @@ func (s *server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	all := attachedSessions(s.cfg.host)
-	views := make([]sessionView, len(all))
+	views := make([]SessionView, len(all))
 	for i, sess := range all {
 		views[i] = view(sess)
 	}
@@ -498,7 +534,7 @@ func (s *server) turn(w http.ResponseWriter, r *http.Request, sess servedSession
 		return
 	}
 	c := messages.Command{Type: messages.CommandTurn, Text: req.Text, Model: req.Model}
-	if err := checkCommand(c); err != nil {
+	if err := CheckCommand(c); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
@@ -513,6 +549,7 @@ func (s *server) turn(w http.ResponseWriter, r *http.Request, sess servedSession
 type resolveRequest struct {
 	Action  string            `json:"action"`
 	Answers []messages.Answer `json:"answers,omitempty"`
+	Content json.RawMessage   `json:"content,omitempty"`
 }
 
 func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSession) {
@@ -521,8 +558,8 @@ func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSess
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	res := messages.Resolve{ElicitationID: eid, Action: req.Action, Answers: req.Answers}
-	if err := checkResolve(res); err != nil {
+	res := messages.Resolve{ElicitationID: eid, Action: req.Action, Answers: req.Answers, Content: req.Content}
+	if err := CheckResolve(res); err != nil {
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return
 	}
