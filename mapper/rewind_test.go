@@ -153,3 +153,41 @@ func ids(evs []messages.Event) []string {
 	}
 	return out
 }
+
+// TestReaskAfterARewind: a step asked again after a rewind has both marks in
+// its id, the epoch from the rewind and the count from the re-ask
+// (c/r1/prompt/i.2); the rewind withdraws the re-ask open at the point.
+func TestReaskAfterARewind(t *testing.T) {
+	line := "git status && git log"
+	r := newTestReconciler()
+	first := twoTurns()[:2]
+	turn := func(k int, user wire.Step, cmd wire.Step) []messages.Event {
+		return r.Apply(snapshot(k, wire.RunRunning, append(append([]wire.Step{}, first...), user, cmd)...))
+	}
+	user := created(userStep("check", "MODEL_M20"), "02")
+	turn(1, user, created(reaskStep(line, nil, "git status"), "03"))
+	reqs, _ := elicitationsOf(turn(2, user, created(reaskStep(line, []string{"git status"}, "git log"), "03")))
+	require.Len(t, reqs, 1)
+	require.Equal(t, testConv+"/prompt/3.2", reqs[0].ElicitationID)
+
+	// /rewind to step 2 and the same command asked anew there.
+	again := created(userStep("check again", "MODEL_M20"), "10")
+	evs := turn(3, again, created(reaskStep(line, nil, "git status"), "11"))
+	require.Len(t, ofType(evs, messages.EventConversationRewound), 1)
+	reqs, res := elicitationsOf(evs)
+	require.Len(t, res, 1, "%v", types(evs))
+	assert.Equal(t, testConv+"/prompt/3.2", res[0].ElicitationID, "the re-ask open at the point is withdrawn")
+	assert.Equal(t, messages.ByExpired, res[0].By)
+	require.Len(t, reqs, 1)
+	assert.Equal(t, testConv+"/r1/prompt/3", reqs[0].ElicitationID)
+
+	evs = turn(4, again, created(reaskStep(line, []string{"git status"}, "git log"), "11"))
+	reqs, res = elicitationsOf(evs)
+	require.Len(t, res, 1)
+	assert.Equal(t, testConv+"/r1/prompt/3", res[0].ElicitationID)
+	require.Len(t, reqs, 1)
+	assert.Equal(t, testConv+"/r1/prompt/3.2", reqs[0].ElicitationID)
+	assert.Equal(t, testConv+"/r1/prompt/3.2/request", reqs[0].ID)
+	_, ok := r.Prompt(testConv + "/r1/prompt/3.2")
+	assert.True(t, ok)
+}
