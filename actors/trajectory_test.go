@@ -104,7 +104,10 @@ func TestSessionFollowsARewindMarkedCleared(t *testing.T) {
 // agy after the turn: the session reports running, agy's answer and idle,
 // with no user turn.
 func TestSessionShowsARunNobodyTyped(t *testing.T) {
-	sc := scenario(agytest.Task(agytest.TaskAction{Line: "make test", After: 50, Reply: "The tests passed."}), agytest.Say("Started the tests in the background.", 2))
+	// The wake comes well after the turn, so that even a loaded machine's
+	// session reads the first turn idle before it (else the two runs are
+	// one, and this test has nothing to look at).
+	sc := scenario(agytest.Task(agytest.TaskAction{Line: "make test", After: 500, Reply: "The tests passed."}), agytest.Say("Started the tests in the background.", 2))
 	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
 	idle := r.ev.waitIdleAfter(t, r.turn("run the tests"))
 	msg := r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.Text == "The tests passed." })
