@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/wire"
 )
@@ -13,7 +15,8 @@ import (
 //
 //	kind        payload
 //	frame       a frame as agy sent it, {"update":{...}}
-//	snapshot    {"steps":[...],"offset":N,"runStatus":"..."}: steps read from trajectory index N
+//	snapshot    {"steps":[...],"offset":N,"runStatus":"...","length":L}: steps read from trajectory index N
+//	            (length: the trajectory's length by the summaries around the read, when known)
 //	bind        null: the session bound conversation conv
 //	models      the model catalog, keyed by model enum
 //	turn        {"text"}: the session sent a turn (its USER_INPUT is the harness's)
@@ -43,6 +46,18 @@ type SnapshotCapture struct {
 	Steps     []json.RawMessage `json:"steps"`
 	Offset    int               `json:"offset,omitempty"` // the trajectory index the read started at
 	RunStatus wire.RunStatus    `json:"runStatus,omitempty"`
+	// Length is the trajectory's length by the summaries read around the
+	// steps, when they agreed (absent: unknown).
+	Length *int `json:"length,omitempty"`
+}
+
+// Observation is the snapshot as the mapper takes it, at t.
+func (c *SnapshotCapture) Observation(steps []wire.Step, t time.Time) mapper.Observation {
+	obs := mapper.FromWindow(steps, c.Offset, c.RunStatus, t)
+	if c.Length != nil {
+		obs = obs.WithLength(*c.Length)
+	}
+	return obs
 }
 
 func captureFrame(f *rpc.StreamFrame) json.RawMessage {
@@ -71,8 +86,12 @@ func captureFrame(f *rpc.StreamFrame) json.RawMessage {
 	return b
 }
 
-func captureSnapshot(steps []wire.Step, offset int, status wire.RunStatus) json.RawMessage {
-	b, _ := json.Marshal(&SnapshotCapture{Steps: rawSteps(steps), Offset: offset, RunStatus: status})
+func captureSnapshot(m *messages.SnapshotRead) json.RawMessage {
+	c := SnapshotCapture{Steps: rawSteps(m.Steps), Offset: m.Offset, RunStatus: m.RunStatus}
+	if m.HasLength {
+		c.Length = &m.Length
+	}
+	b, _ := json.Marshal(&c)
 	return b
 }
 

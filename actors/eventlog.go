@@ -182,5 +182,6 @@ func deltaOnly(ev *messages.Event) bool {
 		ev.ResponseTokens == nil && ev.CacheReadTokens == nil && ev.ContextTokens == nil &&
 		ev.TotalInputTokens == nil && ev.TotalOutputTokens == nil &&
 		ev.From == "" && ev.To == "" && ev.DisplayName == "" && ev.StepType == "" && ev.StepIndex == nil &&
-		ev.Message == "" && ev.Retryable == nil
+		ev.Message == "" && ev.Retryable == nil && ev.Code == "" && ev.Final == nil &&
+		ev.ToStep == nil && ev.Epoch == 0
 }

@@ -100,6 +100,8 @@ func TestLogKeepsEveryFieldOfAnEvent(t *testing.T) {
 			}
 		case reflect.Uint64:
 			v.SetUint(v.Uint() + 1)
+		case reflect.Int:
+			v.SetInt(v.Int() + 1)
 		case reflect.Pointer:
 			v.Set(reflect.New(f.Type.Elem()))
 		case reflect.Slice:

@@ -211,7 +211,7 @@ func (p *poller) poll(ctx actor.Context) {
 			if snap.skipped != nil {
 				p.t.send(session, &readOverLimit{gen: p.gen, conv: p.conv, err: snap.skipped.err, skipped: snap.skipped})
 			}
-			p.t.send(session, &messages.SnapshotRead{Gen: p.gen, ConversationID: p.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: p.cfg.Clock.Now()})
+			p.t.send(session, snap.read(p.gen, p.conv, p.cfg.Clock.Now()))
 		}
 		// An owed read is paid by one that could tell the turn's end (its
 		// status conclusive), or that saw agy running again (a newer run:
@@ -230,6 +230,7 @@ type snapshot struct {
 	// step count, last user input): nothing moved while the steps were
 	// read. "" when not read, or when something moved.
 	status wire.RunStatus
+	length int // the trajectory's length when status is set (both summaries agreed), else -1
 	// after is the second status read, conclusive or not.
 	after wire.RunStatus
 	// skipped: steps the read could not read (an answer over the limit).
@@ -276,7 +277,7 @@ func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bo
 	if err != nil {
 		return snapshot{}, err
 	}
-	snap := snapshot{steps: rd.steps, offset: rd.offset, skipped: rd.skipped}
+	snap := snapshot{steps: rd.steps, offset: rd.offset, skipped: rd.skipped, length: -1}
 	if !withStatus {
 		w.keep(rd.steps, rd.offset)
 		return snap, nil
@@ -290,6 +291,13 @@ func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bo
 	if after.Status == before.Status && after.StepCount == before.StepCount &&
 		after.LastUserInputStepIndex == before.LastUserInputStepIndex && after.LastUserInputTime == before.LastUserInputTime {
 		snap.status = after.Status
+		snap.length = int(after.StepCount)
 	}
 	return snap, nil
+}
+
+// read is the snapshot as the session takes it.
+func (snap snapshot) read(gen messages.Gen, conv string, at time.Time) *messages.SnapshotRead {
+	return &messages.SnapshotRead{Gen: gen, ConversationID: conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status,
+		Length: max(snap.length, 0), HasLength: snap.length >= 0, Received: at}
 }

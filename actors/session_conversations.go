@@ -120,9 +120,13 @@ const maxScratchEvents = 32
 
 func (s *session) onSnapshot(ctx actor.Context, m *messages.SnapshotRead) {
 	if s.shared.spec.Recorder != nil {
-		s.record("snapshot", m.ConversationID, captureSnapshot(m.Steps, m.Offset, m.RunStatus), m.Received)
+		s.record("snapshot", m.ConversationID, captureSnapshot(m), m.Received)
 	}
-	s.apply(ctx, m.ConversationID, mapper.FromWindow(m.Steps, m.Offset, m.RunStatus, m.Received))
+	obs := mapper.FromWindow(m.Steps, m.Offset, m.RunStatus, m.Received)
+	if m.HasLength {
+		obs = obs.WithLength(m.Length)
+	}
+	s.apply(ctx, m.ConversationID, obs)
 }
 
 func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
@@ -145,6 +149,10 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 	s.apply(ctx, s.conv(), mapper.FromFrame(m.frame, m.received))
 	if up.Status == wire.RunIdle {
 		// agy can report IDLE before its last steps are flushed: read once more.
+		s.readNow(ctx)
+	} else if n := int(up.MainTrajectoryUpdate.StepsUpdate.TotalLength); n > 0 && s.convs.root != nil && n < s.convs.root.Steps() {
+		// The trajectory is shorter than what was seen (a rewind): the
+		// reads with the summary tell it from a stale frame.
 		s.readNow(ctx)
 	}
 }
@@ -202,8 +210,10 @@ func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) 
 		s.scratch = evs[:0]
 	}
 	if !child {
-		if rec.AwaitingDetail() {
-			// A question seen on the stream lacks its flags: read a polled copy now.
+		if rec.AwaitingDetail() || rec.RewindSuspected() {
+			// A question seen on the stream lacks its flags, or a read
+			// found the trajectory shorter (a second read confirms a
+			// rewind): read now.
 			s.readNow(ctx)
 		}
 		s.syncSubagents(ctx)

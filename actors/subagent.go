@@ -106,7 +106,7 @@ func (a *subagent) read(ctx actor.Context) {
 			if snap.skipped != nil {
 				a.t.send(session, &readOverLimit{gen: gen, conv: a.conv, err: snap.skipped.err, skipped: snap.skipped})
 			}
-			a.t.send(session, &messages.SnapshotRead{Gen: gen, ConversationID: a.conv, Steps: snap.steps, Offset: snap.offset, RunStatus: snap.status, Received: a.cfg.Clock.Now()})
+			a.t.send(session, snap.read(gen, a.conv, a.cfg.Clock.Now()))
 		}
 		a.t.send(self, &subagentRead{gen: gen, status: snap.status, steps: snap.offset + len(snap.steps), err: err})
 	})

@@ -206,6 +206,12 @@ func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, con
 		if err != nil {
 			return windowRead{}, err
 		}
+		if off == start && len(windows) == 0 && held == 0 && res.skipped == nil && start > 0 && rewritten(w.prevFor(off), ws) {
+			// The step read last time at start is gone or another (a
+			// rewind to an earlier step): read it all again, in order.
+			start, off = 0, 0
+			continue
+		}
 		windows = append(windows, window{off: off, steps: ws})
 		held += len(ws)
 		if len(ws) == 0 {
@@ -333,4 +339,21 @@ func (w *trajectoryWindow) keep(steps []wire.Step, offset int) {
 	if i > 0 {
 		w.offset, w.last = at(i), slices.Clone(steps[i:])
 	}
+}
+
+// rewritten reports whether a read's first step is no longer the step the
+// previous read had at that index: gone, another step (its createdAt), or
+// CLEARED since (agy's /rewind, in either shape).
+func rewritten(prev, next []wire.Step) bool {
+	if len(prev) == 0 {
+		return false
+	}
+	if len(next) == 0 {
+		return true
+	}
+	a, b := &prev[0], &next[0]
+	if b.Status == wire.StatusCleared && a.Status != wire.StatusCleared {
+		return true
+	}
+	return a.Metadata.CreatedAt != "" && b.Metadata.CreatedAt != "" && a.Metadata.CreatedAt != b.Metadata.CreatedAt
 }

@@ -510,3 +510,35 @@ func TestConsoleBoardShowsAnotherNodesSession(t *testing.T) {
 	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", Port: 4242}, Lost: true})
 	tb.waitJS("B's session lost", `document.querySelector('#board li[data-id="b1"]').dataset.state === "node_lost"`)
 }
+
+// TestConsoleShowsAgysErrorsAndARewind: an error agy showed its user is
+// shown with its code (a retry agy makes itself as a note, not an alert),
+// and agy's /rewind is said in the transcript.
+func TestConsoleShowsAgysErrorsAndARewind(t *testing.T) {
+	sc := &agytest.Scenario{Name: "console", Turns: []agytest.TurnScript{
+		{Match: "quota", Actions: []agytest.Action{agytest.ProviderErr(agytest.ProviderQuota)}},
+		{Actions: []agytest.Action{agytest.Say("Done.", 1)}},
+	}}
+	c := startConsole(t, agytest.Options{Scenario: sc})
+	c.attach(t, "s1")
+	tb := openSession(t, c, "s1")
+	res, body := c.request(t, "POST", "/v1/sessions/s1/turns", `{"text":"quota"}`, nil)
+	require.Equal(t, http.StatusAccepted, res.StatusCode, body)
+	tb.waitJS("agy's final error with its code", `[...document.querySelectorAll("#transcript .turn.error[role=alert]")].some(e => e.textContent.endsWith("(quota_exhausted)"))`)
+	tb.waitJS("idle", `document.querySelector("#state").dataset.state === "idle"`)
+	assert.Positive(t, eval[int](tb, `[...document.querySelectorAll("#transcript .note")].filter(e => e.textContent.endsWith("(quota_exhausted)")).length`), "agy's retries are notes")
+
+	res, body = c.request(t, "POST", "/v1/sessions/s1/turns", `{"text":"again"}`, nil)
+	require.Equal(t, http.StatusAccepted, res.StatusCode, body)
+	tb.waitJS("the reply", `[...document.querySelectorAll("#transcript .turn.reply")].some(e => e.textContent.includes("Done."))`)
+	tb.waitJS("idle", `document.querySelector("#state").dataset.state === "idle"`)
+	at := -1
+	for i, st := range c.fake.Steps(c.fake.ConversationID()) {
+		if st.Type == wire.StepUserInput && st.UserInput != nil && st.UserInput.UserResponse == "again" {
+			at = i
+		}
+	}
+	require.GreaterOrEqual(t, at, 0)
+	require.NoError(t, c.fake.Rewind(c.fake.ConversationID(), at))
+	tb.waitJS("the rewind", fmt.Sprintf(`[...document.querySelectorAll("#transcript .note.rewound")].some(e => e.textContent.includes("rewound to step %d"))`, at))
+}

@@ -34,6 +34,7 @@ type metrics struct {
 	endedTotal    prometheus.Counter
 	events        *prometheus.CounterVec   // by type
 	errorEvents   *prometheus.CounterVec   // by retryable
+	agyErrors     *prometheus.CounterVec   // errors agy showed the user, by code and final
 	promptOpen    *prometheus.HistogramVec // by who closed the prompt
 	eventLatency  prometheus.Histogram
 
@@ -67,6 +68,10 @@ func newMetrics(host hostAPI) *metrics {
 		errorEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "agyharness_error_events_total", Help: "Error events (delivery failures, agy unreachable), by retryable."},
 			[]string{"retryable"}),
+		agyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "agyharness_agy_errors_total",
+			Help: "Errors agy showed the user (quota, usage limit, provider failures), by code; final=false counts the notices of attempts agy retried."},
+			[]string{"code", "final"}),
 		promptOpen: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "agyharness_prompt_open_seconds", Help: "How long prompts stayed open, by who closed them.",
 			Buckets: promptOpenBuckets}, []string{"by"}),
@@ -83,7 +88,7 @@ func newMetrics(host hostAPI) *metrics {
 	m.registry.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.attachedTotal, m.endedTotal, m.events, m.errorEvents, m.promptOpen, m.eventLatency,
+		m.attachedTotal, m.endedTotal, m.events, m.errorEvents, m.agyErrors, m.promptOpen, m.eventLatency,
 		liveFigures{m},
 	)
 	return m
@@ -133,6 +138,9 @@ func (m *metrics) event(ev *messages.Event, now time.Time, asked map[string]time
 	m.events.WithLabelValues(string(ev.Type)).Inc()
 	if ev.Type == messages.EventError {
 		m.errorEvents.WithLabelValues(strconv.FormatBool(ev.Retryable != nil && *ev.Retryable)).Inc()
+		if ev.Code != "" {
+			m.agyErrors.WithLabelValues(errorCodeLabel(ev.Code), strconv.FormatBool(ev.Final == nil || *ev.Final)).Inc()
+		}
 	}
 	if !ev.Time.IsZero() {
 		m.eventLatency.Observe(max(now.Sub(ev.Time), 0).Seconds())
@@ -204,4 +212,15 @@ func (l liveFigures) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(rpcErrorsDesc, prometheus.CounterValue, float64(v), k)
 	}
 	ch <- prometheus.MustNewConstMetric(rebindsDesc, prometheus.CounterValue, float64(rebinds))
+}
+
+// errorCodeLabel is an error code as a label value: one of the codes the
+// mapper gives, else "other" (a label never takes an unbounded value).
+func errorCodeLabel(code string) string {
+	switch code {
+	case messages.ErrorQuotaExhausted, messages.ErrorRateLimited, messages.ErrorUsageLimit, messages.ErrorAccountIneligible,
+		messages.ErrorRefusal, messages.ErrorMaxTokens, messages.ErrorProviderError:
+		return code
+	}
+	return "other"
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/assert"
@@ -141,4 +142,34 @@ func TestHostMetricsCountLiveAndEndedSessions(t *testing.T) {
 
 	res, _ := h.request(t, "GET", "/metrics", "", map[string]string{"Authorization": "Bearer wrong-token-0123456789"})
 	assert.Equal(t, http.StatusUnauthorized, res.StatusCode, "the metrics need the token")
+}
+
+// TestMetricsCountAgyErrorsByCode: the errors agy showed the user are
+// counted by code (an unknown code as "other"), retries apart from finals.
+func TestMetricsCountAgyErrorsByCode(t *testing.T) {
+	m := newMetrics(nil)
+	for _, ev := range []*messages.Event{
+		{Type: messages.EventError, Code: messages.ErrorQuotaExhausted, Final: messages.Ptr(false)},
+		{Type: messages.EventError, Code: messages.ErrorQuotaExhausted, Final: messages.Ptr(false)},
+		{Type: messages.EventError, Code: messages.ErrorQuotaExhausted, Final: messages.Ptr(true)},
+		{Type: messages.EventError, Code: messages.ErrorUsageLimit, Final: messages.Ptr(true)},
+		{Type: messages.EventError, Code: "\x1b[31mmade up", Final: messages.Ptr(true)},
+		{Type: messages.EventError, Message: "agy unreachable"},
+	} {
+		m.event(ev, time.Now(), map[string]time.Time{})
+	}
+	assert.Equal(t, 2.0, counterValue(t, m.agyErrors.WithLabelValues(messages.ErrorQuotaExhausted, "false")))
+	assert.Equal(t, 1.0, counterValue(t, m.agyErrors.WithLabelValues(messages.ErrorQuotaExhausted, "true")))
+	assert.Equal(t, 1.0, counterValue(t, m.agyErrors.WithLabelValues(messages.ErrorUsageLimit, "true")))
+	assert.Equal(t, 1.0, counterValue(t, m.agyErrors.WithLabelValues("other", "true")))
+	series := make(chan prometheus.Metric, 16)
+	m.agyErrors.Collect(series)
+	assert.Len(t, series, 4, "four series; the harness's own errors have no code")
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var out dto.Metric
+	require.NoError(t, c.Write(&out))
+	return out.GetCounter().GetValue()
 }

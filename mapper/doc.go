@@ -78,6 +78,30 @@
 //	c/status/a/S             status S caused at anchor a: the step index of the
 //	                         user turn or prompt, else the number of steps
 //	                         known; a repeat of the same id gets .2, .3, ...
+//	c/i/error                error of an ERROR_MESSAGE step (with a code), or of
+//	                         a failed planner step
+//	c/rewind/k               conversation_rewound of the k-th rewind
+//
+// After the k-th rewind (see Rewinds), the items of the steps seen from then
+// on carry /rk after the conversation id (c/rk/i/user, c/rk/prompt/i, and
+// c/rk/i/text@n for their deltas); a call id derived from the step index
+// gets :rk: before the index. A step asked again after the k-th rewind gives
+// c/rk/prompt/i.n: the epoch from the rewind, the count from the re-ask
+// (which starts again on the new step at i). Items before any rewind keep
+// the ids above.
+//
+// # Rewinds
+//
+// agy's /rewind cuts the trajectory back to a step; new steps take the freed
+// indices, or (a shape the schema allows) the rewound steps stay CLEARED and
+// new ones follow. A rewind to index i is seen when the step at a known index
+// i is another step (a different metadata.createdAt), when a step turns
+// CLEARED (at the first one), or when two snapshots in a row carry a Length
+// (the summary's step count, read around them) shorter than the steps known.
+// The reconciler then forgets the steps from i on (their createdAt retired:
+// a stale copy of one is ignored), withdraws their open prompts, every ask
+// of a step asked again included (expired), and reports
+// conversation_rewound.
 //
 // # Status edges
 //

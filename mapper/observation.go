@@ -41,6 +41,12 @@ type Observation struct {
 	Steps          []wire.Step
 	TotalLength    int       // frames: stepsUpdate.totalLength (0 = unknown)
 	Time           time.Time // stamped on the events it yields
+	// Length is the trajectory's length as agy's summary gave it in the
+	// reads around a snapshot, when HasLength (the reader read the summary
+	// before and after the steps and both agreed). A length shorter than
+	// the steps already seen, in two snapshots in a row, is a rewind.
+	Length    int
+	HasLength bool
 }
 
 // FromFrame makes an observation of a stream frame. A frame without indices
@@ -91,4 +97,13 @@ func FromSnapshot(steps []wire.Step, runStatus wire.RunStatus, t time.Time) Obse
 // and can no longer change.
 func FromWindow(steps []wire.Step, offset int, runStatus wire.RunStatus, t time.Time) Observation {
 	return Observation{Kind: Snapshot, RunStatus: runStatus, Offset: offset, Steps: steps, Time: t}
+}
+
+// WithLength is obs with the trajectory length the summary reads around it
+// agreed on (a negative length: unknown).
+func (obs Observation) WithLength(length int) Observation {
+	if length >= 0 {
+		obs.Length, obs.HasLength = length, true
+	}
+	return obs
 }

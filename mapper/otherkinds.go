@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/wire"
@@ -93,17 +92,17 @@ func otherPrompt(step *wire.Step, p *Prompt) bool {
 		if rowOf(step.Type).kind == messages.ToolEdit {
 			action = "write_file"
 		}
-		path := clip(strings.TrimPrefix(fp.AbsolutePathURI, "file://"))
+		path := clipPrompt(strings.TrimPrefix(fp.AbsolutePathURI, "file://"))
 		p.Resource = &messages.Resource{Action: action, Target: path}
 		e.Resource = p.Resource
 		if path != "" {
 			e.Locations = []messages.Location{{Path: path}}
 		}
-		e.Text = clip(blockReason(fp.BlockReason))
+		e.Text = clipPrompt(blockReason(fp.BlockReason))
 	case ri.Elicitation != nil && name == "elicitation":
 		el := ri.Elicitation
 		p.Kind = messages.KindElicitation
-		d := &messages.MCPElicitation{Server: clip(el.ServerName), Mode: clip(el.Mode), Message: clip(el.Message), URL: clip(el.URL)}
+		d := &messages.MCPElicitation{Server: clipPrompt(el.ServerName), Mode: clipPrompt(el.Mode), Message: clipPrompt(el.Message), URL: clipPrompt(el.URL)}
 		if s := strings.TrimSpace(el.RequestedSchemaJSON); s != "" && len(s) <= messages.MaxInteractionRaw && json.Valid([]byte(s)) {
 			d.RequestedSchema = json.RawMessage(s)
 		}
@@ -111,7 +110,7 @@ func otherPrompt(step *wire.Step, p *Prompt) bool {
 		e.Text = d.Message
 	default:
 		p.Kind = messages.KindOther
-		e.Text = clip(otherText(step, name))
+		e.Text = clipPrompt(otherText(step, name))
 		e.Message = OtherKindHint
 	}
 	e.Kind = p.Kind
@@ -147,14 +146,6 @@ func blockReason(r string) string {
 	return r
 }
 
-// clip bounds a text of agy's to maxPromptText bytes, on a rune boundary.
-func clip(s string) string {
-	if len(s) <= maxPromptText {
-		return s
-	}
-	s = s[:maxPromptText]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
-}
+// clipPrompt bounds a text of agy's to maxPromptText bytes, on a rune
+// boundary.
+func clipPrompt(s string) string { return clip(s, maxPromptText) }

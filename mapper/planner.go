@@ -65,7 +65,7 @@ func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	if mu := s.Metadata.ModelUsage; mu != nil {
 		r.usage(index, s, mu)
 	}
-	if s.Status == wire.StatusError {
+	if s.Status == wire.StatusError && !r.saidBy(s) {
 		// The model call failed: the driver must know the turn ended in error.
 		e := r.event(messages.EventError, r.itemID(index, "error"))
 		e.Message = "agy's turn failed: " + stepError(s)
@@ -73,6 +73,19 @@ func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 		r.emit(e)
 	}
 }
+
+// saidBy reports whether a failed planner step's error was already told by
+// an ERROR_MESSAGE of this turn: its text is that error's, or none of its own.
+func (r *Reconciler) saidBy(s *wire.Step) bool {
+	if r.turnError == "" {
+		return false
+	}
+	text := stepError(s)
+	return text == genericStepError || text == r.turnError
+}
+
+// genericStepError is stepError's text for a step that carries none.
+const genericStepError = "the model returned an error"
 
 // stepError is agy's message for a failed step (error.userErrorMessage, else
 // error.shortError), read from the raw step.
@@ -90,7 +103,7 @@ func stepError(s *wire.Step) string {
 	case body.Error.ShortError != "":
 		return body.Error.ShortError
 	}
-	return "the model returned an error"
+	return genericStepError
 }
 
 // advance moves the emitted text t toward next: a delta when next extends

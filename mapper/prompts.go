@@ -3,6 +3,7 @@ package mapper
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -157,9 +158,34 @@ func AskedSince(p *Prompt, index int, step *wire.Step) bool {
 // Superseded reports whether the step of a prompt has asked something new
 // since (agy asks again on the same step): agy's dialog then shows the new
 // ask, and the keys closing the prompt's would answer that one.
+// A closed prompt is let go of at the end of the Apply that closed it, so
+// the answer then comes from its step's slot: asked more times than the
+// prompt's count (its id's ".n", 1 without).
 func (r *Reconciler) Superseded(elicitationID string) bool {
-	p, ok := r.promptIDs[elicitationID]
-	return ok && p.superseded
+	if p, ok := r.promptIDs[elicitationID]; ok {
+		return p.superseded
+	}
+	_, rest, ok := strings.Cut(elicitationID, "/prompt/")
+	if !ok {
+		return false
+	}
+	idx, n := rest, 1
+	if i := strings.IndexByte(rest, '.'); i >= 0 {
+		var err error
+		if n, err = strconv.Atoi(rest[i+1:]); err != nil {
+			return false
+		}
+		idx = rest[:i]
+	}
+	index, err := strconv.Atoi(idx)
+	if err != nil {
+		return false
+	}
+	sl := r.slots[index]
+	if sl == nil || !strings.HasPrefix(elicitationID, r.idBase(index)+"/prompt/") {
+		return false // another epoch's step, or out of the window
+	}
+	return sl.asks > n
 }
 
 // askSignature identifies one ask of a step: what it requests (its
@@ -200,7 +226,7 @@ func (r *Reconciler) AwaitingDetail() bool { return r.awaitingDetail }
 // openNew opens a prompt and reports it: elicitation_request, then waiting.
 // suffix is "" for a step's first ask, ".n" for its n-th.
 func (r *Reconciler) openNew(p *Prompt, suffix string) {
-	p.ElicitationID = r.cfg.ConversationID + "/prompt/" + strconv.Itoa(p.StepIndex) + suffix
+	p.ElicitationID = r.idBase(p.StepIndex) + "/prompt/" + strconv.Itoa(p.StepIndex) + suffix
 	req := p.Request
 	h := r.event(messages.EventElicitationRequest, p.ElicitationID+"/request")
 	req.Type, req.ID, req.ConversationID, req.ParentConversationID, req.Time = h.Type, h.ID, h.ConversationID, h.ParentConversationID, h.Time

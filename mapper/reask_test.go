@@ -279,3 +279,23 @@ func TestMCPElicitationPrompt(t *testing.T) {
 	_, err = BuildInteraction(perm, messages.Resolve{Action: messages.ActionAccept, Content: json.RawMessage(`{}`)}, testTraj, 1)
 	require.ErrorIs(t, err, ErrInvalidResolve)
 }
+
+// TestSupersededOutlivesTheApplyThatClosedIt: a prompt closed by its step
+// asking again is let go of at the end of that Apply, yet is still
+// superseded for a caller asking after it (the session, deciding whether
+// keys would close agy's dialog); the new ask is not, nor another epoch's.
+func TestSupersededOutlivesTheApplyThatClosedIt(t *testing.T) {
+	line := "git status && git log"
+	r := newTestReconciler()
+	user := userStep("check", "")
+	r.Apply(snapshot(1, wire.RunRunning, user, reaskStep(line, nil, "git status")))
+	require.False(t, r.Superseded("conv-1/prompt/1"))
+	r.AnswerInFlight("conv-1/prompt/1", messages.ActionAccept)
+	evs := r.Apply(snapshot(2, wire.RunRunning, user, reaskStep(line, []string{"git status"}, "git log")))
+	_, res := elicitationsOf(evs)
+	require.Len(t, res, 1, "agy shows the first ask answered: closed in this Apply")
+	require.True(t, r.Superseded("conv-1/prompt/1"))
+	require.False(t, r.Superseded("conv-1/prompt/1.2"))
+	require.False(t, r.Superseded("conv-1/r1/prompt/1"))
+	require.False(t, r.Superseded("conv-1/prompt/x"))
+}

@@ -60,6 +60,8 @@ type Reconciler struct {
 
 	awaitingDetail bool // the last Apply deferred a question prompt (see AwaitingDetail)
 
+	turnError string // the text of the last final ERROR_MESSAGE of this turn ("" since the last user turn)
+
 	prompts   []*promptState // in the order they opened
 	promptIDs map[string]*promptState
 
@@ -71,6 +73,8 @@ type Reconciler struct {
 	statusIDs    map[statusKey]int
 
 	totalIn, totalOut int64
+
+	rewinds rewindState
 
 	// Set for the duration of one Apply.
 	out []messages.Event
@@ -87,6 +91,10 @@ type slot struct {
 	raw      []byte
 	typ      wire.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
+
+	epoch   int    // the rewinds before this slot was made: its ids carry it
+	created string // metadata.createdAt of its step: the step's identity at this index
+	cleared bool   // its step is CLEARED (rewound away, kept marked): nothing to map
 
 	// user turns
 	userDone bool
@@ -153,6 +161,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		commands:  make(map[string]string),
 		childAt:   make(map[string]int),
 		statusIDs: make(map[statusKey]int),
+		rewinds:   newRewindState(),
 	}
 	if r.window <= 0 {
 		r.window = DefaultWindow
@@ -249,6 +258,8 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 			end = at(n-1) + 1
 		}
 		r.stale = end < r.known
+		r.rewinds.end = end
+		r.shrunk()
 	}
 
 	if r.resume {
@@ -276,7 +287,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 
 // step maps one copy of the step at index.
 func (r *Reconciler) step(index int, s *wire.Step) {
-	if index < 0 {
+	if index < 0 || r.retired(index, s) {
 		return
 	}
 	if index >= r.known {
@@ -298,13 +309,20 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		st.raw = raw
 		return
 	}
+	if st != nil && r.rewritten(index, st, s) {
+		st = nil // a rewind: the slot was dropped
+	}
+	if s.Status == wire.StatusCleared {
+		r.cleared(index, st, h)
+		return
+	}
 	first := st == nil
 	if st != nil && s.Type != "" && st.typ != "" && s.Type != st.typ {
 		// The slot holds another step now (history rewritten): start over.
 		first = true
 	}
 	if first {
-		st = &slot{typ: s.Type}
+		st = &slot{typ: s.Type, epoch: r.rewinds.epoch, created: s.Metadata.CreatedAt}
 		r.slots[index] = st
 	}
 	st.hash, st.raw = h, raw
@@ -326,6 +344,8 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		r.planner(index, s, st, first)
 	case wire.StepCheckpoint, wire.StepConversationHistory, wire.StepSystemMessage:
 		// Not conversation items.
+	case StepErrorMessage:
+		r.errorMessage(index, s, st)
 	default:
 		if isTool(s) {
 			r.tool(index, s, st, first)
@@ -438,7 +458,7 @@ func (r *Reconciler) event(t messages.EventType, id string) messages.Event {
 func (r *Reconciler) emit(e messages.Event) { r.out = append(r.out, e) }
 
 func (r *Reconciler) itemID(index int, suffix string) string {
-	return r.cfg.ConversationID + "/" + strconv.Itoa(index) + "/" + suffix
+	return r.idBase(index) + "/" + strconv.Itoa(index) + "/" + suffix
 }
 
 // userInput maps a USER_INPUT step: user_message, model_changed, running.
@@ -451,6 +471,7 @@ func (r *Reconciler) userInput(index int, s *wire.Step, st *slot) {
 		return // not filled in yet
 	}
 	st.userDone = true
+	r.turnError = ""
 	if text != "" {
 		e := r.event(messages.EventUserMessage, r.itemID(index, "user"))
 		e.Text = text

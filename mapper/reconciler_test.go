@@ -465,7 +465,7 @@ func TestChildren(t *testing.T) {
 	r.Apply(snapshot(0, "", userStep("x", ""), subagentStep(wire.StatusRunning, "a", "", "a")))
 	assert.Equal(t, []Child{{ConversationID: "a", ParentStepIndex: 1}}, r.Children())
 	r.Apply(snapshot(1, "", userStep("x", ""), subagentStep(wire.StatusDone, "a", "b")))
-	assert.Equal(t, []Child{{"a", 1, true}, {"b", 1, true}}, r.Children())
+	assert.Equal(t, []Child{{"a", 1, true, ""}, {"b", 1, true, ""}}, r.Children())
 	assert.Nil(t, ChildConversations(nil))
 	u := userStep("x", "")
 	assert.Nil(t, ChildConversations(&u))

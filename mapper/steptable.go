@@ -64,7 +64,7 @@ var stepTable = map[wire.StepType]stepRow{
 	wire.StepConversationHistory:            {role: roleNotTool, note: "context agy puts at the start of a conversation"},
 	wire.StepSystemMessage:                  {role: roleNotTool, note: "a message from agy to the model"},
 	"CORTEX_STEP_TYPE_EPHEMERAL_MESSAGE":    {role: roleNotTool, note: "a transient note from agy to the model (reminders, browser state), not part of the conversation"},
-	"CORTEX_STEP_TYPE_ERROR_MESSAGE":        {role: roleNotTool, note: "agy's account of a failure, for the model; the failed step reports it (function_call_output, error)"},
+	"CORTEX_STEP_TYPE_ERROR_MESSAGE":        {role: roleNotTool, note: "an error agy shows the user (quota, usage limit, provider failure): an error event with a code (providererror.go)"},
 	"CORTEX_STEP_TYPE_SUGGESTED_RESPONSES":  {role: roleNotTool, note: "reply suggestions for agy's own UI"},
 	"CORTEX_STEP_TYPE_LINT_DIFF":            {role: roleNotTool, note: "lint findings agy attaches after an edit, for the model"},
 	"CORTEX_STEP_TYPE_CODE_ACKNOWLEDGEMENT": {role: roleNotTool, note: "the user accepting or rejecting edits in agy's editor, not a model action"},

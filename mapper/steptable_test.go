@@ -322,7 +322,8 @@ func TestStepTableRows(t *testing.T) {
 					assert.NotEqual(t, messages.EventUnknownStep, e.Type)
 				}
 				if typ == wire.StepUserInput || typ == wire.StepPlannerResponse ||
-					typ == wire.StepCheckpoint || typ == wire.StepConversationHistory || typ == wire.StepSystemMessage {
+					typ == wire.StepCheckpoint || typ == wire.StepConversationHistory || typ == wire.StepSystemMessage ||
+					typ == StepErrorMessage {
 					return // mapped before the table is asked
 				}
 				evs = newTestReconciler().Apply(FromSnapshot([]wire.Step{stepOf(t, typ, wire.StatusDone, `,"toolAction":"Doing"`, body)}, "", at(0)))

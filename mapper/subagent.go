@@ -1,12 +1,17 @@
 package mapper
 
-import "github.com/agyharness/agyharness/wire"
+import (
+	"strings"
+
+	"github.com/agyharness/agyharness/wire"
+)
 
 // Child is a subagent conversation spawned by an INVOKE_SUBAGENT step.
 type Child struct {
 	ConversationID  string
-	ParentStepIndex int  // the INVOKE_SUBAGENT step that spawned it
-	ParentTerminal  bool // that step is terminal: once the child is idle too, it is over
+	ParentStepIndex int    // the INVOKE_SUBAGENT step that spawned it
+	ParentTerminal  bool   // that step is terminal: once the child is idle too, it is over
+	Title           string // its role (invokeSubagent.subagents[i].role), else its type name, else ""
 }
 
 // ChildConversations lists the child conversation ids an INVOKE_SUBAGENT
@@ -46,7 +51,7 @@ func (r *Reconciler) noteChildren(index int, step *wire.Step) {
 			continue
 		}
 		r.childAt[id] = len(r.children)
-		r.children = append(r.children, Child{ConversationID: id, ParentStepIndex: index, ParentTerminal: terminal})
+		r.children = append(r.children, Child{ConversationID: id, Title: childTitles(step)[id], ParentStepIndex: index, ParentTerminal: terminal})
 	}
 	if terminal {
 		for i := range r.children {
@@ -61,4 +66,51 @@ func (r *Reconciler) noteChildren(index int, step *wire.Step) {
 // they appeared.
 func (r *Reconciler) Children() []Child {
 	return append([]Child(nil), r.children...)
+}
+
+// childTitles gives each child an INVOKE_SUBAGENT step names its title:
+// the role of the subagent at the same position in invokeSubagent.subagents
+// (agy 1.1.9 fills results in positionally), else its type name.
+func childTitles(step *wire.Step) map[string]string {
+	out := map[string]string{}
+	if step == nil || step.InvokeSubagent == nil {
+		return out
+	}
+	is := step.InvokeSubagent
+	for i, res := range is.Results {
+		if res.ConversationID == "" || i >= len(is.Subagents) {
+			continue
+		}
+		title := is.Subagents[i].Role
+		if title == "" {
+			title = is.Subagents[i].TypeName
+		}
+		if title != "" {
+			out[res.ConversationID] = clip(title, 200)
+		}
+	}
+	return out
+}
+
+// subagentsTitle is the title of an INVOKE_SUBAGENT call that lists its
+// subagents (agy 1.1.9): their roles ("" when it lists none).
+func subagentsTitle(step *wire.Step) string {
+	if step == nil || step.InvokeSubagent == nil || len(step.InvokeSubagent.Subagents) == 0 {
+		return ""
+	}
+	var roles []string
+	for _, sp := range step.InvokeSubagent.Subagents {
+		switch {
+		case sp.Role != "":
+			roles = append(roles, sp.Role)
+		case sp.TypeName != "":
+			roles = append(roles, sp.TypeName)
+		default:
+			roles = append(roles, "subagent")
+		}
+	}
+	if len(roles) == 1 {
+		return clip("Subagent "+oneLine(roles[0]), 200)
+	}
+	return clip("Subagents: "+oneLine(strings.Join(roles, ", ")), 200)
 }

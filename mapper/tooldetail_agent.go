@@ -109,14 +109,20 @@ type invokeSubagentBody struct {
 	Result       string `json:"result"`
 }
 
-var invokeSubagentCall = fromBody(func(b *invokeSubagentBody, d *callDetail) {
+func invokeSubagentCall(v stepView, d *callDetail) {
+	b, ok := decodeBody[invokeSubagentBody](v)
+	if !ok {
+		return
+	}
 	switch {
 	case b.SubagentName != "":
 		d.title = "Subagent " + b.SubagentName
 	case b.Prompt != "":
 		d.title = "Subagent: " + oneLine(b.Prompt)
+	default:
+		d.title = subagentsTitle(v.s) // agy 1.1.9's list of subagents
 	}
-})
+}
 
 // invokeSubagentResult is the subagent's result and its child
 // conversations.
@@ -129,6 +135,12 @@ func invokeSubagentResult(v stepView, d *resultDetail) {
 	if ids := ChildConversations(v.s); len(ids) > 0 {
 		if out != "" {
 			out += "\n"
+		}
+		titles := childTitles(v.s)
+		for i, id := range ids {
+			if t := titles[id]; t != "" {
+				ids[i] = id + " (" + oneLine(t) + ")"
+			}
 		}
 		out += "subagents: " + strings.Join(ids, ", ")
 	}

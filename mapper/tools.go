@@ -27,6 +27,9 @@ func (r *Reconciler) tool(index int, s *wire.Step, st *slot, first bool) {
 	if !st.callDone {
 		st.callDone = true
 		st.callID = callID(s, index, r.cfg.ConversationID)
+		if st.epoch > 0 && (s.Metadata.ToolCall == nil || s.Metadata.ToolCall.ID == "") {
+			st.callID = epochCallID(st.callID, st.epoch) // derived from the index: keep it unique
+		}
 		d := callDetailOf(row, v)
 		if s.Type == wire.StepCommandStatus {
 			if line := r.commands[commandID(v)]; line != "" {

@@ -27,6 +27,10 @@ const (
 	EventConversationRotated EventType = "conversation_rotated"
 	EventUnknownStep         EventType = "unknown_step"
 	EventError               EventType = "error"
+	// EventConversationRewound: agy's trajectory was cut back to a step
+	// (/rewind): to_step is the first index that changed, epoch counts the
+	// rewinds; items from to_step on carry the epoch in their ids.
+	EventConversationRewound EventType = "conversation_rewound"
 )
 
 // EventFunctionCallOutputDelta is a tool's output growing while it runs (a
@@ -243,7 +247,28 @@ type Event struct {
 	// error
 	Message   string `json:"message,omitempty"`
 	Retryable *bool  `json:"retryable,omitempty"`
+	// Code is machine-readable on an error agy showed the user (an
+	// ERROR_MESSAGE step): ErrorQuotaExhausted, ...; empty on the
+	// harness's own errors. Final is false on the notices agy writes while
+	// it retries, true on the error that ended the attempt.
+	Code  string `json:"code,omitempty"`
+	Final *bool  `json:"final,omitempty"`
+
+	// conversation_rewound
+	ToStep *int `json:"to_step,omitempty"`
+	Epoch  int  `json:"epoch,omitempty"`
 }
+
+// Codes of an error agy showed the user (Event.Code).
+const (
+	ErrorQuotaExhausted    = "quota_exhausted"    // 429 with reason QUOTA_EXHAUSTED: resets later
+	ErrorRateLimited       = "rate_limited"       // 429 / RESOURCE_EXHAUSTED without a quota reason
+	ErrorUsageLimit        = "usage_limit"        // 402: the plan's usage limit
+	ErrorAccountIneligible = "account_ineligible" // 403 / PERMISSION_DENIED
+	ErrorRefusal           = "refusal"            // content safety
+	ErrorMaxTokens         = "max_tokens"         // an output token limit
+	ErrorProviderError     = "provider_error"     // any other failure of the model provider
+)
 
 // Question is one question of a question elicitation.
 type Question struct {

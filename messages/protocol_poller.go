@@ -20,7 +20,11 @@ type SnapshotRead struct {
 	Steps          []wire.Step
 	Offset         int
 	RunStatus      wire.RunStatus
-	Received       time.Time
+	// Length is the trajectory's length by the summary reads around the
+	// steps, when HasLength (set with RunStatus: both reads agreed).
+	Length    int
+	HasLength bool
+	Received  time.Time
 }
 
 // TurnActive is sent by the session to its Poller when a turn starts

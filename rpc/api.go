@@ -26,6 +26,10 @@ const (
 	MethodGetAllCascadeTrajectories    = "GetAllCascadeTrajectories"
 	MethodGetAvailableModels           = "GetAvailableModels"
 	MethodStartCascade                 = "StartCascade"
+	// MethodRevertToCascadeStep is what agy's /rewind very likely calls
+	// (the schema's RevertToCascadeStep {cascadeId, stepIndex}; never
+	// recorded): the harness never calls it, bench does, on the fake.
+	MethodRevertToCascadeStep = "RevertToCascadeStep"
 )
 
 // CancelMethods are the interrupt methods in the order to try them: agy

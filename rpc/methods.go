@@ -158,6 +158,22 @@ func (c *Client) SendAgentMessage(ctx context.Context, cascadeID, text string) e
 	return c.Call(ctx, MethodSendAgentMessage, AgentMessageRequest{CascadeID: cascadeID, Message: text}, nil)
 }
 
+// RevertToCascadeStep calls RevertToCascadeStep {"cascadeId","stepIndex"}:
+// the conversation is cut back to before stepIndex (agy's /rewind). The
+// harness never calls it; bench uses it on the fake.
+func (c *Client) RevertToCascadeStep(ctx context.Context, cascadeID string, stepIndex int) error {
+	if cascadeID == "" {
+		return invalidArgument(MethodRevertToCascadeStep, "empty cascade id")
+	}
+	return c.Call(ctx, MethodRevertToCascadeStep, RevertRequest{CascadeID: cascadeID, StepIndex: wire.Int(stepIndex)}, nil)
+}
+
+// RevertRequest is RevertToCascadeStep's body.
+type RevertRequest struct {
+	CascadeID string   `json:"cascadeId"`
+	StepIndex wire.Int `json:"stepIndex"`
+}
+
 // Cancel calls one of CancelMethods with {"cascadeId"}. agy builds differ in
 // which one stops generation; callers try them in order until the cascade
 // reports IDLE.

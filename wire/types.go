@@ -492,9 +492,18 @@ type GenericResult struct {
 	Result string `json:"result,omitempty"`
 }
 
-// InvokeSubagent is an INVOKE_SUBAGENT step's body.
+// InvokeSubagent is an INVOKE_SUBAGENT step's body. agy 1.1.9 lists the
+// subagents it spawns (Subagents) and fills Results in positionally, each
+// conversationId as soon as that child exists.
 type InvokeSubagent struct {
-	Results []SubagentResult `json:"results,omitempty"`
+	Subagents []SubagentSpec   `json:"subagents,omitempty"`
+	Results   []SubagentResult `json:"results,omitempty"`
+}
+
+// SubagentSpec is one subagent an INVOKE_SUBAGENT step spawns.
+type SubagentSpec struct {
+	Role     string `json:"role,omitempty"`
+	TypeName string `json:"typeName,omitempty"`
 }
 
 // SubagentResult names one child conversation.

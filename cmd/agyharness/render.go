@@ -189,7 +189,18 @@ func (r *renderer) event(ev *messages.Event) {
 	case messages.EventUnknownStep:
 		r.line("%s(agy step type %s is not mapped by this version)%s", p.dim, termtext.Clean(ev.StepType), p.reset)
 	case messages.EventError:
-		r.line("%s%serror: %s%s", r.prefix(ev), p.red, termtext.Clean(ev.Message), p.reset)
+		switch {
+		case ev.Code == "":
+			r.line("%s%serror: %s%s", r.prefix(ev), p.red, termtext.Clean(ev.Message), p.reset)
+		case ev.Final != nil && !*ev.Final:
+			r.line("%s%sagy retries (%s): %s%s", r.prefix(ev), p.dim, termtext.Clean(ev.Code), termtext.Clean(ev.Message), p.reset)
+		default:
+			r.line("%s%sagy: %s (%s)%s", r.prefix(ev), p.red, termtext.Clean(ev.Message), termtext.Clean(ev.Code), p.reset)
+		}
+	case messages.EventConversationRewound:
+		if ev.ToStep != nil {
+			r.line("%sconversation rewound to step %d (agy's /rewind)%s", p.yellow, *ev.ToStep, p.reset)
+		}
 	case messages.EventStatus:
 		if ev.ParentConversationID != "" {
 			return

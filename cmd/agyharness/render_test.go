@@ -139,6 +139,23 @@ func TestRenderPermissionShowsTheEditItWouldMake(t *testing.T) {
 	assert.Equal(t, "? agy wants to write /w/x.go\n  /w/x.go\n  @@ -2,1 +2,1 @@\n  -a\n  +b\n", got)
 }
 
+// TestRenderAgyErrorWithItsCode: an error agy showed the user is printed
+// with its code, a retry notice apart (dim), agy's text through the
+// terminal sanitiser; a rewind says to which step.
+func TestRenderAgyErrorWithItsCode(t *testing.T) {
+	out := renderEvents(false,
+		&messages.Event{Type: messages.EventError, Code: messages.ErrorQuotaExhausted, Final: messages.Ptr(false), Retryable: messages.Ptr(true),
+			Message: "The model API is currently overloaded."},
+		&messages.Event{Type: messages.EventError, Code: messages.ErrorQuotaExhausted, Final: messages.Ptr(true), Retryable: messages.Ptr(false),
+			Message: "Individual quota reached." + terminalAttacks[0].text},
+		&messages.Event{Type: messages.EventConversationRewound, ToStep: messages.Ptr(4), Epoch: 1},
+	)
+	assert.Contains(t, out, "agy retries (quota_exhausted): The model API is currently overloaded.")
+	assert.Contains(t, out, "agy: Individual quota reached."+terminalAttacks[0].shown+" (quota_exhausted)")
+	assert.NotContains(t, out, "\x1b")
+	assert.Contains(t, out, "conversation rewound to step 4")
+}
+
 // A segment of a compound command asked on its own names the segment; an
 // interaction the harness cannot answer says to answer it in agy's terminal;
 // an MCP elicitation names its server. agy's texts pass the sanitiser.

@@ -196,7 +196,7 @@ func (p *replayer) apply(rec captureRecord) error {
 		if p.root == "" {
 			p.bind(conv, stamp)
 		}
-		p.applyTo(conv, mapper.FromWindow(steps, snap.Offset, snap.RunStatus, rec.Time))
+		p.applyTo(conv, snap.Observation(steps, rec.Time))
 	case "turn":
 		var turn struct {
 			Text string `json:"text"`

@@ -126,6 +126,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	unstreamed := fs.Float64("unstreamed-prompts", 0, "probability that a WAITING prompt is never streamed (0: 0.5, negative: never)")
 	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
 	movingMod := fs.Bool("moving-modified-time", false, "report the read's time as every conversation's lastModifiedTime (no agy is known to)")
+	legacySubagents := fs.Bool("legacy-subagents", false, "send subagents as agy did before 1.1.9 (children typed SUBAGENT, INVOKE_SUBAGENT RUNNING until they are idle)")
+	noWakes := fs.Bool("no-background-wakes", false, "a finished background task does not wake agy (no SYSTEM_MESSAGE, no run nobody typed)")
+	rewindCleared := fs.Bool("rewind-marks-cleared", false, "a rewind keeps the rewound steps as CLEARED instead of cutting the trajectory back")
 	noReask := fs.Bool("no-reask", false, "ask a compound command (a && b) once for the whole line, as agy did before 1.1.7, not segment by segment on the same step")
 	history := fs.Int("history-steps", 0, "start the conversation with this many finished steps (a user turn and a reply each two; needs --conversation), made when sent, never stored")
 	historyBytes := fs.Int("history-step-bytes", 0, "pad each reply of --history-steps to about this many bytes")
@@ -161,6 +164,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 		UnstreamedPrompts:  *unstreamed,
 		CancelStopsPrompts: *cancelStops,
 		MovingModifiedTime: *movingMod,
+		LegacySubagents:    *legacySubagents,
+		NoBackgroundWakes:  *noWakes,
+		RewindMarksCleared: *rewindCleared,
 		NoReask:            *noReask,
 		HistorySteps:       *history,
 		HistoryStepBytes:   *historyBytes,

@@ -21,6 +21,7 @@ type agyServer interface {
 	RunStatus(conversationID string) wire.RunStatus
 	TypeTurn(text string) error
 	AnswerFromTerminal(conversationID string, answer wire.InteractionResponse) error
+	Rewind(conversationID string, index int) error
 }
 
 // errQuit is returned by terminal.run when the person pressed Ctrl-C.
@@ -256,6 +257,10 @@ func (t *terminal) handle(k key) {
 		text := strings.TrimSpace(string(t.draft))
 		t.draft, t.cursor = t.draft[:0], 0
 		if text == "" || t.start.refuses() {
+			return
+		}
+		if text == "/rewind" || text == "/undo" {
+			t.rewind()
 			return
 		}
 		if err := t.srv.TypeTurn(text); err != nil {

@@ -411,7 +411,13 @@ class SessionView {
         this.add(el("div", { class: "note", text: "agy started a new conversation." }));
         break;
       case "error":
-        this.add(el("div", { class: "turn error", role: "alert", text: ev.message }));
+        // agy's own errors carry a code (quota_exhausted, ...); a retry
+        // agy makes itself is not final.
+        this.add(el("div", { class: ev.final === false ? "note" : "turn error", role: ev.final === false ? null : "alert",
+          text: ev.code ? `${ev.message} (${ev.code})` : ev.message }));
+        break;
+      case "conversation_rewound":
+        this.add(el("div", { class: "note rewound", text: `agy's conversation was rewound to step ${ev.to_step}: the turns from there on are gone.` }));
         break;
       case "unknown_step":
         this.add(el("div", { class: "note", text: `agy sent a step this version does not show (${ev.step_type}).` }));

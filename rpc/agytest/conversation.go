@@ -59,6 +59,8 @@ type conversation struct {
 	lastModel        string
 	calls            int // model calls so far (metadata.sourceTrajectoryStepInfo.metadataIndex)
 	children         []*conversation
+	tasks            int    // background tasks started, for their ids
+	wakes            []wake // task notifications due after the running turn
 }
 
 func newConversation(s *Server, id, trajectoryID string) *conversation {

@@ -55,7 +55,20 @@
 //   - Subagent children are conversations of their own: their summaries carry
 //     trajectoryMetadata.parentConversationId and the root's
 //     rootConversationId (GetConversationMetadata echoes that root too); their
-//     first step is a USER_INPUT with the task, sourced SYSTEM.
+//     first step is a USER_INPUT with the task, sourced SYSTEM. As agy 1.1.9
+//     does, their trajectoryType is CASCADE like a root's, and the parent's
+//     INVOKE_SUBAGENT lists them (subagents[]{role, typeName}, results[]) and
+//     is DONE at spawn while they run on (Options.LegacySubagents: the older
+//     shape).
+//   - Scenarios can ask for agy's provider errors (Action.ProviderError: one
+//     ERROR_MESSAGE step per attempt, the last final) and background tasks
+//     (Action.Task) whose notification wakes agy after the turn: a
+//     SYSTEM_MESSAGE step and an answer with no user turn
+//     (Options.NoBackgroundWakes turns it off). The default scenario has
+//     neither.
+//   - Rewind (and RevertToCascadeStep) cuts a conversation back to a step: the
+//     next steps take the freed indices (Options.RewindMarksCleared: the
+//     rewound steps stay, CLEARED).
 //   - A command that ran carries exitCode even when 0 (as recorded); a denied
 //     one carries none.
 //

@@ -27,6 +27,7 @@ var knownMethods = []string{
 	rpc.MethodHandleCascadeUserInteraction, rpc.MethodSendUserCascadeMessage, rpc.MethodSendAgentMessage,
 	rpc.MethodCancelCascadeSteps, rpc.MethodCancelCascadeInvocation, rpc.MethodForceStopCascadeTree,
 	rpc.MethodGetAllCascadeTrajectories, rpc.MethodGetAvailableModels, rpc.MethodStartCascade,
+	rpc.MethodRevertToCascadeStep,
 }
 
 var timeoutHeader = regexp.MustCompile(`^[0-9]{1,10}$`)
@@ -246,6 +247,16 @@ func (s *Server) unary(ctx context.Context, method string, body []byte) (any, *c
 			return nil, errorf(rpc.CodeUnavailable, "%v", err)
 		}
 		return rpc.Empty{}, nil
+
+	case rpc.MethodRevertToCascadeStep:
+		req, c, cerr := target(s, method, body, func(r *rpc.RevertRequest) string { return r.CascadeID })
+		if cerr != nil {
+			return nil, cerr
+		}
+		if err := c.rewind(int(req.StepIndex)); err != nil {
+			return nil, errorf(rpc.CodeFailedPrecondition, "%v", err)
+		}
+		return map[string]any{"metadata": map[string]any{}}, nil
 
 	case rpc.MethodSendAgentMessage:
 		req, c, cerr := target(s, method, body, func(r *agentMessageRequest) string { return r.CascadeID })

@@ -22,6 +22,7 @@ type turnRequest struct {
 	model  string
 	source string
 	script *TurnScript // nil: picked from the scenario when the turn is queued
+	wake   bool        // a background task's notification: a SYSTEM_MESSAGE, no user turn
 }
 
 var errClosed = errors.New("agytest: server closed")
@@ -81,6 +82,17 @@ func (c *conversation) beginTurnLocked(ctx context.Context, req *turnRequest) *t
 	}
 	clear(c.lag)
 	now := time.Now()
+	if req.wake {
+		f := &fakeStep{step: wire.Step{
+			Type:     wire.StepSystemMessage,
+			Status:   wire.StatusDone,
+			Metadata: wire.StepMetadata{Source: wire.SourceSystem, ExecutionID: t.execID, CreatedAt: timestamp(now), CompletedAt: timestamp(now)},
+		}}
+		f.setExtra("systemMessage", map[string]any{"message": req.text, "type": "task_notification"})
+		t.userInputIdx = c.appendLocked(f)
+		c.setStatusLocked(wire.RunRunning)
+		return t
+	}
 	f := &fakeStep{step: wire.Step{
 		Type:   wire.StepUserInput,
 		Status: wire.StatusDone,
@@ -133,7 +145,12 @@ func (c *conversation) work(ctx context.Context, cancel context.CancelFunc, t *t
 		c.running = false
 		c.prompt = nil
 		c.setStatusLocked(wire.RunIdle)
+		wakes := c.wakes
+		c.wakes = nil
 		c.mu.Unlock()
+		if err == nil {
+			c.scheduleWakes(wakes)
+		}
 		return
 	}
 }
@@ -245,6 +262,10 @@ func (t *turnRun) run() (lagMode, error) {
 			err = t.interact(*a.Interact)
 		case a.Fail != "":
 			return t.lag(), t.fail(a.Fail)
+		case a.ProviderError != "":
+			return t.lag(), t.providerError(a.ProviderError)
+		case a.Task != nil:
+			err = t.task(*a.Task)
 		}
 		if err != nil {
 			return lagNone, err
@@ -704,22 +725,36 @@ func (t *turnRun) subagent(a SubagentAction) error {
 	if err != nil {
 		return err
 	}
+	legacy := t.srv.opts.LegacySubagents
 	f := t.toolStep(wire.StepInvokeSubagent, call, order, summary, action)
 	f.step.Status = wire.StatusRunning
 	f.step.InvokeSubagent = &wire.InvokeSubagent{}
-	for _, id := range ids {
+	for i, id := range ids {
 		f.step.InvokeSubagent.Results = append(f.step.InvokeSubagent.Results, wire.SubagentResult{ConversationID: id})
+		if !legacy {
+			f.step.InvokeSubagent.Subagents = append(f.step.InvokeSubagent.Subagents, subagentSpec(a, i))
+		}
 	}
 	idx := t.add(f)
+	done := func(f *fakeStep) {
+		f.step.Status = wire.StatusDone
+		f.step.Metadata.CompletedAt = timestamp(time.Now())
+	}
+	if !legacy {
+		// Fire and forget: DONE at spawn, the children run on.
+		if err := t.pause(); err != nil {
+			return err
+		}
+		t.update(idx, done)
+	}
 	for _, ch := range children {
 		if err := ch.waitIdle(t.ctx); err != nil {
 			return err
 		}
 	}
-	t.commit(idx, func(f *fakeStep) {
-		f.step.Status = wire.StatusDone
-		f.step.Metadata.CompletedAt = timestamp(time.Now())
-	})
+	if legacy {
+		t.commit(idx, done)
+	}
 	return nil
 }
 

@@ -30,13 +30,17 @@ type TurnScript struct {
 }
 
 // Action is one thing the agent does. Exactly one of Think, Say, RunCommand,
-// Ask, Tool, Edit, Search, Fetch, MCP, Step, Subagent and Fail is set.
+// Ask, Tool, Edit, Search, Fetch, MCP, Step, Subagent, Task, ProviderError
+// and Fail is set.
 //
 // Think text becomes the thinking of the next planner step. Say streams a
 // planner response (Repeat copies of the text, in Chunks chunks). RunCommand,
 // Ask, Tool, Edit, Search, Fetch, MCP, Step and Subagent each produce a planner step
 // carrying the tool call, then the tool's own step (scenario_tools.go). Fail
-// ends the turn with an ERROR planner step.
+// ends the turn with an ERROR planner step. ProviderError ends it with the
+// ERROR_MESSAGE steps agy writes for a quota, usage limit or provider
+// failure (one per attempt). Task starts a background task whose
+// notification wakes agy after the turn (a run nobody typed).
 type Action struct {
 	Think      string          `json:"think,omitempty"`
 	Say        string          `json:"say,omitempty"`
@@ -53,6 +57,29 @@ type Action struct {
 	Subagent   *SubagentAction `json:"subagent,omitempty"`
 	Interact   *InteractAction `json:"interact,omitempty"`
 	Fail       string          `json:"fail,omitempty"`
+	// ProviderError is one of ProviderQuota, ProviderUsageLimit,
+	// ProviderRateLimit, ProviderFailure.
+	ProviderError string      `json:"provider_error,omitempty"`
+	Task          *TaskAction `json:"task,omitempty"`
+}
+
+// Provider errors a scenario can ask for (Action.ProviderError).
+const (
+	ProviderQuota      = "quota"          // 429 RESOURCE_EXHAUSTED, reason QUOTA_EXHAUSTED
+	ProviderUsageLimit = "usage_limit"    // 402 Payment Required
+	ProviderRateLimit  = "rate_limit"     // 429 without a quota reason
+	ProviderFailure    = "provider_error" // 500 from the model provider
+)
+
+// TaskAction is a command agy sends to the background (a tool step with
+// task_details). After the turn ends and After has passed, the task
+// finishes: agy appends a SYSTEM_MESSAGE step (a task_notification), with no
+// user turn, and answers it with Reply (Options.NoBackgroundWakes turns the
+// wake off).
+type TaskAction struct {
+	Line  string `json:"line"`
+	After int    `json:"after_ms,omitempty"` // 0 means 200ms
+	Reply string `json:"reply,omitempty"`    // "" means a line saying the task finished
 }
 
 // InteractAction is a tool step that asks an interaction other than agy's
@@ -129,11 +156,17 @@ type ToolAction struct {
 }
 
 // SubagentAction spawns Count child conversations, each running Actions on
-// Task; the parent's INVOKE_SUBAGENT step stays RUNNING until all are idle.
+// Task. As agy 1.1.9 does, the parent's INVOKE_SUBAGENT step lists them
+// (subagents[]{role, typeName}, results[]{conversationId}) and is DONE at
+// spawn while the children run on; the parent's turn goes on once they are
+// idle. Options.LegacySubagents keeps the older shape (the step RUNNING
+// until all are idle, no list, summaries typed SUBAGENT).
 type SubagentAction struct {
-	Count   int      `json:"count"`
-	Task    string   `json:"task,omitempty"`
-	Actions []Action `json:"actions"`
+	Count    int      `json:"count"`
+	Task     string   `json:"task,omitempty"`
+	Role     string   `json:"role,omitempty"`      // each child's role ("Subagent" by default; numbered when Count > 1)
+	TypeName string   `json:"type_name,omitempty"` // the children's agent type ("general" by default)
+	Actions  []Action `json:"actions"`
 }
 
 // Think returns a think action.
@@ -155,6 +188,13 @@ func Tool(t ToolAction) Action { return Action{Tool: &t} }
 func Subagents(count int, task string, actions ...Action) Action {
 	return Action{Subagent: &SubagentAction{Count: count, Task: task, Actions: actions}}
 }
+
+// ProviderErr returns an action that ends the turn with agy's ERROR_MESSAGE
+// steps for kind (ProviderQuota, ...).
+func ProviderErr(kind string) Action { return Action{ProviderError: kind} }
+
+// Task returns an action that starts a background task.
+func Task(t TaskAction) Action { return Action{Task: &t} }
 
 // Fail returns an action that ends the turn with an ERROR planner step.
 func Fail(message string) Action { return Action{Fail: message} }
@@ -229,13 +269,22 @@ func validateActions(actions []Action, depth int) error {
 func (a Action) validate(depth int) error {
 	set := 0
 	for _, on := range []bool{a.Think != "", a.Say != "", a.RunCommand != nil, a.Ask != nil, a.Tool != nil,
-		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Step != nil, a.Subagent != nil, a.Interact != nil, a.Fail != ""} {
+		a.Edit != nil, a.Search != nil, a.Fetch != nil, a.MCP != nil, a.Step != nil, a.Subagent != nil, a.Interact != nil, a.Fail != "",
+		a.ProviderError != "", a.Task != nil} {
 		if on {
 			set++
 		}
 	}
 	if set != 1 {
-		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, interact, fail must be set (found %d)", set)
+		return fmt.Errorf("exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, interact, fail, provider_error, task must be set (found %d)", set)
+	}
+	switch a.ProviderError {
+	case "", ProviderQuota, ProviderUsageLimit, ProviderRateLimit, ProviderFailure:
+	default:
+		return fmt.Errorf("provider_error %q: want quota, usage_limit, rate_limit or provider_error", a.ProviderError)
+	}
+	if a.Task != nil && (strings.TrimSpace(a.Task.Line) == "" || a.Task.After < 0) {
+		return errors.New("task needs a line and a non-negative after_ms")
 	}
 	if err := a.validateTools(); err != nil {
 		return err

@@ -61,7 +61,7 @@ func TestScenarioValidation(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(path, []byte(`{"turns":[{"actions":[{}]}]}`), 0o600))
 	_, err = agytest.LoadScenario(path)
-	assert.EqualError(t, err, "agytest: scenario "+path+": turn 1: action 1: exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, interact, fail must be set (found 0)")
+	assert.EqualError(t, err, "agytest: scenario "+path+": turn 1: action 1: exactly one of think, say, run_command, ask, tool, edit, search, fetch, mcp, step, subagent, interact, fail, provider_error, task must be set (found 0)")
 	_, err = agytest.NewServer(agytest.Options{Conversation: true, Scenario: &agytest.Scenario{}})
 	assert.Error(t, err, "a server refuses a bad scenario")
 	_, err = agytest.NewServer(agytest.Options{Conversation: true, Host: "10.1.2.3"})

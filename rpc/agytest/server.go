@@ -119,6 +119,18 @@ type Options struct {
 	// and was first streamed (TextTimes), for latency benchmarks. It costs
 	// a map entry per version.
 	RecordTimes bool
+	// NoBackgroundWakes keeps a finished background task (Action.Task)
+	// from waking agy: no SYSTEM_MESSAGE step, no run nobody typed.
+	NoBackgroundWakes bool
+	// RewindMarksCleared makes a rewind (Rewind, RevertToCascadeStep) keep
+	// the rewound steps with status CLEARED, new steps after them, instead
+	// of cutting the trajectory back so new steps take the freed indices.
+	// Nobody recorded which agy does; both are handled.
+	RewindMarksCleared bool
+	// LegacySubagents makes subagents as agy sent them before 1.1.9: child
+	// summaries typed SUBAGENT, and the INVOKE_SUBAGENT step RUNNING until
+	// every child is idle, without its list of subagents.
+	LegacySubagents bool
 }
 
 // DefaultMaxStepsPerRead is the cap on one GetCascadeTrajectorySteps answer
@@ -607,7 +619,9 @@ func (s *Server) spawnChildren(parent *conversation, ids []string, a SubagentAct
 		ch := newConversation(s, id, uuidFrom(rng))
 		ch.parentID = parent.id
 		ch.rootID = parent.rootID
-		ch.trajectoryType = trajectoryTypeSubagent
+		if s.opts.LegacySubagents {
+			ch.trajectoryType = trajectoryTypeSubagent
+		} // else typed CASCADE like a root, as agy 1.1.9 lists them: only trajectoryMetadata tells
 		s.registerLocked(ch)
 		children = append(children, ch)
 	}

@@ -73,6 +73,7 @@ type turn struct {
 	sawRun    bool   // agy reported running after we sent it
 	cancelled bool   // session/cancel arrived
 	failure   string // why the turn failed, if it did
+	code      string // the code of the error agy showed that failed it (messages.Error*), if any
 	finished  bool
 	usage     sdk.Usage
 	hasUsage  bool
@@ -263,7 +264,19 @@ func (s *session) result(t *turn) (sdk.PromptResponse, error) {
 	if cancelled {
 		return s.response(t, sdk.StopReasonCancelled), nil
 	}
-	if failure != "" {
+	s.mu.Lock()
+	code := t.code
+	s.mu.Unlock()
+	switch {
+	case code == messages.ErrorRefusal:
+		return s.response(t, sdk.StopReasonRefusal), nil
+	case code == messages.ErrorMaxTokens:
+		return s.response(t, sdk.StopReasonMaxTokens), nil
+	case code != "":
+		// ACP has no stop reason for a quota or a provider failure: an
+		// error that says so, its code in data (docs/DECISIONS.md).
+		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: "agy: " + failure, Data: map[string]any{"error": failure, "code": code}}
+	case failure != "":
 		return sdk.PromptResponse{}, &sdk.RequestError{Code: -32603, Message: "agy failed the turn: " + failure, Data: map[string]any{"error": failure}}
 	}
 	return s.response(t, sdk.StopReasonEndTurn), nil
@@ -433,6 +446,10 @@ func (s *session) handle(ev *messages.Event) {
 		s.note(fmt.Sprintf("agy started a new conversation (%s); this session follows it.", ev.To))
 	case messages.EventError:
 		s.agyError(ev)
+	case messages.EventConversationRewound:
+		if !child {
+			s.rewound(ev)
+		}
 	case messages.EventUnknownStep:
 		s.log.Info("agy step type not mapped", "type", ev.StepType)
 	}
@@ -617,7 +634,11 @@ func (s *session) modelChanged(ev *messages.Event) {
 
 func (s *session) agyError(ev *messages.Event) {
 	retryable := ev.Retryable != nil && *ev.Retryable
-	s.log.Warn("agy error", "message", ev.Message, "retryable", retryable)
+	s.log.Warn("agy error", "message", ev.Message, "retryable", retryable, "code", ev.Code)
+	if ev.Code != "" {
+		s.shownError(ev)
+		return
+	}
 	s.mu.Lock()
 	inTurn := s.turn != nil
 	s.mu.Unlock()
@@ -631,5 +652,28 @@ func (s *session) agyError(ev *messages.Event) {
 			s.turn.failure = ev.Message
 		}
 		s.mu.Unlock()
+	}
+}
+
+// shownError handles an error agy showed the user (an ERROR_MESSAGE step):
+// its text goes to the thread, in a prompt or not (agy shows it either
+// way); a retry notice only to the log. The final one fails the prompt
+// with its code.
+func (s *session) shownError(ev *messages.Event) {
+	if ev.Final != nil && !*ev.Final {
+		return
+	}
+	s.note("agy: " + ev.Message)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.turn; t != nil && t.failure == "" && ev.ParentConversationID == "" {
+		t.failure, t.code = ev.Message, ev.Code
+	}
+}
+
+// rewound tells the thread that agy's conversation was cut back (/rewind).
+func (s *session) rewound(ev *messages.Event) {
+	if ev.ToStep != nil {
+		s.note(fmt.Sprintf("agy's conversation was rewound to step %d; what followed it is gone.", *ev.ToStep))
 	}
 }

@@ -135,9 +135,15 @@ type Result struct {
 	// prompts): interrupts while agy waited on a prompt, questions
 	// declined, sessions on a fresh agy (first turn typed), sessions whose
 	// fake answers at most a few steps per read.
-	PromptInterrupts     int `json:"prompt_interrupts"`
-	QuestionsDeclined    int `json:"questions_declined"`
-	ColdStarts           int `json:"cold_starts"`
+	PromptInterrupts  int `json:"prompt_interrupts"`
+	QuestionsDeclined int `json:"questions_declined"`
+	ColdStarts        int `json:"cold_starts"`
+	// AgyErrors: ERROR_MESSAGE steps agy wrote (quota turns), each to be
+	// an error event with a code; Rewinds: RevertToCascadeStep calls agy
+	// took, each to be a conversation_rewound.
+	AgyErrors            int `json:"agy_errors"`
+	Rewinds              int `json:"rewinds"`
+	RewindsUnreported    int `json:"rewinds_unreported"` // rewinds without a conversation_rewound, or the other way round
 	WindowedSessions     int `json:"windowed_sessions"`
 	ItemsExpected        int `json:"items_expected"`
 	ItemsEmitted         int `json:"items_emitted"`
@@ -227,7 +233,7 @@ type Result struct {
 func (r *Result) Failed() bool {
 	return r.Floor && len(r.Problems) > 0 ||
 		r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
-		r.PromptsMisdelivered > 0 || r.PromptsUnresolved > 0 || r.StuckTurns > 0 ||
+		r.PromptsMisdelivered > 0 || r.PromptsUnresolved > 0 || r.StuckTurns > 0 || r.RewindsUnreported > 0 ||
 		r.GoroutinesAfter > r.GoroutinesBefore
 }
 

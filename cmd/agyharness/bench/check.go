@@ -106,6 +106,11 @@ func (d *driver) check(res *Result) {
 		res.WindowedSessions++
 	}
 	res.TurnsFailedClearly += d.turnsFailed
+	res.Rewinds += d.rewinds
+	if n := len(ofType(evs, messages.EventConversationRewound)); n != d.rewinds {
+		res.RewindsUnreported += max(n-d.rewinds, d.rewinds-n)
+		res.problem("session %d: %d rewinds, %d conversation_rewound events", d.i, d.rewinds, n)
+	}
 	res.StuckTurns += d.stuck
 	res.Events += d.received
 	tag := fmt.Sprintf("session %d (fault %q, fake seed %d%s)", d.i, d.fault, res.Seed+int64(d.i), d.fake.live)
@@ -132,7 +137,7 @@ func (d *driver) check(res *Result) {
 	}
 	ids := map[string]int{}
 	for _, ev := range evs {
-		if isItem(ev.Type) {
+		if isItem(ev.Type) || ev.Type == messages.EventError && ev.Code != "" {
 			ids[ev.ID]++
 		}
 	}
@@ -163,6 +168,23 @@ func (d *driver) check(res *Result) {
 				}
 				maxIndex = max(maxIndex, i)
 			}
+		}
+		shown := 0
+		for _, ev := range evs {
+			if ev.ConversationID == conv && ev.Type == messages.EventError && ev.Code != "" {
+				shown++
+			}
+		}
+		errSteps := 0
+		for _, st := range steps {
+			if st.Type == "CORTEX_STEP_TYPE_ERROR_MESSAGE" {
+				errSteps++
+			}
+		}
+		res.AgyErrors += errSteps
+		if shown < errSteps {
+			res.Lost += errSteps - shown
+			res.problem("%s: conversation %s: agy wrote %d ERROR_MESSAGE steps, the session emitted %d errors with a code", tag, conv, errSteps, shown)
 		}
 		for _, t := range itemTypes {
 			res.ItemsExpected += want[t]
@@ -357,4 +379,14 @@ func errorNames(evs []*messages.Event, elicitationID string) bool {
 		}
 	}
 	return false
+}
+
+func ofType(evs []*messages.Event, t messages.EventType) []*messages.Event {
+	var out []*messages.Event
+	for _, ev := range evs {
+		if ev.Type == t {
+			out = append(out, ev)
+		}
+	}
+	return out
 }

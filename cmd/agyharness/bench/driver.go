@@ -13,7 +13,9 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // deltaArrival is a text delta as the consumer keeps it: the text version
@@ -68,6 +70,9 @@ type driver struct {
 	cold                                  bool // no conversation until the first turn: none to be idle before it
 	turns, turnsFailed, interrupts, stuck int
 	promptInterrupts, questionsDeclined   int
+	rewinds                               int      // RevertToCascadeStep calls agy took
+	lastKind                              string   // the kind of the last turn sent
+	lastTurnSeq                           uint64   // the last seq before it
 	stuckAfter                            []uint64 // the last seq before each stuck turn
 	stuckState                            []string // the fake's state when each turn was given up
 	ended                                 bool     // the session ended during the run
@@ -282,11 +287,49 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 		}
 		d.turn(ctx, kind)
 	}
+	if d.lastKind == "background" && d.srv != nil {
+		d.waitWake(ctx)
+	}
+}
+
+// backgroundReply is what agy answers when the "background" turn's task
+// wakes it (campaignScenario).
+const backgroundReply = "The background tests passed."
+
+// waitWake waits for the reply of the run the last turn's background task
+// starts after it (a run nobody typed), so the ground truth the check reads
+// has no step the session could not have seen yet.
+func (d *driver) waitWake(ctx context.Context) {
+	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
+	defer cancel()
+	for {
+		for _, ev := range d.events() {
+			if ev.Seq > d.lastTurnSeq && ev.Type == messages.EventMessage && ev.Text == backgroundReply {
+				return
+			}
+		}
+		select {
+		case <-d.wake:
+		case <-tctx.Done():
+			d.stuck++
+			d.stuckAfter = append(d.stuckAfter, d.lastTurnSeq)
+			d.stuckState = append(d.stuckState, "a background task's wake never seen: "+d.fakeState())
+			return
+		}
+	}
 }
 
 func (d *driver) turn(ctx context.Context, kind string) {
+	if kind == "rewind" {
+		d.rewind(ctx)
+		kind = "text"
+	}
+	// The last turn agy took (a refused one leaves the one before it
+	// last, of a kind not known here: never rewound).
+	d.lastKind = ""
 	d.arm(kind)
 	seq := d.lastSeq()
+	d.lastTurnSeq = seq
 	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
 	defer cancel()
 	if err := d.s.SendTurn(tctx, kind+" turn "+strconv.Itoa(d.turns), ""); err != nil {
@@ -300,6 +343,7 @@ func (d *driver) turn(ctx context.Context, kind string) {
 		return
 	}
 	d.turns++
+	d.lastKind = kind
 	var churn <-chan time.Time
 	if d.fault == FaultPortChurn && d.rng.IntN(2) == 0 {
 		churn = time.After(time.Duration(d.rng.IntN(30)) * time.Millisecond)
@@ -471,4 +515,58 @@ func (d *driver) fakeState() string {
 		fmt.Fprintf(&b, "; %d %s %s", st.Index(), st.Type, st.Status)
 	}
 	return b.String()
+}
+
+// rewind is agy's /rewind of the last turn, over RPC (RevertToCascadeStep
+// to its USER_INPUT), when that turn opened no prompt (an answer the check
+// compares with agy's steps stays there); the session must then report
+// conversation_rewound. Without an in-process fake, or a conversation,
+// nothing is done.
+func (d *driver) rewind(ctx context.Context) {
+	conv := d.s.ConversationID()
+	if d.srv == nil || conv == "" || slices.Contains(promptKinds, d.lastKind) || d.lastKind == "subagent" || d.lastKind == "" {
+		return
+	}
+	steps := d.srv.Steps(conv)
+	at := -1
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Type == wire.StepUserInput {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		return
+	}
+	c, err := rpc.NewClient(rpc.Config{Port: d.srv.Port()})
+	if err != nil {
+		return
+	}
+	seq := d.lastSeq()
+	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
+	defer cancel()
+	if err := c.RevertToCascadeStep(tctx, conv, at); err != nil {
+		return // a fault refused it: agy did not rewind
+	}
+	d.rewinds++
+	for !d.sawRewind(seq) {
+		select {
+		case <-d.wake:
+		case <-tctx.Done():
+			d.stuck++
+			d.stuckAfter = append(d.stuckAfter, seq)
+			d.stuckState = append(d.stuckState, "rewound, never reported: "+d.fakeState())
+			return
+		}
+	}
+}
+
+// sawRewind says whether a conversation_rewound came after seq.
+func (d *driver) sawRewind(seq uint64) bool {
+	for _, ev := range d.events() {
+		if ev.Seq > seq && ev.Type == messages.EventConversationRewound {
+			return true
+		}
+	}
+	return false
 }

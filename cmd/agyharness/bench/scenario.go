@@ -8,12 +8,17 @@ import (
 )
 
 // turnKinds are the kinds of turn the driver sends; each matches one script
-// of campaignScenario by its keyword.
-var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent", "compound", "asks"}
+// of campaignScenario by its keyword, but "rewind": agy's /rewind of the
+// last turn (RevertToCascadeStep over RPC), then a text turn in its place.
+var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent", "compound", "asks", "quota", "rewind"}
 
-// allTurnKinds are every kind campaignScenario knows: turnKinds and
-// "essay", a long answer for throughput runs (--turn-kinds essay).
-var allTurnKinds = append(slices.Clone(turnKinds), "essay")
+// allTurnKinds are every kind campaignScenario knows: turnKinds,
+// "essay", a long answer for throughput runs (--turn-kinds essay), and
+// "background", a turn whose background task wakes agy after it (a run
+// nobody typed). It is not in the default mix: the campaign finds items of
+// a woken run emitted before the last message of the run before it
+// (docs/DECISIONS.md, "Known limits").
+var allTurnKinds = append(slices.Clone(turnKinds), "essay", "background")
 
 // promptKinds are the turn kinds that open a prompt (where prompt-timeout
 // has something to expire).
@@ -50,6 +55,16 @@ func campaignScenario() *agytest.Scenario {
 			agytest.Search(agytest.SearchAction{Tool: "grep_search", Query: "TODO", Path: "/w", Hits: []agytest.SearchHit{{Path: "/w/main.go", Line: 3, Text: "// TODO"}}}),
 			agytest.Edit(agytest.EditAction{Path: "/w/main.go", Chunks: []agytest.EditChunk{{Old: "// TODO\n", New: "// done\n", Line: 3}}}),
 			agytest.Say("Read, listed, searched and edited.", 2),
+		}},
+		{Match: "quota", Actions: []agytest.Action{
+			agytest.Think("Calling the model."),
+			agytest.ProviderErr(agytest.ProviderQuota),
+		}},
+		{Match: "background", Actions: []agytest.Action{
+			// Finished a moment after the turn (a real task takes seconds):
+			// see docs/DECISIONS.md, "Known limits", for one sooner.
+			agytest.Task(agytest.TaskAction{Line: "make test", After: 400, Reply: backgroundReply}),
+			agytest.Say("Started the tests in the background.", 2),
 		}},
 		{Match: "compound", Actions: []agytest.Action{
 			// Asked segment by segment on the same step (agy 1.1.7 on).
