@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/agyharness/agyharness/wire"
+	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
 // rewind is /rewind (alias /undo): the conversation goes back to before
@@ -16,13 +16,7 @@ func (t *terminal) rewind() {
 		return
 	}
 	steps := t.srv.Steps(conv)
-	at := -1
-	for i := len(steps) - 1; i >= 0; i-- {
-		if steps[i].Type == wire.StepUserInput {
-			at = i
-			break
-		}
-	}
+	at := agytest.LastUserInput(steps)
 	if at < 0 {
 		t.notice = "nothing to rewind"
 		return

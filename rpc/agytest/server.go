@@ -722,3 +722,14 @@ func (s *Server) Calls(method string) int {
 	defer s.mu.Unlock()
 	return s.calls[method]
 }
+
+// LastUserInput is the index of the last USER_INPUT step of steps (the
+// step a /rewind of the last turn goes back to), or -1 when there is none.
+func LastUserInput(steps []wire.Step) int {
+	for i := len(steps) - 1; i >= 0; i-- {
+		if steps[i].Type == wire.StepUserInput {
+			return i
+		}
+	}
+	return -1
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
-	"github.com/agyharness/agyharness/wire"
 )
 
 // deltaArrival is a text delta as the consumer keeps it: the text version
@@ -528,13 +527,7 @@ func (d *driver) rewind(ctx context.Context) {
 		return
 	}
 	steps := d.srv.Steps(conv)
-	at := -1
-	for i := len(steps) - 1; i >= 0; i-- {
-		if steps[i].Type == wire.StepUserInput {
-			at = i
-			break
-		}
-	}
+	at := agytest.LastUserInput(steps)
 	if at < 0 {
 		return
 	}
