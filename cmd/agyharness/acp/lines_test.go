@@ -39,35 +39,7 @@ func initializeLine(t *testing.T, id string, size int, idFirst bool) string {
 }
 
 func TestServeAnswersAnOverlongLineAndGoesOn(t *testing.T) {
-	host := actors.NewHost(fastHost())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		assert.NoError(t, host.Shutdown(ctx))
-	})
-	agent, err := NewAgent(Options{Host: host, AttachPort: 1})
-	require.NoError(t, err)
-	toAgentR, toAgentW := io.Pipe()
-	toClientR, toClientW := io.Pipe()
-	served := make(chan error, 1)
-	go func() {
-		served <- agent.Serve(context.Background(), toAgentR, toClientW)
-		_ = toAgentR.Close()
-		_ = toClientW.Close()
-	}()
-
-	responses := make(chan rawResponse, 16)
-	go func() {
-		defer close(responses)
-		sc := bufio.NewScanner(toClientR)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			var r rawResponse
-			if json.Unmarshal(sc.Bytes(), &r) == nil {
-				responses <- r
-			}
-		}
-	}()
+	toAgentW, responses, served := serveAgent(t)
 
 	written := make(chan error, 1)
 	go func() {
@@ -150,33 +122,7 @@ func TestLeadingID(t *testing.T) {
 // want lines it writes back, in order.
 func serveLines(t *testing.T, lines []string, want int) []rawResponse {
 	t.Helper()
-	host := actors.NewHost(fastHost())
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		assert.NoError(t, host.Shutdown(ctx))
-	})
-	agent, err := NewAgent(Options{Host: host, AttachPort: 1})
-	require.NoError(t, err)
-	toAgentR, toAgentW := io.Pipe()
-	toClientR, toClientW := io.Pipe()
-	served := make(chan error, 1)
-	go func() {
-		served <- agent.Serve(context.Background(), toAgentR, toClientW)
-		_ = toAgentR.Close()
-		_ = toClientW.Close()
-	}()
-	responses := make(chan rawResponse, 16)
-	go func() {
-		defer close(responses)
-		sc := bufio.NewScanner(toClientR)
-		for sc.Scan() {
-			var r rawResponse
-			if assert.NoError(t, json.Unmarshal(sc.Bytes(), &r), "the agent writes JSON: %q", sc.Text()) {
-				responses <- r
-			}
-		}
-	}()
+	toAgentW, responses, served := serveAgent(t)
 	go func() {
 		for _, line := range lines {
 			if _, err := io.WriteString(toAgentW, line); err != nil {
@@ -238,4 +184,40 @@ func TestServeAnswersMalformedLines(t *testing.T) {
 	assert.Equal(t, []answer{{"null", -32700}, {"null", -32700}, {"null", -32600}, {"null", -32600}, {"3", -32600}, {"10", 0}}, answers)
 	assert.Equal(t, "Parse error", got[0].Error.Message)
 	assert.NotEmpty(t, got[5].Result, "the request after them is answered")
+}
+
+// serveAgent serves an agent attached to nothing on pipes: what it is sent
+// is written to toAgent, each JSON line it writes back arrives on
+// responses, and served has Serve's result once it ends.
+func serveAgent(t *testing.T) (toAgent *io.PipeWriter, responses <-chan rawResponse, served <-chan error) {
+	t.Helper()
+	host := actors.NewHost(fastHost())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		assert.NoError(t, host.Shutdown(ctx))
+	})
+	agent, err := NewAgent(Options{Host: host, AttachPort: 1})
+	require.NoError(t, err)
+	toAgentR, toAgentW := io.Pipe()
+	toClientR, toClientW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- agent.Serve(context.Background(), toAgentR, toClientW)
+		_ = toAgentR.Close()
+		_ = toClientW.Close()
+	}()
+	out := make(chan rawResponse, 16)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(toClientR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var r rawResponse
+			if assert.NoError(t, json.Unmarshal(sc.Bytes(), &r), "the agent writes JSON: %q", sc.Text()) {
+				out <- r
+			}
+		}
+	}()
+	return toAgentW, out, done
 }
