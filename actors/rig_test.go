@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -238,6 +239,18 @@ func newRigWith(t *testing.T, cfg actors.Config, srv *agytest.Server, spec actor
 	// The first read of a quiet agy ends in idle; tests start from there.
 	r.ev.waitFor(t, messages.EventStatus, func(ev *messages.Event) bool { return ev.State == messages.StateIdle })
 	return r
+}
+
+// conversationsBut are the fake's conversations other than those named:
+// the subagent children, when the root (and a rotation's target) are named.
+func (r *rig) conversationsBut(not ...string) []string {
+	var out []string
+	for _, c := range r.srv.Conversations() {
+		if !slices.Contains(not, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (r *rig) turn(text string) uint64 {

@@ -322,12 +322,7 @@ func TestSubagentMirrored(t *testing.T) {
 	seq := r.turn("delegate")
 	r.ev.waitIdleAfter(t, seq)
 	root := r.s.ConversationID()
-	var children []string
-	for _, c := range r.srv.Conversations() {
-		if c != root {
-			children = append(children, c)
-		}
-	}
+	children := r.conversationsBut(root)
 	require.Len(t, children, 2)
 	for _, child := range children {
 		msg := r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
@@ -597,12 +592,7 @@ func TestSubagentsMirroredAcrossFaults(t *testing.T) {
 			root := r.s.ConversationID()
 			require.NoError(t, r.srv.WaitIdle(context.Background(), root))
 			r.ev.waitIdleAfter(t, seq)
-			var children []string
-			for _, c := range r.srv.Conversations() {
-				if c != root {
-					children = append(children, c)
-				}
-			}
+			children := r.conversationsBut(root)
 			require.Len(t, children, 2)
 			for _, child := range children {
 				r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
@@ -708,12 +698,7 @@ func TestSubagentsOutliveARotation(t *testing.T) {
 	to := r.srv.Clear()
 	r.ev.waitFor(t, messages.EventConversationRotated, func(ev *messages.Event) bool { return ev.To == to })
 	require.NoError(t, r.srv.WaitIdle(context.Background(), old))
-	var children []string
-	for _, c := range r.srv.Conversations() {
-		if c != old && c != to {
-			children = append(children, c)
-		}
-	}
+	children := r.conversationsBut(old, to)
 	require.Len(t, children, 2)
 	for _, child := range children {
 		r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })

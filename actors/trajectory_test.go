@@ -148,12 +148,7 @@ func TestSubagentsAsAgy119(t *testing.T) {
 			r := newRig(t, agytest.Options{Conversation: true, Scenario: sc, LegacySubagents: legacy, ChunkDelay: 5 * time.Millisecond}, actors.Spec{})
 			root := r.s.ConversationID()
 			r.ev.waitIdleAfter(t, r.turn("delegate"))
-			var children []string
-			for _, c := range r.srv.Conversations() {
-				if c != root {
-					children = append(children, c)
-				}
-			}
+			children := r.conversationsBut(root)
 			require.Len(t, children, 2)
 			for _, child := range children {
 				msg := r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
