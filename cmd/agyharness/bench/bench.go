@@ -119,6 +119,14 @@ type Options struct {
 	ClusterLocal bool
 	ClusterNoTLS bool
 	Harness      string
+	// LongSessions, when > 0, runs no campaign: that many sessions on
+	// external fakes whose conversations start with HistorySteps finished
+	// steps, each sent TurnsPerSession text turns one after another, then
+	// reports heap_bytes_per_active_session (longsessions.go). Needs no
+	// faults.
+	LongSessions    int
+	HistorySteps    int
+	TurnsPerSession int
 }
 
 // Result is a campaign's figures, printed by --json.
@@ -224,7 +232,19 @@ type Result struct {
 	FrameCostRatio       *float64           `json:"frame_cost_ratio_1000_vs_10,omitempty"`
 	Problems             []string           `json:"problems,omitempty"`
 	Cluster              *ClusterFigures    `json:"cluster,omitempty"`
-	problemsDropped      int
+	// HeapPeakBytes and HeapEndBytes are this process's heap in use over
+	// the campaign: the highest sampled while the drivers run, and after a
+	// GC when they stop (the sessions still attached). They include the
+	// fakes' when the fakes run in this process (CPUIncludesFakes).
+	HeapPeakBytes uint64 `json:"heap_peak_bytes,omitempty"`
+	HeapEndBytes  uint64 `json:"heap_end_bytes,omitempty"`
+	// HeapBytesPerActiveSession is a long-sessions run's figure
+	// (Options.LongSessions), on conversations of HistorySteps steps
+	// before TurnsPerSession turns.
+	HeapBytesPerActiveSession *float64 `json:"heap_bytes_per_active_session,omitempty"`
+	HistorySteps              int      `json:"history_steps,omitempty"`
+	TurnsPerSession           int      `json:"turns_per_session,omitempty"`
+	problemsDropped           int
 }
 
 // Failed says whether the campaign found a fault in the harness: anything
@@ -285,7 +305,10 @@ func (r *Result) problem(format string, args ...any) {
 }
 
 func (o Options) normalized() (Options, error) {
-	if o.Sessions <= 0 {
+	if err := o.longChecked(); err != nil {
+		return o, err
+	}
+	if o.Sessions <= 0 && o.LongSessions == 0 {
 		return o, fmt.Errorf("bench: --sessions must be positive, got %d", o.Sessions)
 	}
 	if o.Duration <= 0 {

@@ -52,6 +52,9 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.BoolVar(&o.ClusterLocal, "cluster-local", false, "with --cluster, drive each session through its own node (the local figures beside the cross-node ones)")
 	fs.BoolVar(&o.ClusterNoTLS, "cluster-no-tls", false, "with --cluster, run the nodes without mutual TLS (--insecure-cluster-no-auth), to compare")
 	fs.StringVar(&o.Harness, "harness", "", "with --cluster, the agyharness binary to run the nodes (default: this one)")
+	fs.IntVar(&o.LongSessions, "long-sessions", 0, "run no campaign: this many sessions on external fakes, each sent --turns-per-session text turns on a conversation of --history-steps steps, and report the heap per active session (needs --faults none)")
+	fs.IntVar(&o.HistorySteps, "history-steps", 0, "with --long-sessions, the finished steps each conversation starts with")
+	fs.IntVar(&o.TurnsPerSession, "turns-per-session", 1000, "with --long-sessions, the text turns each session is sent")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,6 +112,12 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 	}
 	if r.HeapBytesPerIdle != nil {
 		fmt.Fprintf(&b, "idle session: %.0f heap bytes, %.1f goroutines\n", *r.HeapBytesPerIdle, *r.GoroutinesPerIdle)
+	}
+	if r.HeapPeakBytes > 0 {
+		fmt.Fprintf(&b, "heap: %d bytes peak, %d at the end\n", r.HeapPeakBytes, r.HeapEndBytes)
+	}
+	if r.HeapBytesPerActiveSession != nil {
+		fmt.Fprintf(&b, "active session: %.0f heap bytes after %d turns on %d history steps\n", *r.HeapBytesPerActiveSession, r.TurnsPerSession, r.HistorySteps)
 	}
 	if r.CPUUsPerIdleSessionS != nil {
 		fmt.Fprintf(&b, "idle session: %.1fµs CPU per second\n", *r.CPUUsPerIdleSessionS)

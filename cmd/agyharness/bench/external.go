@@ -88,7 +88,7 @@ func startExternalFakes(ctx context.Context, o Options, n int) (*externalFakes, 
 	}
 	e.cmd = exec.Command(bin, "--conversation", "--servers", strconv.Itoa(n), "--exit-on-eof", "--times", e.times,
 		"--seed", strconv.FormatInt(o.Seed, 10), "--scenario", scPath,
-		"--chunk-delay", o.ChunkDelay.String(), "--prompt-timeout", "1m")
+		"--chunk-delay", o.ChunkDelay.String(), "--prompt-timeout", "1m", "--history-steps", strconv.Itoa(o.HistorySteps))
 	e.cmd.Stderr = os.Stderr
 	if e.stdin, err = e.cmd.StdinPipe(); err != nil {
 		return fail(err)

@@ -38,7 +38,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return runCluster(ctx, o)
 	}
 	b := &bench{o: o, res: newResult(o)}
-	if o.HeapProfile != "" {
+	if o.HeapProfile != "" || o.HeapProfileEnd != "" && o.LongSessions > 0 {
 		// Sample finely enough to attribute a few KiB per session.
 		runtime.MemProfileRate = 4096
 	}
@@ -46,6 +46,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		if err := b.frameCost(); err != nil {
 			return nil, err
 		}
+	}
+	if o.LongSessions > 0 {
+		if b.ext, err = startExternalFakes(ctx, o, o.LongSessions); err != nil {
+			return nil, err
+		}
+		defer b.ext.kill()
+		if err := b.longSessions(ctx); err != nil {
+			return nil, err
+		}
+		if _, _, _, err := b.ext.stop(); err != nil {
+			return nil, err
+		}
+		b.res.GoroutinesAfter = settleGoroutines(b.res.GoroutinesBefore, 5*time.Second)
+		return b.res, nil
 	}
 	if o.ExternalFakes {
 		if b.ext, err = startExternalFakes(ctx, o, o.Sessions+o.IdleSessions); err != nil {
@@ -240,7 +254,9 @@ func (b *bench) drive(ctx context.Context) ([]*driver, error) {
 	}
 
 	// Turns run for Duration after every session is attached.
+	sampler := startHeapSampler(time.Second)
 	res.driveAll(ctx, drivers, o.Duration)
+	res.HeapPeakBytes, res.HeapEndBytes = sampler.peak(), heapNow()
 	if o.HeapProfileEnd != "" {
 		runtime.GC()
 		if err := writeHeapProfile(o.HeapProfileEnd); err != nil {
