@@ -122,6 +122,11 @@ type Config struct {
 	// EventLog is how many recent events a session keeps for resuming
 	// subscribers (Last-Event-ID). Default 4096.
 	EventLog int
+	// EventLogBytes bounds the same events in bytes (an estimate of what
+	// the log holds: its slots, the events' structs and texts); the
+	// oldest go first, the newest event is always kept. Default 256 KiB.
+	// The resume window is the last EventLog events within EventLogBytes.
+	EventLogBytes int
 	// CoalesceAfter is how many events may wait for a slow subscriber
 	// before consecutive deltas of one item are merged. Default 256.
 	CoalesceAfter int
@@ -169,6 +174,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.EventLog <= 0 {
 		c.EventLog = 4096
+	}
+	if c.EventLogBytes <= 0 {
+		c.EventLogBytes = DefaultEventLogBytes
 	}
 	if c.CoalesceAfter <= 0 {
 		c.CoalesceAfter = 256

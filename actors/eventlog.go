@@ -1,26 +1,32 @@
 package actors
 
 import (
+	"encoding/json"
 	"slices"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/agyharness/agyharness/messages"
 )
 
 // eventLog is a session's events on their way out. The session actor alone
-// uses it: publish numbers an event (seq), keeps it among the last
-// Config.EventLog events (for subscribers that resume after a seq), keeps
-// the requests of prompts still open (for subscribers that come later), and
-// hands it to every subscription, which merges lagging deltas
-// (subscription.go). Only published is read elsewhere (Session.Stats).
+// uses it: publish numbers an event (seq), keeps it among the last events
+// (for subscribers that resume after a seq: the resume window, at most
+// Config.EventLog events and Config.EventLogBytes bytes, the newest event
+// always), keeps the requests of prompts still open (for subscribers that
+// come later), and hands it to every subscription, which merges lagging
+// deltas (subscription.go). Only published is read elsewhere
+// (Session.Stats).
 type eventLog struct {
 	sessionID string
 	size      int // Config.EventLog
+	budget    int // Config.EventLogBytes (0: no bound in bytes)
 
 	seq          uint64
-	ring         []logEntry        // the last size events: a ring once full
-	start        int               // index of the oldest event in ring, once full
+	ring         []logEntry        // the kept events, a ring: n of them from start
+	start, n     int               // the oldest kept event's index in ring, and how many are kept
+	bytes        int               // the kept entries' bytes beyond their slots in ring (logEntry.size)
 	openRequests []*messages.Event // elicitation_request events of prompts still open, as published
 	resolved     map[string]bool   // elicitations that were open and have been resolved
 	subs         []*Subscription
@@ -31,8 +37,13 @@ type eventLog struct {
 	published atomic.Uint64
 }
 
-func newEventLog(sessionID string, size int) eventLog {
-	return eventLog{sessionID: sessionID, size: size}
+// DefaultEventLogBytes is Config.EventLogBytes' default.
+const DefaultEventLogBytes = 256 << 10
+
+// newEventLog keeps at most size events and budget bytes (0: no bound in
+// bytes).
+func newEventLog(sessionID string, size, budget int) eventLog {
+	return eventLog{sessionID: sessionID, size: size, budget: budget}
 }
 
 // publish stamps ev with the session id and the next seq, keeps it, and
@@ -106,26 +117,58 @@ func (l *eventLog) close() {
 	l.subs = nil
 }
 
-// keep keeps ev among the last size events. Once the log is full it is a
-// ring: the newest event overwrites the oldest, in constant time (shifting
-// the whole log per event cost every long session).
+// keep keeps ev, the newest event, and lets go of the oldest ones past
+// the log's bounds: size events, and budget bytes (the ring's slots and
+// what the kept entries hold beyond them, as entryBytes estimates it). The
+// ring grows only while the budget has room for its larger slice, so its
+// slots count too; adding and letting go are constant time.
 func (l *eventLog) keep(ev *messages.Event) {
 	e := l.entryOf(ev)
-	if len(l.ring) < l.size {
-		l.ring = append(l.ring, e)
-		return
+	for l.n > 0 {
+		need := len(l.ring)
+		if l.n == need {
+			need = l.grown()
+		}
+		if l.n < l.size && (l.budget <= 0 || need*logEntrySize+l.bytes+e.size <= l.budget) {
+			break
+		}
+		l.dropOldest()
 	}
-	l.ring[l.start] = e
+	if l.n == len(l.ring) {
+		ring := make([]logEntry, l.grown())
+		for i := range l.n {
+			ring[i] = l.ring[(l.start+i)%len(l.ring)]
+		}
+		l.ring, l.start = ring, 0
+	}
+	l.ring[(l.start+l.n)%len(l.ring)] = e
+	l.n++
+	l.bytes += e.size
+}
+
+// grown is the ring's length once it grows: twice as many slots, within
+// size and what budget has room for (one slot at least).
+func (l *eventLog) grown() int {
+	n := min(l.size, max(16, 2*len(l.ring)))
+	if l.budget > 0 {
+		n = min(n, max(1, l.budget/logEntrySize))
+	}
+	return max(n, len(l.ring)+1)
+}
+
+// dropOldest lets go of the oldest kept event.
+func (l *eventLog) dropOldest() {
+	l.bytes -= l.ring[l.start].size
+	l.ring[l.start] = logEntry{}
 	l.start = (l.start + 1) % len(l.ring)
+	l.n--
 }
 
 // logged returns the kept events, oldest first.
 func (l *eventLog) logged() []*messages.Event {
-	out := make([]*messages.Event, 0, len(l.ring))
-	for _, part := range [][]logEntry{l.ring[l.start:], l.ring[:l.start]} {
-		for i := range part {
-			out = append(out, l.eventOf(&part[i]))
-		}
+	out := make([]*messages.Event, 0, l.n)
+	for i := range l.n {
+		out = append(out, l.eventOf(&l.ring[(l.start+i)%len(l.ring)]))
 	}
 	return out
 }
@@ -146,16 +189,55 @@ type logEntry struct {
 	item   string
 	delta  string
 	call   string // a tool output delta's call_id
+	size   int    // what it holds beyond its slot (entryBytes)
+}
+
+// logEntrySize is a logEntry's slot in the ring.
+const logEntrySize = int(unsafe.Sizeof(logEntry{}))
+
+// eventSize is an Event's struct alone.
+const eventSize = int(unsafe.Sizeof(messages.Event{}))
+
+// entryBytes estimates what e holds beyond its slot: a delta's strings, or
+// a whole event's struct and texts (its structured parts, rare, by their
+// JSON's length). Strings it shares with other events (the ids of the
+// session, the conversation and the item) are counted for each, so the
+// estimate errs high.
+func entryBytes(e *logEntry) int {
+	ev := e.whole
+	if ev == nil {
+		return len(e.id) + len(e.item) + len(e.delta) + len(e.call)
+	}
+	n := eventSize + len(ev.ID) + len(ev.ItemID) + len(ev.Text) + len(ev.Delta) + len(ev.Snapshot) +
+		len(ev.CallID) + len(ev.Name) + len(ev.Arguments) + len(ev.Output) + len(ev.Title) + len(ev.URL) +
+		len(ev.Message) + len(ev.Raw) + len(ev.DisplayName) + len(ev.Model) + len(ev.From) + len(ev.To)
+	if ev.Locations != nil || ev.Diffs != nil || ev.Hits != nil || ev.Questions != nil || ev.Command != nil ||
+		ev.Resource != nil || ev.Choices != nil || ev.Elicitation != nil {
+		b, _ := json.Marshal(struct {
+			L []messages.Location      `json:"l"`
+			D []messages.FileDiff      `json:"d"`
+			H []messages.Hit           `json:"h"`
+			Q []messages.Question      `json:"q"`
+			C *messages.CommandLine    `json:"c"`
+			R *messages.Resource       `json:"r"`
+			O []messages.Choice        `json:"o"`
+			E *messages.MCPElicitation `json:"e"`
+		}{ev.Locations, ev.Diffs, ev.Hits, ev.Questions, ev.Command, ev.Resource, ev.Choices, ev.Elicitation})
+		n += len(b)
+	}
+	return n
 }
 
 // entryOf is ev as the log keeps it.
 func (l *eventLog) entryOf(ev *messages.Event) logEntry {
-	if !ev.Type.Delta() || ev.SessionID != l.sessionID || !deltaOnly(ev) ||
-		(ev.CallID != "" && ev.Type != messages.EventFunctionCallOutputDelta) {
-		return logEntry{whole: ev}
+	e := logEntry{whole: ev}
+	if ev.Type.Delta() && ev.SessionID == l.sessionID && deltaOnly(ev) &&
+		(ev.CallID == "" || ev.Type == messages.EventFunctionCallOutputDelta) {
+		e = logEntry{typ: ev.Type, seq: ev.Seq, time: ev.Time, id: ev.ID, conv: ev.ConversationID,
+			parent: ev.ParentConversationID, item: ev.ItemID, delta: ev.Delta, call: ev.CallID}
 	}
-	return logEntry{typ: ev.Type, seq: ev.Seq, time: ev.Time, id: ev.ID, conv: ev.ConversationID,
-		parent: ev.ParentConversationID, item: ev.ItemID, delta: ev.Delta, call: ev.CallID}
+	e.size = entryBytes(&e)
+	return e
 }
 
 // eventOf is the event a log entry keeps (a delta's, made anew).

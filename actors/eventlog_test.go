@@ -18,7 +18,7 @@ import (
 // seq order.
 func TestEventLogKeepsTheLastEventsInOrder(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
-	log := newEventLog("log", 5)
+	log := newEventLog("log", 5, 0)
 	for i := range 13 {
 		log.publish(&messages.Event{Type: messages.EventStatus, ID: fmt.Sprint("e", i)})
 		if i == 3 {
@@ -48,7 +48,7 @@ func TestEventLogKeepsTheLastEventsInOrder(t *testing.T) {
 // closed is closed at once.
 func TestEventLogReplaysOpenPromptsToLateSubscribers(t *testing.T) {
 	p := &pumps{abandon: make(chan struct{})}
-	log := newEventLog("log", 2)
+	log := newEventLog("log", 2, 0)
 	log.publish(&messages.Event{Type: messages.EventElicitationRequest, ID: "q1", ElicitationID: "e1"})
 	log.publish(&messages.Event{Type: messages.EventElicitationRequest, ID: "q2", ElicitationID: "e2"})
 	for i := range 3 {
@@ -76,7 +76,7 @@ func TestEventLogReplaysOpenPromptsToLateSubscribers(t *testing.T) {
 // gets each exactly as published, whether the log kept it in a delta's
 // fields or whole. A field added to Event and not to deltaOnly fails here.
 func TestLogKeepsEveryFieldOfAnEvent(t *testing.T) {
-	log := newEventLog("log", 4096)
+	log := newEventLog("log", 4096, 0)
 	delta := func() *messages.Event {
 		return &messages.Event{Type: messages.EventOutputTextDelta, ID: "c/3/text@10", SessionID: "log", ConversationID: "c",
 			Seq: 1, Time: time.Unix(1700000000, 5), ItemID: "c/3/message", Delta: "more text"}
@@ -111,7 +111,7 @@ func TestLogKeepsEveryFieldOfAnEvent(t *testing.T) {
 		default:
 			t.Fatalf("field %s of kind %s: teach this test to set it", f.Name, v.Kind())
 		}
-		log.ring, log.start = nil, 0
+		log.ring, log.start, log.n = nil, 0, 0
 		log.keep(ev)
 		require.Equal(t, ev, log.logged()[0], "with %s set", f.Name)
 	}
@@ -121,7 +121,7 @@ func TestLogKeepsEveryFieldOfAnEvent(t *testing.T) {
 // default) holds about 1 MB, where whole events would take about 3 MB.
 func TestFullLogOfDeltas(t *testing.T) {
 	cfg := Config{}.withDefaults()
-	log := newEventLog("log", cfg.EventLog)
+	log := newEventLog("log", cfg.EventLog, 0)
 	text := strings.Repeat("a sentence of a long answer, ", 3)
 	var ms runtime.MemStats
 	runtime.GC()
@@ -143,7 +143,7 @@ func TestFullLogOfDeltas(t *testing.T) {
 // TestLogKeepsAToolOutputDeltaCompact: a command's output delta is kept in a
 // delta's fields, its call id with it, and comes back as published.
 func TestLogKeepsAToolOutputDeltaCompact(t *testing.T) {
-	log := newEventLog("log", 4096)
+	log := newEventLog("log", 4096, 0)
 	ev := &messages.Event{Type: messages.EventFunctionCallOutputDelta, ID: "c/4/output@10", SessionID: "log", ConversationID: "c",
 		Seq: 3, Time: time.Unix(1700000000, 5), ItemID: "c/4/output", CallID: "traj:4", Delta: "ok  w/db\n"}
 	log.keep(ev)
@@ -154,4 +154,39 @@ func TestLogKeepsAToolOutputDeltaCompact(t *testing.T) {
 		Seq: 4, ItemID: "c/3/message", CallID: "x", Delta: "hi"}
 	log.keep(text)
 	require.Same(t, text, log.ring[1].whole, "a text delta with a call id is unusual: kept whole")
+}
+
+// TestEventLogHoldsItsByteBudget: whole events of a few hundred bytes,
+// far fewer than the log's count, fill its budget in bytes: the log keeps
+// the newest ones, in order, and holds about its budget (the ring's slots
+// counted in); an event larger than the whole budget is still kept, alone.
+func TestEventLogHoldsItsByteBudget(t *testing.T) {
+	const budget = 64 << 10
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	before := ms.HeapAlloc
+	log := newEventLog("log", 4096, budget)
+	for i := range 3000 {
+		log.publish(&messages.Event{Type: messages.EventMessage, ID: fmt.Sprint("c/", i, "/message"), Text: strings.Repeat("x", 300)})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	held := int64(ms.HeapAlloc) - int64(before)
+	kept := log.logged()
+	t.Logf("%d events kept in %d bytes (estimated %d)", len(kept), held, len(log.ring)*logEntrySize+log.bytes)
+	require.Less(t, len(kept), 3000)
+	require.Greater(t, len(kept), 10)
+	for i, ev := range kept {
+		require.Equal(t, uint64(3000-len(kept)+i+1), ev.Seq, "the newest, in order")
+	}
+	require.LessOrEqual(t, len(log.ring)*logEntrySize+log.bytes, budget)
+	require.Less(t, held, int64(budget+budget/2), "what the log holds is about its budget")
+
+	huge := &messages.Event{Type: messages.EventMessage, ID: "c/huge/message", Text: strings.Repeat("y", 2*budget)}
+	log.publish(huge)
+	require.Equal(t, []*messages.Event{huge}, log.logged(), "the newest event is kept, whatever its size")
+	log.publish(&messages.Event{Type: messages.EventStatus, ID: "s"})
+	require.Len(t, log.logged(), 1, "and let go of when the next one needs the room")
+	runtime.KeepAlive(&log)
 }

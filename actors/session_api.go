@@ -298,7 +298,7 @@ type sessionView struct {
 func newSessionShared(spec Spec, cfg Config, wg *sync.WaitGroup, p *pumps, system *actor.ActorSystem) *sessionShared {
 	c := &sessionShared{
 		spec: spec, cfg: cfg, wg: wg, pumps: p, system: system,
-		events: newEventLog(spec.SessionID, cfg.EventLog),
+		events: newEventLog(spec.SessionID, cfg.EventLog, cfg.EventLogBytes),
 		bound:  make(chan struct{}),
 		done:   make(chan struct{}),
 	}
