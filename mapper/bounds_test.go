@@ -2,6 +2,8 @@ package mapper
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -131,4 +133,44 @@ func TestClosedPromptsAreLetGo(t *testing.T) {
 	}
 	assert.LessOrEqual(t, len(r.prompts), 1)
 	assert.LessOrEqual(t, len(r.promptIDs), 1)
+}
+
+// A finished step's bytes are not kept beside what was mapped of them: of
+// a history read in windows, only the last step (where the next read
+// starts) keeps its raw bytes, and no finished reply keeps its text. A
+// live step keeps its bytes (the next read brings them again, reused)
+// until it finishes and another follows. Read again, nothing is emitted.
+func TestReconcilerKeepsNoFinishedStepsBytes(t *testing.T) {
+	r := newTestReconciler()
+	reply := strings.Repeat("a long finished reply. ", 100)
+	var steps []wire.Step
+	for k := range 500 {
+		steps = append(steps, userStep(fmt.Sprintf("turn %d", k), ""), plannerStep(wire.StatusDone, "", reply))
+	}
+	steps = indexed(steps)
+	for off := 0; off < len(steps); off += 300 {
+		r.Apply(FromWindow(steps[off:min(off+300, len(steps))], off, "", at(0)))
+	}
+	held := func() (raw, text int, kept []int) {
+		for i, st := range r.slots {
+			raw += len(st.raw)
+			text += len(st.text.cur) + len(st.thinking.cur) + len(st.out.cur)
+			if len(st.raw) > 0 {
+				kept = append(kept, i)
+			}
+		}
+		return raw, text, kept
+	}
+	raw, text, kept := held()
+	assert.Equal(t, []int{len(steps) - 1}, kept, "only the last step keeps its bytes")
+	assert.Less(t, raw, 2*len(reply)+1024)
+	assert.Zero(t, text, "no finished step keeps its text")
+
+	live := indexed(append(slices.Clone(steps), plannerStep(wire.StatusRunning, "", "streaming")))
+	r.Apply(FromWindow(live[len(steps)-1:], len(steps)-1, wire.RunRunning, at(1)))
+	_, _, kept = held()
+	slices.Sort(kept)
+	assert.Equal(t, []int{len(steps)}, kept, "the live step keeps its bytes; the one before it is finished and no longer last")
+
+	assert.Empty(t, ofType(r.Apply(FromWindow(steps, 0, wire.RunRunning, at(2))), messages.EventMessage), "read again: nothing new")
 }

@@ -87,7 +87,10 @@ type slot struct {
 	// raw is the Raw that hash was taken of when that copy came in a
 	// snapshot (nil after a frame: frames' copies are not kept alive). A
 	// snapshot step that rpc reused from the poller's previous read carries
-	// this very slice again, and is known unchanged without hashing.
+	// this very slice again, and is known unchanged without hashing. Only
+	// the steps a read can bring again keep it (keepRaw): a finished step
+	// before the last is read again only when a read starts over, and is
+	// hashed then.
 	raw      []byte
 	typ      wire.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
@@ -291,6 +294,9 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		return
 	}
 	if index >= r.known {
+		if prev := r.slots[r.known-1]; prev != nil && prev.terminal {
+			prev.raw = nil // no longer the last step: keepRaw
+		}
 		r.known = index + 1
 	}
 	st := r.slots[index]
@@ -306,7 +312,7 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		raw = s.Raw
 	}
 	if st != nil && st.hash == h {
-		st.raw = raw
+		r.keepRaw(index, st, raw)
 		return
 	}
 	if st != nil && r.rewritten(index, st, s) {
@@ -331,9 +337,11 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 	}
 	terminal := s.Status.Terminal()
 	if st.terminal && !terminal {
+		r.keepRaw(index, st, raw)
 		return // a stale live copy of a finished step
 	}
 	st.terminal = terminal
+	r.keepRaw(index, st, raw)
 
 	r.expireBehind(index, s)
 
@@ -360,6 +368,18 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		}
 		r.prompt(index, s, st)
 	}
+}
+
+// keepRaw keeps raw (a snapshot copy's Raw, or nil) in the slot of index
+// while a read can bring that very slice again: the step can still change,
+// or it is the last one (a read starts there when every step is finished:
+// trajectoryWindow.from). A finished step's bytes are not kept beside what
+// was mapped of them.
+func (r *Reconciler) keepRaw(index int, st *slot, raw []byte) {
+	if st.terminal && index < r.known-1 {
+		raw = nil
+	}
+	st.raw = raw
 }
 
 // hashStep hashes the raw bytes of a step (or its encoding, for steps built
