@@ -51,7 +51,7 @@ func TestReconcilerKeepsABoundedWindowOfALongHistory(t *testing.T) {
 	assert.Len(t, ofType(evs, messages.EventFunctionCallOutput), turns)
 	assert.Equal(t, 3*turns, r.Steps())
 
-	bound := 2048 + 2048/4 // the default window and its slack
+	bound := DefaultWindow + DefaultWindow/4 // the default window and its slack
 	assert.LessOrEqual(t, len(r.slots), bound, "steps kept whole")
 	assert.LessOrEqual(t, len(r.commands), 256, "command lines kept")
 	assert.LessOrEqual(t, len(r.statusIDs), bound, "status ids kept")

@@ -42,7 +42,7 @@ type Reconciler struct {
 	known int           // highest step index seen + 1
 	// The steps dropped from the window (window.go): a fingerprint per
 	// index from pastBase on; indices below pastBase are sealed.
-	past            []uint32
+	past            []stepPrint
 	pastBase        int
 	window, maxPast int
 	// stale: the observation being applied is a snapshot that ends before

@@ -15,6 +15,9 @@ type rewindState struct {
 	// retired: the identities (index and createdAt) of the steps rewinds
 	// removed. A copy of one is a read made before the rewind: stale.
 	retired map[string]bool
+	// retiredPrints: the same for the steps that were dropped from the
+	// window (their index and createdAt's hash: retiredPrint).
+	retiredPrints map[uint64]bool
 	// shorter: the length a snapshot's summary gave that was shorter than
 	// the steps seen (-1: none). A second snapshot in a row saying so
 	// confirms it; one read alone may be older than what a frame showed.
@@ -22,7 +25,9 @@ type rewindState struct {
 	end     int // the end of the snapshot being applied
 }
 
-func newRewindState() rewindState { return rewindState{retired: map[string]bool{}, shorter: -1} }
+func newRewindState() rewindState {
+	return rewindState{retired: map[string]bool{}, retiredPrints: map[uint64]bool{}, shorter: -1}
+}
 
 func identity(index int, created string) string { return strconv.Itoa(index) + "@" + created }
 
@@ -56,7 +61,11 @@ func (r *Reconciler) Epoch() int { return r.rewinds.epoch }
 // retired reports whether s is a copy of a step a rewind removed.
 func (r *Reconciler) retired(index int, s *wire.Step) bool {
 	c := s.Metadata.CreatedAt
-	return c != "" && len(r.rewinds.retired) > 0 && r.rewinds.retired[identity(index, c)]
+	if c == "" {
+		return false
+	}
+	return len(r.rewinds.retired) > 0 && r.rewinds.retired[identity(index, c)] ||
+		len(r.rewinds.retiredPrints) > 0 && r.rewinds.retiredPrints[retiredPrint(index, createdPrint(c))]
 }
 
 // rewritten reports whether the step at index is another step than the
@@ -119,6 +128,7 @@ func (r *Reconciler) rewind(to int) {
 		}
 		delete(r.slots, i)
 	}
+	r.forgetFrom(to)
 	r.closingTurn = true
 	for _, p := range r.prompts {
 		if !p.closed && p.StepIndex >= to {

@@ -1,6 +1,8 @@
 package mapper
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -190,4 +192,58 @@ func TestReaskAfterARewind(t *testing.T) {
 	assert.Equal(t, testConv+"/r1/prompt/3.2/request", reqs[0].ID)
 	_, ok := r.Prompt(testConv + "/r1/prompt/3.2")
 	assert.True(t, ok)
+}
+
+// longCreated is a history of n finished turns (2n steps), each step with
+// its own createdAt.
+func longCreated(n int) []wire.Step {
+	var steps []wire.Step
+	for k := range n {
+		steps = append(steps,
+			created(userStep(fmt.Sprintf("turn %d", k), "MODEL_M20"), fmt.Sprintf("%02d.%04dU", k%60, k)),
+			created(plannerStep(wire.StatusDone, "", fmt.Sprintf("reply %d", k)), fmt.Sprintf("%02d.%04dP", k%60, k)))
+	}
+	return steps
+}
+
+// A rewind far behind the window (its steps dropped, fingerprints kept):
+// the new turn written at the freed indices is delivered, not taken for
+// the dropped steps of the same type there; a read from before the rewind
+// brings nothing back.
+func TestRewindBehindTheWindowDeliversTheNewTurn(t *testing.T) {
+	r := NewReconciler(Config{ConversationID: testConv, Window: 16})
+	hist := longCreated(100)
+	r.Apply(lengthSnapshot(1, wire.RunIdle, len(hist), hist...))
+	require.Nil(t, r.slots[40], "step 40 dropped")
+	r.Apply(lengthSnapshot(2, wire.RunIdle, 40, hist[:40]...))
+	evs := r.Apply(lengthSnapshot(3, wire.RunIdle, 40, hist[:40]...))
+	require.Len(t, ofType(evs, messages.EventConversationRewound), 1)
+
+	next := append(slices.Clone(hist[:40]), created(userStep("instead", "MODEL_M20"), "59.9999U"), created(plannerStep(wire.StatusDone, "", "anew"), "59.9999P"))
+	evs = r.Apply(lengthSnapshot(4, wire.RunIdle, 42, next...))
+	users := ofType(evs, messages.EventUserMessage)
+	require.Len(t, users, 1, "the new turn at the freed index is delivered")
+	assert.Equal(t, "instead", users[0].Text)
+	assert.Equal(t, testConv+"/r1/40/user", users[0].ID)
+
+	assert.Empty(t, ofType(r.Apply(lengthSnapshot(5, wire.RunIdle, 42, append(slices.Clone(next), hist[42:]...)...)), messages.EventMessage),
+		"a read from before the rewind brings nothing back")
+}
+
+// A step behind the window written anew (another createdAt at its index)
+// is a rewind to it, as a kept step's would be: conversation_rewound, then
+// the new step's items.
+func TestDroppedStepWithAnotherCreatedAtIsARewind(t *testing.T) {
+	r := NewReconciler(Config{ConversationID: testConv, Window: 16})
+	hist := longCreated(100)
+	r.Apply(snapshot(1, wire.RunIdle, hist...))
+	require.Nil(t, r.slots[40], "step 40 dropped")
+	again := []wire.Step{created(userStep("instead", "MODEL_M20"), "59.9999U")}
+	evs := r.Apply(FromWindow(indexed(again), 40, wire.RunIdle, at(2)))
+	rewound := ofType(evs, messages.EventConversationRewound)
+	require.Len(t, rewound, 1)
+	assert.Equal(t, messages.Ptr(40), rewound[0].ToStep)
+	users := ofType(evs, messages.EventUserMessage)
+	require.Len(t, users, 1)
+	assert.Equal(t, "instead", users[0].Text)
 }

@@ -11,9 +11,12 @@ import (
 const (
 	// DefaultWindow is Config.Window's default: the step indices a
 	// reconciler keeps whole, counted back from the highest one seen.
-	DefaultWindow = 2048
-	// DefaultFingerprints is Config.Fingerprints' default: 4 bytes each,
-	// 4 MiB at most.
+	// Reads start at the first step that can still change, so a finished
+	// step behind comes again only when a read starts over; its
+	// fingerprint then tells it delivered, or rewritten.
+	DefaultWindow = 512
+	// DefaultFingerprints is Config.Fingerprints' default: 8 bytes each,
+	// 8 MiB at most.
 	DefaultFingerprints = 1 << 20
 )
 
@@ -34,17 +37,36 @@ const maxCommands = 256
 // index). A copy of a dropped step with the same type is already
 // delivered (an INVOKE_SUBAGENT copy still names its children); one with
 // another type is a new step (history rewritten), mapped from scratch as a
-// slot would be. At most Config.Fingerprints indices keep a fingerprint:
-// past that the oldest are sealed (indices below pastBase), and a copy of a
-// sealed step is taken as delivered.
+// slot would be. The fingerprint also holds a hash of the step's createdAt
+// (its identity at that index, 4 bytes more): a copy with another one is
+// agy's history cut back to that index and written anew (a /rewind), seen
+// as a slot sees it (rewritten). At most Config.Fingerprints indices keep a
+// fingerprint: past that the oldest are sealed (indices below pastBase),
+// and a copy of a sealed step is taken as delivered.
 
-// typeSeed hashes step types into fingerprints.
+// typeSeed hashes step types and createdAt times into fingerprints.
 var typeSeed = maphash.MakeSeed()
 
-// fingerprint is what is kept of a dropped step: its type's hash, never 0.
+// stepPrint is what is kept of a dropped step: its type's hash (never 0;
+// 0: no step was dropped at that index) and its createdAt's (0: none).
+type stepPrint struct{ typ, created uint32 }
+
+// fingerprint is a step's type's hash, never 0.
 func fingerprint(t wire.StepType) uint32 {
 	return uint32(maphash.String(typeSeed, string(t))) | 1
 }
+
+// createdPrint is a createdAt's hash, never 0; 0 for none.
+func createdPrint(c string) uint32 {
+	if c == "" {
+		return 0
+	}
+	return uint32(maphash.String(typeSeed, c)) | 1
+}
+
+// retiredPrint is the key of a dropped step a rewind removed, among
+// rewindState.retiredPrints.
+func retiredPrint(index int, created uint32) uint64 { return uint64(index)<<32 | uint64(created) }
 
 // Footprint is what a reconciler holds, counted in entries.
 type Footprint struct {
@@ -71,11 +93,15 @@ func (r *Reconciler) dropped(index int, s *wire.Step) bool {
 		return true // sealed: taken as delivered
 	}
 	j := index - r.pastBase
-	if j >= len(r.past) || r.past[j] == 0 {
+	if j >= len(r.past) || r.past[j].typ == 0 {
 		return false // never dropped: a new step
 	}
-	if s.Type != "" && fingerprint(s.Type) != r.past[j] {
-		r.past[j] = 0 // another step now (history rewritten): a new one
+	if c := createdPrint(s.Metadata.CreatedAt); c != 0 && r.past[j].created != 0 && c != r.past[j].created {
+		r.rewind(index) // another step at this index: agy's history written anew from it
+		return false
+	}
+	if s.Type != "" && fingerprint(s.Type) != r.past[j].typ {
+		r.past[j] = stepPrint{} // another step now (history rewritten): a new one
 		return false
 	}
 	if s.Type == wire.StepInvokeSubagent {
@@ -140,7 +166,24 @@ func (r *Reconciler) drop(index int, st *slot) {
 		r.past = slices.Grow(r.past, j+1-n)[:j+1]
 		clear(r.past[n:])
 	}
-	r.past[j] = fingerprint(st.typ)
+	r.past[j] = stepPrint{typ: fingerprint(st.typ), created: createdPrint(st.created)}
+}
+
+// forgetFrom lets go of the fingerprints from index on (a rewind to it):
+// the steps written there next are new. Those with a createdAt are retired:
+// a copy of one is a read made before the rewind.
+func (r *Reconciler) forgetFrom(index int) {
+	j := max(index-r.pastBase, 0)
+	if j >= len(r.past) {
+		return
+	}
+	for k, p := range r.past[j:] {
+		if p.typ != 0 && p.created != 0 {
+			r.rewinds.retiredPrints[retiredPrint(r.pastBase+j+k, p.created)] = true
+		}
+	}
+	clear(r.past[j:])
+	r.past = r.past[:j]
 }
 
 // letGoOfClosedPrompts forgets the prompts that are closed: nothing asks
