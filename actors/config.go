@@ -116,7 +116,7 @@ type Config struct {
 	// StepWindow is how many of a conversation's latest step indices a
 	// session keeps whole (mapper.Config.Window): older finished steps are
 	// dropped from memory, a fingerprint of 4 bytes kept. Default
-	// mapper.DefaultWindow (2048).
+	// mapper.DefaultWindow (512).
 	StepWindow int
 
 	// EventLog is how many recent events a session keeps for resuming

@@ -28,7 +28,8 @@ type eventLog struct {
 	start, n     int               // the oldest kept event's index in ring, and how many are kept
 	bytes        int               // the kept entries' bytes beyond their slots in ring (logEntry.size)
 	openRequests []*messages.Event // elicitation_request events of prompts still open, as published
-	resolved     map[string]bool   // elicitations that were open and have been resolved
+	resolved     map[string]bool   // elicitations that were open and have been resolved: the last maxResolved
+	resolvedIDs  []string          // resolved's keys, oldest first
 	subs         []*Subscription
 	closed       bool // no event follows (close)
 
@@ -60,10 +61,7 @@ func (l *eventLog) publish(ev *messages.Event) {
 		if i := slices.IndexFunc(l.openRequests, func(req *messages.Event) bool { return req.ElicitationID == ev.ElicitationID }); i >= 0 {
 			l.openRequests = slices.Delete(l.openRequests, i, i+1)
 		}
-		if l.resolved == nil {
-			l.resolved = make(map[string]bool)
-		}
-		l.resolved[ev.ElicitationID] = true
+		l.noteResolved(ev.ElicitationID)
 	}
 	live := l.subs[:0]
 	for _, sub := range l.subs {
@@ -74,6 +72,27 @@ func (l *eventLog) publish(ev *messages.Event) {
 	clear(l.subs[len(live):])
 	l.subs = live
 	l.published.Store(l.seq)
+}
+
+// maxResolved bounds the resolved prompts the log remembers (to tell an
+// answer to one from an answer to a prompt never asked): the latest ones.
+const maxResolved = 1024
+
+// noteResolved remembers that the prompt id was resolved, forgetting the
+// oldest past maxResolved.
+func (l *eventLog) noteResolved(id string) {
+	if l.resolved == nil {
+		l.resolved = make(map[string]bool)
+	}
+	if l.resolved[id] {
+		return
+	}
+	if len(l.resolvedIDs) == maxResolved {
+		delete(l.resolved, l.resolvedIDs[0])
+		l.resolvedIDs = slices.Delete(l.resolvedIDs, 0, 1)
+	}
+	l.resolved[id] = true
+	l.resolvedIDs = append(l.resolvedIDs, id)
 }
 
 // openIDs lists the elicitation ids of the open prompts' requests, in the

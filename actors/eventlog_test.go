@@ -190,3 +190,21 @@ func TestEventLogHoldsItsByteBudget(t *testing.T) {
 	require.Len(t, log.logged(), 1, "and let go of when the next one needs the room")
 	runtime.KeepAlive(&log)
 }
+
+// TestEventLogRemembersTheLatestResolvedPrompts: the prompts resolved are
+// remembered (an answer to one is refused as already resolved) up to
+// maxResolved, the oldest forgotten first: a session of many prompts
+// holds a bounded set.
+func TestEventLogRemembersTheLatestResolvedPrompts(t *testing.T) {
+	log := newEventLog("log", 16, 0)
+	for i := range maxResolved + 10 {
+		id := fmt.Sprint("e", i)
+		log.publish(&messages.Event{Type: messages.EventElicitationRequest, ID: "q" + id, ElicitationID: id})
+		log.publish(&messages.Event{Type: messages.EventElicitationResolved, ID: "r" + id, ElicitationID: id})
+	}
+	require.Len(t, log.resolved, maxResolved)
+	require.False(t, log.resolved["e9"], "the oldest forgotten")
+	require.True(t, log.resolved["e10"])
+	require.True(t, log.resolved[fmt.Sprint("e", maxResolved+9)])
+	require.Empty(t, log.openRequests)
+}

@@ -37,12 +37,17 @@
 // slot: what it emitted for a step, the base of its next delta) the steps
 // of the last Config.Window indices (DefaultWindow), and older ones that
 // can still change: live, or asking an open prompt. A finished step older
-// than that is dropped; what stays is a fingerprint, a hash of its type in
-// 4 bytes, for up to Config.Fingerprints indices (DefaultFingerprints:
-// 4 MiB); past that the oldest are sealed. A later copy of a dropped step
-// of the same type, or of a sealed one, implies nothing: it was delivered
-// (an INVOKE_SUBAGENT copy still names its children). A copy of another
-// type is a new step, as with a kept slot. Steps left live far behind the
+// than that is dropped; what stays is a fingerprint, hashes of its type
+// and its createdAt in 8 bytes, for up to Config.Fingerprints indices
+// (DefaultFingerprints: 8 MiB); past that the oldest are sealed. A later
+// copy of a dropped step of the same type, or of a sealed one, implies
+// nothing: it was delivered (an INVOKE_SUBAGENT copy still names its
+// children). A copy of another type is a new step, as with a kept slot;
+// one with another createdAt is a rewind to it, as with a kept slot; a
+// rewind forgets the fingerprints after it. A slot keeps no bytes of a
+// finished step but the last one's (its raw step, for the next read to be
+// known unchanged without hashing), and no text of a finished reply.
+// Steps left live far behind the
 // end are dropped once they outnumber the window twice (a later copy of one
 // implies nothing either). Closed prompts are let go of; command lines
 // (for COMMAND_STATUS titles) and unknown step types reported are bounded
