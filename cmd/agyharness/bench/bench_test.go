@@ -69,7 +69,7 @@ func TestMainJSONAndUsage(t *testing.T) {
 		"prompts", "prompts_misdelivered", "prompts_failed_clearly", "faults_injected", "restarts", "goroutines_before",
 		"goroutines_after", "seed", "latency_p50_ms", "latency_p99_ms", "latency_max_ms", "poll_latency_p50_ms",
 		"frames", "frames_per_s", "harness_cpu_s", "cpu_us_per_frame", "heap_bytes_per_idle_session",
-		"goroutines_per_idle_session", "frame_cost_ratio_1000_vs_10"} {
+		"goroutines_per_idle_session", "frame_cost_ratio_1000_vs_10", "heap_peak_bytes", "heap_end_bytes"} {
 		assert.Contains(t, got, k)
 	}
 	assert.Equal(t, 0, code, errb.String()+out.String())
