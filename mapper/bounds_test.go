@@ -154,7 +154,9 @@ func TestReconcilerKeepsNoFinishedStepsBytes(t *testing.T) {
 	held := func() (raw, text int, kept []int) {
 		for i, st := range r.slots {
 			raw += len(st.raw)
-			text += len(st.text.cur) + len(st.thinking.cur) + len(st.out.cur)
+			if st.texts != nil {
+				text += len(st.texts.text.cur) + len(st.texts.thinking.cur) + len(st.texts.out.cur)
+			}
 			if len(st.raw) > 0 {
 				kept = append(kept, i)
 			}

@@ -26,7 +26,7 @@ func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	}
 	if st.streamed {
 		if pr.Thinking != "" {
-			r.advance(index, &st.thinking, pr.Thinking, false, "reasoning")
+			r.advance(index, &st.live().thinking, pr.Thinking, false, "reasoning")
 		}
 		if !terminal {
 			live := pr.ModifiedResponse
@@ -34,7 +34,7 @@ func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 				live = pr.Response
 			}
 			if live != "" {
-				r.advance(index, &st.text, live, false, "text")
+				r.advance(index, &st.live().text, live, false, "text")
 			}
 		}
 	}
@@ -48,13 +48,13 @@ func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	if final == "" {
 		// A terminal copy without text (an interrupted step, a thin stream
 		// copy): the text shown so far is what there is.
-		final = st.text.cur
+		final = st.shownText()
 	}
 	if st.streamed && final != "" {
-		r.advance(index, &st.text, final, true, "text")
+		r.advance(index, &st.live().text, final, true, "text")
 	}
 	st.committed = true
-	st.thinking, st.text = emitted{}, emitted{} // no longer needed as a delta base
+	st.texts = nil // no longer needed as a delta base
 	if final != "" {
 		e := r.event(messages.EventMessage, r.itemID(index, "message"))
 		e.ItemID = e.ID

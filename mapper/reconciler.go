@@ -102,16 +102,20 @@ type slot struct {
 	// user turns
 	userDone bool
 
-	// planner responses: the text emitted so far (the base of the next delta)
-	streamed       bool // first seen live: deltas are due
-	thinking, text emitted
-	committed      bool
+	// planner responses: the text emitted so far (the base of the next
+	// delta), in texts
+	streamed  bool // first seen live: deltas are due
+	committed bool
 
 	// tool steps
 	callID               string
 	callDone, outputDone bool
-	kind                 string  // the call's tool kind, repeated on its output
-	out                  emitted // the live output emitted so far
+	kind                 string // the call's tool kind, repeated on its output
+
+	// texts are what was emitted of a step's texts while it streams: nil
+	// until then, and again once it finished (they are no longer a delta's
+	// base), so a finished step's slot holds none of its text.
+	texts *slotTexts
 
 	prompt *promptState // the prompt this step asked, if any
 	// asks counts the prompts this step asked (agy asks again on the same
@@ -122,6 +126,26 @@ type slot struct {
 	askSig   string
 	sigs     map[string]bool
 	askCount int
+}
+
+// slotTexts are a streaming step's texts as emitted: a planner step's
+// reasoning and answer, a tool step's live output.
+type slotTexts struct{ thinking, text, out emitted }
+
+// live returns the slot's texts, made when first needed.
+func (st *slot) live() *slotTexts {
+	if st.texts == nil {
+		st.texts = &slotTexts{}
+	}
+	return st.texts
+}
+
+// shownText is the answer emitted so far ("" when none).
+func (st *slot) shownText() string {
+	if st.texts == nil {
+		return ""
+	}
+	return st.texts.text.cur
 }
 
 // emitted is one text of a planner step (its reasoning or its answer) as

@@ -52,7 +52,7 @@ func (r *Reconciler) tool(index int, s *wire.Step, st *slot, first bool) {
 		if live := row.live(v); live != "" {
 			// Brought to the terminal copy's output too, so that the deltas
 			// add up to the output, as a message's deltas add up to its text.
-			r.advance(index, &st.out, live, terminal, "output")
+			r.advance(index, &st.live().out, live, terminal, "output")
 		}
 	}
 	if terminal {
@@ -62,7 +62,7 @@ func (r *Reconciler) tool(index int, s *wire.Step, st *slot, first bool) {
 			}
 		}
 		st.outputDone = true
-		st.out = emitted{} // no longer needed as a delta base
+		st.texts = nil // no longer needed as a delta base
 		e := r.event(messages.EventFunctionCallOutput, r.itemID(index, "output"))
 		e.CallID = st.callID
 		e.Kind = st.kind
