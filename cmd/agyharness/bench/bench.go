@@ -478,8 +478,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The seed is printed first so that a run that hangs or crashes can
 	// still be reproduced.
-	fmt.Fprintf(stderr, "agyharness bench: seed %d, %d sessions, %s, faults %s\n",
-		o.Seed, o.Sessions, o.Duration, strings.Join(o.Faults, ","))
+	if o.LongSessions > 0 {
+		fmt.Fprintf(stderr, "agyharness bench: seed %d, %d long sessions, %d turns each on %d history steps\n",
+			o.Seed, o.LongSessions, o.TurnsPerSession, o.HistorySteps)
+	} else {
+		fmt.Fprintf(stderr, "agyharness bench: seed %d, %d sessions, %s, faults %s\n",
+			o.Seed, o.Sessions, o.Duration, strings.Join(o.Faults, ","))
+	}
 	res, err := Run(ctx, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "agyharness bench:", err)

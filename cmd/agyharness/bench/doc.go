@@ -16,5 +16,7 @@
 // run (--floor) reads the same streams with the rpc package alone, no
 // harness, so the two CPU figures side by side say what the harness adds;
 // with --floor-raw the frames are not decoded either, which leaves the
-// transport's cost alone.
+// transport's cost alone. A long-sessions run (--long-sessions N) measures
+// the heap an active session holds after many turns on a long
+// conversation (longsessions.go).
 package bench
