@@ -69,7 +69,9 @@ func BenchmarkApplyFrame(b *testing.B) {
 }
 
 // BenchmarkApplySnapshotUnchanged re-reads a trajectory in which nothing
-// changed, as the reconciling poller does. decoded: every read is a fresh
+// changed, as the reconciling poller does: from its first step that can
+// still change (here a command left running, at index 2) to the end, the
+// steps a read brings at every poll. decoded: every read is a fresh
 // copy of the same bytes (as a whole decode gives), so each step is hashed;
 // reused: every read carries the same Raw slices (as
 // rpc.Client.GetCascadeTrajectoryStepsReusing hands unchanged steps), known
@@ -79,6 +81,8 @@ func BenchmarkApplySnapshotUnchanged(b *testing.B) {
 		for _, mode := range []string{"decoded", "reused"} {
 			b.Run(fmt.Sprintf("steps=%d/%s", n, mode), func(b *testing.B) {
 				hist := history(n)
+				hist[2].Status = wire.StatusRunning // a background command: every read starts there
+				hist = indexed(hist)
 				r := newTestReconciler()
 				r.Apply(FromSnapshot(hist, wire.RunRunning, at(0)))
 				// Two reads alternate: with fresh copies, neither is the slice the

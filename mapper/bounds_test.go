@@ -175,4 +175,16 @@ func TestReconcilerKeepsNoFinishedStepsBytes(t *testing.T) {
 	assert.Equal(t, []int{len(steps)}, kept, "the live step keeps its bytes; the one before it is finished and no longer last")
 
 	assert.Empty(t, ofType(r.Apply(FromWindow(steps, 0, wire.RunRunning, at(2))), messages.EventMessage), "read again: nothing new")
+
+	// A step left live behind finished ones: reads start there, so the
+	// finished steps after it come again at every read and keep their
+	// bytes (known unchanged without hashing); those before it do not.
+	r = newTestReconciler()
+	mixed := slices.Clone(steps[:20])
+	mixed[9] = plannerStep(wire.StatusRunning, "", "still going")
+	mixed = indexed(mixed)
+	r.Apply(FromWindow(mixed, 0, wire.RunRunning, at(3)))
+	_, _, kept = held()
+	slices.Sort(kept)
+	assert.Equal(t, []int{9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19}, kept)
 }

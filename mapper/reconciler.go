@@ -45,6 +45,7 @@ type Reconciler struct {
 	past            []stepPrint
 	pastBase        int
 	window, maxPast int
+	lastRaw         int // the last step when a snapshot was last applied: it kept its raw bytes (releaseRaw)
 	// stale: the observation being applied is a snapshot that ends before
 	// the steps already seen. It was read before them (the session's poller
 	// and stream reader race), and its IDLE cannot close the turn.
@@ -88,9 +89,9 @@ type slot struct {
 	// snapshot (nil after a frame: frames' copies are not kept alive). A
 	// snapshot step that rpc reused from the poller's previous read carries
 	// this very slice again, and is known unchanged without hashing. Only
-	// the steps a read can bring again keep it (keepRaw): a finished step
-	// before the last is read again only when a read starts over, and is
-	// hashed then.
+	// the steps a read can bring again keep it (releaseRaw): a finished
+	// step before the first live one (and before the last) is read again
+	// only when a read starts over, and is hashed then.
 	raw      []byte
 	typ      wire.StepType
 	terminal bool // a terminal copy was accepted: live copies are stale from now on
@@ -306,6 +307,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 			r.step(at(i), &obs.Steps[i])
 			r.compact()
 		}
+		r.releaseRaw(at)
 	}
 	r.runStatus()
 	r.letGoOfClosedPrompts()
@@ -318,9 +320,6 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		return
 	}
 	if index >= r.known {
-		if prev := r.slots[r.known-1]; prev != nil && prev.terminal {
-			prev.raw = nil // no longer the last step: keepRaw
-		}
 		r.known = index + 1
 	}
 	st := r.slots[index]
@@ -336,7 +335,7 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 		raw = s.Raw
 	}
 	if st != nil && st.hash == h {
-		r.keepRaw(index, st, raw)
+		st.raw = raw
 		return
 	}
 	if st != nil && r.rewritten(index, st, s) {
@@ -361,11 +360,9 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 	}
 	terminal := s.Status.Terminal()
 	if st.terminal && !terminal {
-		r.keepRaw(index, st, raw)
 		return // a stale live copy of a finished step
 	}
 	st.terminal = terminal
-	r.keepRaw(index, st, raw)
 
 	r.expireBehind(index, s)
 
@@ -394,16 +391,36 @@ func (r *Reconciler) step(index int, s *wire.Step) {
 	}
 }
 
-// keepRaw keeps raw (a snapshot copy's Raw, or nil) in the slot of index
-// while a read can bring that very slice again: the step can still change,
-// or it is the last one (a read starts there when every step is finished:
-// trajectoryWindow.from). A finished step's bytes are not kept beside what
-// was mapped of them.
-func (r *Reconciler) keepRaw(index int, st *slot, raw []byte) {
-	if st.terminal && index < r.known-1 {
-		raw = nil
+// releaseRaw lets go of the raw bytes of the snapshot's finished steps
+// that no read brings again: those before its first step that can still
+// change, but the last step seen. A session's reads start at that first
+// live step, else at the last one (trajectoryWindow.from), so the steps
+// from there on come again at every read, reused, and keep their bytes to
+// be known unchanged without hashing; a finished step's bytes are not kept
+// beside what was mapped of them otherwise.
+func (r *Reconciler) releaseRaw(at func(int) int) {
+	steps := r.obs.Steps
+	live := len(steps)
+	for i := range steps {
+		if st := r.slots[at(i)]; st != nil && !st.terminal {
+			live = i
+			break
+		}
 	}
-	st.raw = raw
+	firstLive := r.known
+	if live < len(steps) {
+		firstLive = at(live)
+	}
+	release := func(index int) {
+		if st := r.slots[index]; st != nil && st.terminal && index < r.known-1 && index < firstLive {
+			st.raw = nil
+		}
+	}
+	for i := range steps[:live] {
+		release(at(i))
+	}
+	release(r.lastRaw) // the last step of an earlier snapshot, if no longer last
+	r.lastRaw = r.known - 1
 }
 
 // hashStep hashes the raw bytes of a step (or its encoding, for steps built
