@@ -44,9 +44,10 @@
 // nothing: it was delivered (an INVOKE_SUBAGENT copy still names its
 // children). A copy of another type is a new step, as with a kept slot;
 // one with another createdAt is a rewind to it, as with a kept slot; a
-// rewind forgets the fingerprints after it. A slot keeps no bytes of a
-// finished step but the last one's (its raw step, for the next read to be
-// known unchanged without hashing), and no text of a finished reply.
+// rewind forgets the fingerprints after it. A slot keeps the raw bytes of
+// the steps a read brings again (from the first live step on, and the last
+// one: known unchanged without hashing), none of the finished steps before,
+// and no text of a finished reply.
 // Steps left live far behind the
 // end are dropped once they outnumber the window twice (a later copy of one
 // implies nothing either). Closed prompts are let go of; command lines
