@@ -48,6 +48,8 @@ type Node struct {
 	sessions  map[string]cachedSession // session id -> where it was last seen
 	figures   map[string]*NodeFigures  // by node name
 	closed    bool
+
+	docs documents // snapshots of documents other nodes read in pieces
 }
 
 type cachedSession struct {
@@ -177,7 +179,7 @@ func (n *Node) join() (*generation, error) {
 	}
 	n.members.setSelf(system.ID)
 	g.actor, err = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &nodeActor{name: cfg.Node, local: cfg.Local, window: cfg.Window, wg: &n.wg, members: n.members, rejoin: n.rejoin}
+		return &nodeActor{name: cfg.Node, local: cfg.Local, window: cfg.Window, wg: &n.wg, members: n.members, rejoin: n.rejoin, docs: &n.docs}
 	}), nodeActorName)
 	if err != nil {
 		n.leave(g)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/hostcluster"
@@ -258,6 +260,8 @@ func TestHostTranscriptAndModelsOfARealSession(t *testing.T) {
 type stubCluster struct {
 	mu       sync.Mutex
 	sessions []hostcluster.ClusterSession
+	// docs are the documents Read answers, by session id and what.
+	docs map[string][]byte
 }
 
 func (c *stubCluster) set(s ...hostcluster.ClusterSession) {
@@ -276,11 +280,27 @@ func (c *stubCluster) Sessions(context.Context) []hostcluster.ClusterSession {
 func (c *stubCluster) Create(context.Context, string, *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
 	return nil, errors.New("no")
 }
-func (c *stubCluster) Locate(context.Context, string) (*clusterpb.SessionInfo, error) {
-	return nil, errors.New("no")
+func (c *stubCluster) Locate(_ context.Context, id string) (*clusterpb.SessionInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cs := range c.sessions {
+		if cs.Info.Id == id {
+			return cs.Info, nil
+		}
+	}
+	return nil, &hostcluster.Error{Status: http.StatusNotFound, Code: hostcluster.CodeNotFound, Message: "no session"}
 }
 func (c *stubCluster) Do(context.Context, string, string, messages.Command) error {
 	return errors.New("no")
+}
+func (c *stubCluster) Read(_ context.Context, node, id, what string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.docs[id+"/"+what]
+	if !ok || node != "B" {
+		return nil, &hostcluster.Error{Status: http.StatusNotFound, Code: hostcluster.CodeNotFound, Message: "no session"}
+	}
+	return d, nil
 }
 func (c *stubCluster) Subscribe(context.Context, string, string, uint64) (*hostcluster.Stream, error) {
 	return nil, errors.New("no")
@@ -306,12 +326,121 @@ func TestHostBoardShowsOtherNodesSessions(t *testing.T) {
 	frames := readSSE(t, res)
 	var row BoardRow
 	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B's session", func(e, _ string) bool { return e == "session" })), &row))
-	assert.Equal(t, BoardRow{ID: "b1", Node: "B", State: SessionLive, OpenPrompts: 1, Created: time.Unix(0, 0).UTC()}, row)
+	assert.Equal(t, BoardRow{ID: "b1", Node: "B", State: SessionLive, OpenPrompts: 1, Created: time.Unix(0, 0).UTC(), LastActivity: time.Unix(0, 0).UTC()}, row)
 	nextFrame(t, frames, "ready", func(e, _ string) bool { return e == "ready" })
+
+	// B's own row of its session: its state, model, title, activity.
+	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", OpenElicitations: []string{"e"},
+		State: messages.StateWaiting, Model: "MODEL_B", Title: "fix the build", LastActivityUnixNano: at.UnixNano()}})
+	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B's row", func(e, _ string) bool { return e == "session" })), &row))
+	assert.Equal(t, BoardRow{ID: "b1", Node: "B", State: messages.StateWaiting, Model: "MODEL_B", Title: "fix the build", OpenPrompts: 1,
+		Created: time.Unix(0, 0).UTC(), LastActivity: at}, row)
+	// What B sends is bounded as B bounds it: a state no row has is live.
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", State: "<b>pwned</b>",
+		Title: strings.Repeat("t", 5000), Model: strings.Repeat("m", 5000)}})
+	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B's odd row", func(e, _ string) bool { return e == "session" })), &row))
+	assert.Equal(t, SessionLive, row.State)
+	assert.Equal(t, maxTitle, utf8.RuneCountInString(row.Title))
+	assert.Equal(t, maxRemoteModel, utf8.RuneCountInString(row.Model))
 
 	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B"}, Lost: true})
 	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B lost", func(e, _ string) bool { return e == "session" })), &row))
 	assert.Equal(t, SessionNodeLost, row.State)
 	cl.set()
 	assert.JSONEq(t, `{"id":"b1"}`, nextFrame(t, frames, "B's session gone", func(e, _ string) bool { return e == "gone" }))
+}
+
+// TestClusterLocalServesRowsAndDocuments: what a node serves the others
+// of its sessions: each with its board row, and its transcript and models
+// as its own API answers them.
+func TestClusterLocalServesRowsAndDocuments(t *testing.T) {
+	sess := &feedSession{}
+	host := oneSession(sess)
+	h := startHost(t, serverConfig{host: host})
+	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242}`, nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	for _, ev := range []*messages.Event{
+		{Type: messages.EventUserMessage, Seq: 1, Time: at, Text: "fix the build"},
+		{Type: messages.EventStatus, Seq: 2, Time: at, State: messages.StateWaiting},
+		{Type: messages.EventUsage, Seq: 3, Time: at, Model: "MODEL_A"},
+	} {
+		sess.events <- ev
+	}
+	ready := make(chan struct{})
+	close(ready)
+	l := &clusterLocal{s: h.server, ready: ready}
+	require.Eventually(t, func() bool {
+		list := l.Sessions()
+		return len(list) == 1 && list[0].Model == "MODEL_A"
+	}, 5*time.Second, 10*time.Millisecond, "the row reaches the listing")
+	info := l.Sessions()[0]
+	assert.Equal(t, messages.StateWaiting, info.State)
+	assert.Equal(t, "fix the build", info.Title)
+	assert.Equal(t, at.UnixNano(), info.LastActivityUnixNano)
+
+	ctx := context.Background()
+	raw, err := l.Read(ctx, "s1", hostcluster.ReadTranscript)
+	require.NoError(t, err)
+	var tr Transcript
+	require.NoError(t, json.Unmarshal(raw, &tr))
+	assert.Equal(t, "s1", tr.SessionID)
+	assert.Equal(t, uint64(3), tr.Through)
+	raw, err = l.Read(ctx, "s1", hostcluster.ReadModels)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"models":[]}`, string(raw))
+	var e *hostcluster.Error
+	_, err = l.Read(ctx, "nope", hostcluster.ReadTranscript)
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusNotFound, e.Status)
+	_, err = l.Read(ctx, "s1", "../../metrics")
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusUnprocessableEntity, e.Status)
+}
+
+// TestHostServesAnotherNodesTranscriptAndModels: a session of another
+// node has its transcript and models read from its node, checked.
+func TestHostServesAnotherNodesTranscriptAndModels(t *testing.T) {
+	cl := &stubCluster{docs: map[string][]byte{
+		"b1/transcript": []byte(`{"session_id":"b1","through":7,"state":"idle","truncated":false,"events":[{"type":"user_message","seq":1,"text":"hi"}]}`),
+		"b1/models":     []byte(`{"models":[{"model":"MODEL_B","display_name":"B's"}]}`),
+		"b2/transcript": []byte(`{"session_id":"b1","through":7,"events":[]}`),
+		"b2/models":     []byte(`{"models":[`),
+	}}
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B"}},
+		hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b2", Node: "B"}},
+		hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "c1", Node: "C"}})
+	s := newServer(serverConfig{host: &feedHost{}, token: hostTestToken, heartbeat: time.Hour})
+	s.cluster = cl
+	srv := httptest.NewServer(s.handler())
+	t.Cleanup(func() { s.stop(); srv.Close(); s.wait() })
+	get := func(path string) (int, string) {
+		req, err := http.NewRequest("GET", srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+hostTestToken)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b)
+	}
+	code, body := get("/v1/sessions/b1/transcript")
+	require.Equal(t, http.StatusOK, code, body)
+	var tr Transcript
+	require.NoError(t, json.Unmarshal([]byte(body), &tr))
+	assert.Equal(t, uint64(7), tr.Through)
+	require.Len(t, tr.Events, 1)
+	assert.Equal(t, "hi", tr.Events[0].Text)
+	code, body = get("/v1/sessions/b1/models")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.JSONEq(t, `{"models":[{"model":"MODEL_B","display_name":"B's"}]}`, body)
+
+	code, body = get("/v1/sessions/b2/transcript")
+	assert.Equal(t, http.StatusBadGateway, code, "another session's transcript: %s", body)
+	code, body = get("/v1/sessions/b2/models")
+	assert.Equal(t, http.StatusBadGateway, code, "not JSON: %s", body)
+	code, body = get("/v1/sessions/c1/transcript")
+	assert.Equal(t, http.StatusNotFound, code, "the node's refusal crosses: %s", body)
 }

@@ -242,6 +242,7 @@ func (s *server) handler() http.Handler {
 
 type apiError struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }
 
 // writeJSON writes v with <, > and & escaped (\u003c…): an error that

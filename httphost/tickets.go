@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agyharness/agyharness/hostcluster"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -133,10 +134,28 @@ type ModelView struct {
 	SupportsThinking bool   `json:"supports_thinking,omitempty"`
 }
 
+// modelList is GET /v1/sessions/{id}/models' answer; maxModels bounds the
+// models of another node's answer.
+type modelList struct {
+	Models []ModelView `json:"models"`
+}
+
+const maxModels = 1024
+
 // getModels is GET /v1/sessions/{id}/models: the models a turn of this
-// session may name, [] until the session has read agy's catalog (or for a
-// session of another node).
+// session may name, [] until the session has read agy's catalog; those of
+// a session of another node are read from its node.
 func (s *server) getModels(w http.ResponseWriter, r *http.Request, sess servedSession) {
+	if p, ok := sess.(*proxySession); ok {
+		var m modelList
+		if s.readRemote(w, r, p, hostcluster.ReadModels, &m) {
+			if m.Models == nil {
+				m.Models = []ModelView{}
+			}
+			writeJSON(w, http.StatusOK, m)
+		}
+		return
+	}
 	out := []ModelView{}
 	if m, ok := sess.(interface{ Models() []wire.ModelInfo }); ok {
 		for _, mi := range m.Models() {
@@ -152,5 +171,5 @@ func (s *server) getModels(w http.ResponseWriter, r *http.Request, sess servedSe
 		}
 		return 0
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"models": out})
+	writeJSON(w, http.StatusOK, modelList{Models: out})
 }
