@@ -208,7 +208,7 @@ func (s *server) boardStream(w http.ResponseWriter, r *http.Request) {
 	bodyRead(w)
 	c := s.board.subscribe()
 	defer s.board.unsubscribe(c)
-	out, stop, ok := s.openSSE(w, "board")
+	out, stop, ok := s.openSSE(w, r, "board")
 	defer stop()
 	if !ok {
 		return

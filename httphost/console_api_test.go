@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -40,6 +41,49 @@ func TestTicketsAreSingleUseAndExpire(t *testing.T) {
 	assert.False(t, tk.use("nope"))
 }
 
+// TestTicketsReopenTheirOwnStreamAlone: a ticket that opened a stream
+// reopens that stream (a browser's own reconnect), ending the one still
+// open with it, up to ticketTTL after its stream ended; never another
+// stream, and never a sign-in.
+func TestTicketsReopenTheirOwnStreamAlone(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tk := tickets{now: func() time.Time { return now }}
+	a, err := tk.mint()
+	require.NoError(t, err)
+	cancelled := 0
+	release, ok := tk.open(a, "/v1/board", func() { cancelled++ })
+	require.True(t, ok, "a fresh ticket opens a stream")
+	now = now.Add(time.Hour)
+	release2, ok := tk.open(a, "/v1/board", func() { cancelled++ })
+	require.True(t, ok, "its stream reopens while it is open, however long")
+	assert.Equal(t, 1, cancelled, "the reopen ends the stream still open with it")
+	release() // the first stream's end, after the reopen: changes nothing
+	release2()
+	now = now.Add(ticketTTL - time.Second)
+	release3, ok := tk.open(a, "/v1/board", func() {})
+	require.True(t, ok, "within ticketTTL of its stream's end")
+	release3()
+	now = now.Add(ticketTTL)
+	_, ok = tk.open(a, "/v1/board", func() {})
+	assert.False(t, ok, "ticketTTL after its stream's end")
+
+	b, err := tk.mint()
+	require.NoError(t, err)
+	release, ok = tk.open(b, "/v1/sessions/s1/events", func() {})
+	require.True(t, ok)
+	release()
+	assert.False(t, tk.use(b), "a ticket that opened a stream is no sign-in code")
+	c, err := tk.mint()
+	require.NoError(t, err)
+	release, ok = tk.open(c, "/v1/sessions/s1/events", func() {})
+	require.True(t, ok)
+	release()
+	_, ok = tk.open(c, "/v1/sessions/s2/events", func() {})
+	assert.False(t, ok, "another stream")
+	_, ok = tk.open(c, "/v1/sessions/s1/events", func() {})
+	assert.False(t, ok, "a ticket shown for another stream is spent")
+}
+
 func TestHostTicketOpensOneEventStream(t *testing.T) {
 	h := startHost(t, serverConfig{host: oneSession(&feedSession{})})
 	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242}`, nil)
@@ -65,11 +109,80 @@ func TestHostTicketOpensOneEventStream(t *testing.T) {
 	assert.Equal(t, http.StatusOK, first.StatusCode)
 	assert.Equal(t, "text/event-stream", first.Header.Get("Content-Type"))
 	first.Body.Close()
-	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions/s1/events?ticket="+minted.Ticket).StatusCode, "used once")
 	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions/s1/events?ticket=forged").StatusCode)
 	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions?ticket="+minted.Ticket).StatusCode, "a ticket opens event streams only")
+	assert.Equal(t, http.StatusUnauthorized, get("/v1/board?ticket="+minted.Ticket).StatusCode, "and only the stream it opened")
+	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions/s1/events?ticket="+minted.Ticket).StatusCode, "spent by that")
 	res2, _ := h.request(t, "POST", "/v1/tickets", "", map[string]string{"Authorization": "Bearer wrong"})
 	assert.Equal(t, http.StatusUnauthorized, res2.StatusCode, "minting needs the token")
+}
+
+// TestHostTicketStreamResumesWithLastEventID: what a browser's EventSource
+// does when its connection drops, with a plain HTTP client: the same URL
+// (its ticket, its first ?after=) with Last-Event-ID: the events after
+// that id, none twice, and the reopen ends the stream still open.
+func TestHostTicketStreamResumesWithLastEventID(t *testing.T) {
+	var log []*messages.Event
+	for i := uint64(1); i <= 10; i++ {
+		log = append(log, &messages.Event{Type: messages.EventMessage, Seq: i, Text: fmt.Sprint("m", i)})
+	}
+	sess := &feedSession{subscribe: func(after uint64) eventStream { return newFeed(log[after:], false) }}
+	sess.published.Store(10)
+	h := startHost(t, serverConfig{host: oneSession(sess)})
+	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242,"session_id":"s1"}`, nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	res, body = h.request(t, "POST", "/v1/tickets", "", nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	var minted struct{ Ticket string }
+	require.NoError(t, json.Unmarshal([]byte(body), &minted))
+	url := h.base + "/v1/sessions/s1/events?after=2&ticket=" + minted.Ticket
+
+	open := func(lastEventID string) (*http.Response, *bufio.Reader) {
+		req, err := http.NewRequest("GET", url, nil)
+		require.NoError(t, err)
+		if lastEventID != "" {
+			req.Header.Set("Last-Event-ID", lastEventID)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { res.Body.Close() })
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		return res, bufio.NewReader(res.Body)
+	}
+	// frames reads n events' ids, and whether the stream gave a retry.
+	frames := func(r *bufio.Reader, n int) (ids []string, retry bool) {
+		id := ""
+		for len(ids) < n {
+			line, err := r.ReadString('\n')
+			require.NoError(t, err, "after ids %v", ids)
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case strings.HasPrefix(line, "retry: "):
+				retry = true
+			case strings.HasPrefix(line, "id: "):
+				id = strings.TrimPrefix(line, "id: ")
+			case line == "" && id != "":
+				ids, id = append(ids, id), ""
+			}
+		}
+		return ids, retry
+	}
+
+	first, r := open("")
+	ids, retry := frames(r, 3)
+	assert.Equal(t, []string{"3", "4", "5"}, ids, "after ?after=2")
+	assert.True(t, retry, "an EventSource is told its reconnection delay")
+	first.Body.Close() // the connection drops
+
+	second, r := open("5")
+	ids, _ = frames(r, 2)
+	assert.Equal(t, []string{"6", "7"}, ids, "Last-Event-ID wins over the URL's ?after=: nothing twice, nothing lost")
+
+	_, r3 := open("7")
+	ids, _ = frames(r3, 3)
+	assert.Equal(t, []string{"8", "9", "10"}, ids)
+	_, err := io.Copy(io.Discard, second.Body)
+	assert.NoError(t, err, "the reopen ended the stream still open with the ticket")
 }
 
 func TestTranscriptFoldsDeltasIntoTheirItems(t *testing.T) {

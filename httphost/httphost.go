@@ -629,7 +629,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sess servedSessi
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Last-Event-ID %d is beyond the session's last event (%d): reconnect without it", after, n))
 		return
 	}
-	out, stop, ok := s.openSSE(w, "events")
+	out, stop, ok := s.openSSE(w, r, "events")
 	defer stop()
 	if !ok {
 		return
@@ -681,10 +681,11 @@ type sseWriter struct {
 }
 
 // openSSE answers 200 with an event stream and writes its first comment
-// (": agyharness NAME"). The stream's writes end when the host stops,
+// (": agyharness NAME"), with the reconnection delay (sseRetry) for a
+// stream opened with a ticket (an EventSource). The stream's writes end when the host stops,
 // after its grace; stop finishes it. ok is false when the first write
 // failed (the client is gone).
-func (s *server) openSSE(w http.ResponseWriter, name string) (out *sseWriter, stop func(), ok bool) {
+func (s *server) openSSE(w http.ResponseWriter, r *http.Request, name string) (out *sseWriter, stop func(), ok bool) {
 	out = newSSEWriter(w, s.cfg.sseWriteTimeout)
 	stopWatch := context.AfterFunc(s.base, func() { out.stopping(s.cfg.sseEndGrace) })
 	stop = func() { stopWatch(); out.finish() }
@@ -693,7 +694,11 @@ func (s *server) openSSE(w http.ResponseWriter, name string) (out *sseWriter, st
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	return out, stop, out.write(": agyharness "+name+"\n\n") == nil
+	first := ": agyharness " + name + "\n"
+	if r.Context().Value(ticketKey{}) != nil {
+		first += fmt.Sprintf("retry: %d\n", sseRetry)
+	}
+	return out, stop, out.write(first+"\n") == nil
 }
 
 func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {
