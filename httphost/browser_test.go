@@ -209,8 +209,10 @@ func (l *cutListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// cut closes every connection accepted so far.
+// cut closes every connection accepted so far (and the test's client
+// forgets its own, which the cut closed too).
 func (l *cutListener) cut() {
+	defer http.DefaultClient.CloseIdleConnections()
 	l.mu.Lock()
 	conns := l.conns
 	l.conns = nil
@@ -306,6 +308,17 @@ func TestConsoleBoardShowsSessionsLive(t *testing.T) {
 	res, body = c.request(t, "DELETE", "/v1/sessions/b1", "", nil)
 	require.Equal(t, http.StatusNoContent, res.StatusCode, body)
 	tb.waitJS("the row gone", `!document.querySelector('#board li[data-id="b1"]')`)
+
+	// A session that ends while the board's stream is cut leaves the
+	// board once the browser has reopened it.
+	c.attach(t, "b2")
+	tb.waitJS("the second session's row", `document.querySelector('#board li[data-id="b2"]')`)
+	before := eval[int](tb, `window.agyharnessConsole.resumed()`)
+	c.ln.cut()
+	res, body = c.request(t, "DELETE", "/v1/sessions/b2", "", nil)
+	require.Equal(t, http.StatusNoContent, res.StatusCode, body)
+	tb.waitJS("the browser's own reopening", fmt.Sprintf(`window.agyharnessConsole.resumed() > %d`, before))
+	tb.waitJS("the row of the session that ended in the cut gone", `!document.querySelector('#board li[data-id="b2"]')`)
 }
 
 // openSession signs in and opens a session's page.

@@ -92,6 +92,7 @@ class Stream {
       this.retry = 250; opened++; setConn("");
       if (wasOpen) resumed++;
       wasOpen = true;
+      this.handlers.open?.();
     };
     es.onmessage = (m) => {
       if (m.lastEventId) this.lastId = m.lastEventId;
@@ -264,10 +265,10 @@ function boardPage(main) {
     session: (r) => { rows.set(r.id, r); schedule(); },
     gone: ({ id }) => { rows.delete(id); schedule(); },
     ready: () => schedule(),
+    // On every (re)opening, the browser's own included, the host sends
+    // every row again: start from them.
+    open: () => rows.clear(),
   });
-  // On a reconnect the host sends every row again: start from them.
-  const reopen = stream.open.bind(stream);
-  stream.open = () => { rows.clear(); return reopen(); };
   streams.push(stream);
   const tick = setInterval(() => { if (!document.hidden) schedule(); }, 15000);
   streams.push({ close: () => clearInterval(tick), drop() {} });
