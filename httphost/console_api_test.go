@@ -557,3 +557,21 @@ func TestHostServesAnotherNodesTranscriptAndModels(t *testing.T) {
 	code, body = get("/v1/sessions/c1/transcript")
 	assert.Equal(t, http.StatusNotFound, code, "the node's refusal crosses: %s", body)
 }
+
+// TestClusterLocalPassesAResolvesChoice: a resolve from another node
+// reaches the session with its choice (a permission's row).
+func TestClusterLocalPassesAResolvesChoice(t *testing.T) {
+	got := make(chan messages.Command, 1)
+	sess := &feedSession{do: func(c messages.Command) error { got <- c; return nil }}
+	h := startHost(t, serverConfig{host: oneSession(sess)})
+	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242}`, nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	ready := make(chan struct{})
+	close(ready)
+	l := &clusterLocal{s: h.server, ready: ready}
+	require.NoError(t, l.Do(context.Background(), "s1", messages.Command{Type: messages.CommandResolve,
+		ElicitationID: "c1/3", Action: "decline", Choice: messages.ChoiceDeny}))
+	c := <-got
+	assert.Equal(t, messages.ChoiceDeny, c.Choice)
+	assert.Equal(t, "c1/3", c.ElicitationID)
+}
