@@ -119,6 +119,11 @@ type Options struct {
 	ClusterLocal bool
 	ClusterNoTLS bool
 	Harness      string
+	// ClusterProfile, when set, is a directory that receives each node's
+	// CPU profile (nN.cpu.pprof, serve --cpuprofile) and log (nN.log, at
+	// AGYHARNESS_LOG's level, warn by default), and the bench process's
+	// own profile (bench.cpu.pprof).
+	ClusterProfile string
 }
 
 // Result is a campaign's figures, printed by --json.

@@ -51,6 +51,7 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.IntVar(&o.Cluster, "cluster", 0, "run the sessions on this many serve processes joined in a cluster, each session driven through a node other than its own (needs --faults none)")
 	fs.BoolVar(&o.ClusterLocal, "cluster-local", false, "with --cluster, drive each session through its own node (the local figures beside the cross-node ones)")
 	fs.BoolVar(&o.ClusterNoTLS, "cluster-no-tls", false, "with --cluster, run the nodes without mutual TLS (--insecure-cluster-no-auth), to compare")
+	fs.StringVar(&o.ClusterProfile, "cluster-profile", "", "with --cluster, write each node's CPU profile and log, and this process's profile, into this directory")
 	fs.StringVar(&o.Harness, "harness", "", "with --cluster, the agyharness binary to run the nodes (default: this one)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
@@ -113,6 +114,7 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 	if r.CPUUsPerIdleSessionS != nil {
 		fmt.Fprintf(&b, "idle session: %.1fµs CPU per second\n", *r.CPUUsPerIdleSessionS)
 	}
+	reportCluster(&b, r.Cluster)
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "PROBLEM %s\n", p)
 	}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"runtime/pprof"
+)
+
+// startCPUProfile writes a CPU profile to path until stop (serve
+// --cpuprofile).
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("serve: --cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("serve: --cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
+}
