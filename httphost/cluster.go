@@ -43,6 +43,7 @@ type clusterAPI interface {
 	Locate(ctx context.Context, id string) (*clusterpb.SessionInfo, error)
 	Do(ctx context.Context, node, sessionID string, c messages.Command) error
 	Subscribe(ctx context.Context, node, sessionID string, afterSeq uint64) (*hostcluster.Stream, error)
+	SubscribeRaw(ctx context.Context, node, sessionID string, afterSeq uint64) (*hostcluster.Stream, error)
 	Read(ctx context.Context, node, sessionID, what string) ([]byte, error)
 }
 
@@ -198,7 +199,9 @@ func (p *proxySession) Do(ctx context.Context, c messages.Command) error {
 }
 
 func (p *proxySession) Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error) {
-	st, err := p.node.Subscribe(ctx, p.info.Node, p.info.Id, afterSeq)
+	// Raw: the SSE stream writes the owner's JSON of each event on
+	// (rawEventStream), never decoding and encoding it again here.
+	st, err := p.node.SubscribeRaw(ctx, p.info.Node, p.info.Id, afterSeq)
 	if err != nil {
 		return nil, err
 	}

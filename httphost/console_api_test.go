@@ -418,6 +418,9 @@ func (c *stubCluster) Read(_ context.Context, node, id, what string) ([]byte, er
 func (c *stubCluster) Subscribe(context.Context, string, string, uint64) (*hostcluster.Stream, error) {
 	return nil, errors.New("no")
 }
+func (c *stubCluster) SubscribeRaw(context.Context, string, string, uint64) (*hostcluster.Stream, error) {
+	return nil, errors.New("no")
+}
 
 func TestHostBoardShowsOtherNodesSessions(t *testing.T) {
 	old := clusterBoardEvery

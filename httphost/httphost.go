@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/hostcluster"
 	"github.com/agyharness/agyharness/messages"
 )
 
@@ -60,6 +61,12 @@ type servedSession interface {
 type eventStream interface {
 	C() <-chan *messages.Event
 	Close()
+}
+
+// rawEventStream is an eventStream whose events come already encoded
+// (a session of another node: hostcluster.Stream opened raw); C is nil.
+type rawEventStream interface {
+	RawC() <-chan hostcluster.RawEvent
 }
 
 // actorsHost and actorsSession adapt the embedding API to those interfaces.
@@ -639,9 +646,22 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sess servedSessi
 	defer tick.Stop()
 	const end = "event: end\ndata: {}\n\n"
 	lastID := after
+	evC, rawC := sub.C(), (<-chan hostcluster.RawEvent)(nil)
+	if r, ok := sub.(rawEventStream); ok && r.RawC() != nil {
+		evC, rawC = nil, r.RawC()
+	}
 	for {
 		select {
-		case ev, ok := <-sub.C():
+		case re, ok := <-rawC: // one JSON object on one line, checked by hostcluster
+			if !ok {
+				_ = out.write(end)
+				return
+			}
+			lastID = max(lastID, re.Seq)
+			if out.write(fmt.Sprintf("id: %d\ndata: %s\n\n", lastID, re.JSON)) != nil {
+				return
+			}
+		case ev, ok := <-evC:
 			if !ok {
 				_ = out.write(end)
 				return
