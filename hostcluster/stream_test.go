@@ -237,3 +237,36 @@ func TestRawStreamRefusesWhatIsNotOneLineOfJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint64(7), it.seq)
 }
+
+// BenchmarkReaderPerEvent is the reading node's work on one event of a
+// stream before its SSE line is written: decoded (a decode here, and the
+// SSE writer's json.Marshal) against raw (the check, and the bytes as
+// they came). docs/PERFORMANCE.md, "Across nodes with mutual TLS".
+func BenchmarkReaderPerEvent(b *testing.B) {
+	retry := true
+	ev := &messages.Event{Type: messages.EventOutputTextDelta, ID: "d-c1-4-@1200", SessionID: "s0042", Seq: 4711,
+		Time: time.Now().UTC(), ConversationID: "0f6c1b8e-6a3e-4f52-9d6e-1b2f3c4d5e6f", ItemID: "0f6c1b8e-6a3e-4f52-9d6e-1b2f3c4d5e6f/4",
+		Delta: "The harness reads each frame of the language server's stream, maps it to the steps it changed, and publishes ", Retryable: &retry}
+	raw, err := json.Marshal(ev)
+	require.NoError(b, err)
+	for _, mode := range []struct {
+		name string
+		raw  bool
+	}{{"decoded", false}, {"raw", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			a := &streamActor{raw: mode.raw}
+			b.ReportAllocs()
+			for b.Loop() {
+				it, err := a.item(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if it.ev != nil {
+					if _, err := json.Marshal(it.ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
