@@ -38,6 +38,7 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
 		cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to this file (for measuring; bench --cluster-profile uses it)")
+		traceFile := fs.String("trace", "", "write a Go execution trace of the whole run to this file (go tool trace; large: for measuring)")
 		var cluster clusterFlags
 		cluster.register(fs)
 		pos, err := parseFlags(fs, args)
@@ -82,6 +83,13 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		}
 		if *cpuProfile != "" {
 			stop, err := startCPUProfile(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		if *traceFile != "" {
+			stop, err := startTrace(*traceFile)
 			if err != nil {
 				return err
 			}

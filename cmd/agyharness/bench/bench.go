@@ -124,6 +124,9 @@ type Options struct {
 	// AGYHARNESS_LOG's level, warn by default), and the bench process's
 	// own profile (bench.cpu.pprof).
 	ClusterProfile string
+	// ClusterTrace adds each node's Go execution trace (nN.trace, serve
+	// --trace) to ClusterProfile's directory.
+	ClusterTrace bool
 }
 
 // Result is a campaign's figures, printed by --json.

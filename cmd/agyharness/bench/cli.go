@@ -51,7 +51,8 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.IntVar(&o.Cluster, "cluster", 0, "run the sessions on this many serve processes joined in a cluster, each session driven through a node other than its own (needs --faults none)")
 	fs.BoolVar(&o.ClusterLocal, "cluster-local", false, "with --cluster, drive each session through its own node (the local figures beside the cross-node ones)")
 	fs.BoolVar(&o.ClusterNoTLS, "cluster-no-tls", false, "with --cluster, run the nodes without mutual TLS (--insecure-cluster-no-auth), to compare")
-	fs.StringVar(&o.ClusterProfile, "cluster-profile", "", "with --cluster, write each node's CPU profile and log, and this process's profile, into this directory")
+	fs.StringVar(&o.ClusterProfile, "cluster-profile", "", "with --cluster, write each node's CPU profile and log, this process's profile and every delta's latency (latency.csv) into this directory")
+	fs.BoolVar(&o.ClusterTrace, "cluster-trace", false, "with --cluster-profile, also write each node's Go execution trace there (nN.trace, for go tool trace)")
 	fs.StringVar(&o.Harness, "harness", "", "with --cluster, the agyharness binary to run the nodes (default: this one)")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {

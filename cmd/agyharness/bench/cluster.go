@@ -88,7 +88,7 @@ var (
 // startClusterNodes runs n serve processes that form a cluster with the
 // automanaged provider on loopback; with mutualTLS, their remote runs over
 // mutual TLS with certificates `harness cluster certs` writes in dir.
-func startClusterNodes(ctx context.Context, harness string, n int, token string, dir string, mutualTLS bool, profileDir string) ([]*clusterNode, error) {
+func startClusterNodes(ctx context.Context, harness string, n int, token string, dir string, mutualTLS bool, profileDir string, trace bool) ([]*clusterNode, error) {
 	if profileDir != "" {
 		if err := os.MkdirAll(profileDir, 0o700); err != nil {
 			return nil, fmt.Errorf("bench: --cluster-profile: %w", err)
@@ -132,7 +132,7 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 		name := fmt.Sprintf("n%d", i+1)
 		cmd := exec.CommandContext(ctx, harness, append([]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile,
 			"--max-connections", "100000", "--cluster", "bench", "--cluster-provider", "automanaged",
-			"--peers", strings.Join(peers, ","), "--provider-port", ports[i], "--node", name}, append(remoteAuth(name), profileArgs(profileDir, name)...)...)...)
+			"--peers", strings.Join(peers, ","), "--provider-port", ports[i], "--node", name}, append(remoteAuth(name), profileArgs(profileDir, name, trace)...)...)...)
 		cmd.Env = append(os.Environ(), "AGYHARNESS_LOG="+nodeLogLevel(profileDir))
 		cmd.Stdout = io.Discard
 		stderr, err := cmd.StderrPipe()
@@ -404,6 +404,9 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Faults) > 0 || o.ExternalFakes || o.Floor || o.IdleSessions > 0 || o.PollSessions > 0 {
 		return nil, errors.New("bench: --cluster runs without faults (--faults none), external fakes, idle or poll-only sessions")
 	}
+	if o.ClusterTrace && o.ClusterProfile == "" {
+		return nil, errors.New("bench: --cluster-trace needs --cluster-profile DIR")
+	}
 	harness := o.Harness
 	if harness == "" {
 		exe, err := os.Executable()
@@ -434,7 +437,7 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	token := hex.EncodeToString(tok[:])
-	nodes, err := startClusterNodes(ctx, harness, o.Cluster, token, dir, !o.ClusterNoTLS, o.ClusterProfile)
+	nodes, err := startClusterNodes(ctx, harness, o.Cluster, token, dir, !o.ClusterNoTLS, o.ClusterProfile, o.ClusterTrace)
 	if err != nil {
 		return nil, err
 	}

@@ -35,13 +35,17 @@ func commandKind(path string) string {
 	return "other"
 }
 
-// profileArgs are serve's flags for node name's CPU profile in dir (none
-// without a dir).
-func profileArgs(dir, name string) []string {
+// profileArgs are serve's flags for node name's CPU profile in dir, and
+// with trace its execution trace (none without a dir).
+func profileArgs(dir, name string, trace bool) []string {
 	if dir == "" {
 		return nil
 	}
-	return []string{"--cpuprofile", filepath.Join(dir, name+".cpu.pprof")}
+	args := []string{"--cpuprofile", filepath.Join(dir, name+".cpu.pprof")}
+	if trace {
+		args = append(args, "--trace", filepath.Join(dir, name+".trace"))
+	}
+	return args
 }
 
 // nodeLogLevel is the nodes' AGYHARNESS_LOG: warn, or with a profile

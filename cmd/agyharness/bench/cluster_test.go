@@ -25,7 +25,7 @@ func TestShortClusterCampaign(t *testing.T) {
 	require.NoError(t, err, "%s", out)
 	profiles := t.TempDir()
 	res, err := Run(context.Background(), Options{Sessions: 9, Duration: 3 * time.Second, TurnTimeout: 30 * time.Second,
-		Seed: campaignSeed(t), Cluster: 3, Harness: harness, ClusterProfile: profiles})
+		Seed: campaignSeed(t), Cluster: 3, Harness: harness, ClusterProfile: profiles, ClusterTrace: true})
 	require.NoError(t, err)
 	assert.False(t, res.Failed(), "problems: %v", res.Problems)
 	assert.Empty(t, res.Problems)
@@ -43,7 +43,7 @@ func TestShortClusterCampaign(t *testing.T) {
 	assert.Contains(t, text.String(), "cluster commands: p50 ")
 	// --cluster-profile: every node's CPU profile and log, this process's
 	// profile, and the latencies.
-	for _, f := range []string{"n1.cpu.pprof", "n2.cpu.pprof", "n3.cpu.pprof", "bench.cpu.pprof", "latency.csv"} {
+	for _, f := range []string{"n1.cpu.pprof", "n2.cpu.pprof", "n3.cpu.pprof", "n1.trace", "bench.cpu.pprof", "latency.csv"} {
 		st, err := os.Stat(filepath.Join(profiles, f))
 		if assert.NoError(t, err, f) {
 			assert.Positive(t, st.Size(), f)
@@ -56,4 +56,6 @@ func TestShortClusterCampaign(t *testing.T) {
 
 	_, err = Run(context.Background(), Options{Sessions: 3, Duration: time.Second, Cluster: 3, Harness: harness, Faults: []string{FaultSlow}})
 	assert.ErrorContains(t, err, "--faults none")
+	_, err = Run(context.Background(), Options{Sessions: 3, Duration: time.Second, Cluster: 3, Harness: harness, ClusterTrace: true})
+	assert.ErrorContains(t, err, "--cluster-profile")
 }
