@@ -160,10 +160,7 @@ func (r *Reconciler) rewind(to int) {
 	}
 	r.closingTurn = false
 	r.known = to
-	if r.hold.from >= to {
-		r.hold.from = -1 // what was held is gone
-	}
-	r.hold.settled = min(r.hold.settled, to)
+	r.rewindHold(to)
 	r.pruneRetired()
 	if r.obs.Kind == Snapshot {
 		r.stale = r.rewinds.end < r.known

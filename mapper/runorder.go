@@ -10,37 +10,55 @@ import "github.com/agyharness/agyharness/wire"
 // emitted before that step's message. So a frame's copy of a step that
 // starts a run (USER_INPUT, SYSTEM_MESSAGE), new at its index while a step
 // before it is still live in the reconciler's view, is not applied: it and
-// every later index the frames bring are held (dropped, not kept) until a
-// snapshot that reaches the held index is applied, which maps them in
-// trajectory order. AwaitingRead asks the caller for that read.
+// every later index the frames bring are held (dropped, not kept) until
+// snapshots have brought them again, which maps them in trajectory order.
+// AwaitingRead asks the caller for those reads.
 //
-// A snapshot read after the run began that still shows the earlier step
-// live is agy's own word: the hold ends with it, and steps live below that
-// index hold nothing again (settled).
+// The hold ends with a snapshot that reaches every index dropped and has
+// every dropped terminal copy terminal too (the stream never sends a
+// finished step again; a dropped live copy is sent again when the step
+// changes, and the snapshot's copy is no older than what came before it).
+// A snapshot read before the last frames came does not end it: the next
+// read is asked for.
+//
+// A snapshot that ends the hold while a step before the run is still live
+// is agy's own word: such steps hold no run again (settled).
 type runHold struct {
-	from    int // the first index held; -1: none
-	settled int // live steps below this index hold no run
+	start   int              // the index of the run start that began the hold; -1: none
+	to      int              // one past the highest index dropped
+	done    map[int]struct{} // the indices of the terminal copies dropped, not yet read terminal
+	settled int              // live steps below this index hold no run
 }
 
-func newRunHold() runHold { return runHold{from: -1} }
+func newRunHold() runHold { return runHold{start: -1} }
 
 // AwaitingRead reports whether steps a frame brought are held until a
-// read of the trajectory reaches them (see runHold): the caller should
-// read now.
-func (r *Reconciler) AwaitingRead() bool { return r.hold.from >= 0 }
+// read of the trajectory brings them again (see runHold): the caller
+// should read now.
+func (r *Reconciler) AwaitingRead() bool { return r.hold.start >= 0 }
 
 // held reports whether the frame's copy of the step at index is held.
 func (r *Reconciler) held(index int, s *wire.Step) bool {
-	if h := &r.hold; h.from >= 0 {
-		return index >= h.from
+	h := &r.hold
+	if h.start < 0 {
+		if s.Type != wire.StepUserInput && s.Type != wire.StepSystemMessage {
+			return false
+		}
+		if r.slots[index] != nil || !r.liveBefore(index) {
+			return false
+		}
+		h.start, h.to = index, index+1
 	}
-	if s.Type != wire.StepUserInput && s.Type != wire.StepSystemMessage {
+	if index < h.start {
 		return false
 	}
-	if r.slots[index] != nil || !r.liveBefore(index) {
-		return false
+	h.to = max(h.to, index+1)
+	if s.Status.Terminal() {
+		if h.done == nil {
+			h.done = make(map[int]struct{})
+		}
+		h.done[index] = struct{}{}
 	}
-	r.hold.from = index
 	return true
 }
 
@@ -55,12 +73,37 @@ func (r *Reconciler) liveBefore(index int) bool {
 }
 
 // liftHold ends the hold when the snapshot just applied, ending at end,
-// reached the held index.
+// brought again every step the frames dropped.
 func (r *Reconciler) liftHold(end int) {
 	h := &r.hold
-	if h.from < 0 || end <= h.from {
+	if h.start < 0 || end < h.to {
 		return
 	}
-	h.settled = max(h.settled, h.from)
-	h.from = -1
+	for i := range h.done {
+		if sl := r.slots[i]; sl == nil || sl.terminal {
+			// Read terminal (or dropped from the window since, at rest).
+			delete(h.done, i)
+		}
+	}
+	if len(h.done) > 0 {
+		return
+	}
+	h.settled = max(h.settled, h.start)
+	h.start, h.done = -1, nil
+}
+
+// rewindHold forgets what a rewind to index to removed from the hold.
+func (r *Reconciler) rewindHold(to int) {
+	h := &r.hold
+	h.settled = min(h.settled, to)
+	if h.start >= to {
+		h.start, h.done = -1, nil
+		return
+	}
+	h.to = min(h.to, to)
+	for i := range h.done {
+		if i >= to {
+			delete(h.done, i)
+		}
+	}
 }

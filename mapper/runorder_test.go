@@ -92,3 +92,28 @@ func TestHeldRunLiftedByARead(t *testing.T) {
 	assert.False(t, r.AwaitingRead(), "step 1 is live in agy's own read: nothing is held for it")
 	assert.Equal(t, []int{0, 1, 3}, itemIndices(t, evs))
 }
+
+// TestHoldOutlastsAReadOlderThanTheFrames: a read that was made before the
+// last frames of the held run came (it ends before them) does not end the
+// hold: the frames after it stay held until a read brings those steps.
+func TestHoldOutlastsAReadOlderThanTheFrames(t *testing.T) {
+	r := newTestReconciler()
+	user := userStep("start the tests", "MODEL_M20")
+	live := plannerStep(wire.StatusGenerating, "", "Started")
+	done := plannerStep(wire.StatusDone, "", "Started the tests.")
+	next := userStep("and then?", "MODEL_M20")
+	answer := plannerStep(wire.StatusDone, "", "Then nothing.")
+	more := plannerStep(wire.StatusDone, "", "Nothing at all.")
+	var evs []messages.Event
+	evs = append(evs, r.Apply(frame(1, wire.RunRunning, 0, user, live))...)
+	evs = append(evs, r.Apply(frame(2, wire.RunIdle, 2))...)
+	evs = append(evs, r.Apply(frame(3, wire.RunRunning, 2, next))...)
+	evs = append(evs, r.Apply(frame(4, wire.RunRunning, 3, answer))...)
+	// Read before step 3 was written, applied after its frame.
+	evs = append(evs, r.Apply(snapshot(5, wire.RunRunning, user, done, next))...)
+	assert.True(t, r.AwaitingRead(), "step 3 came after that read: still held")
+	evs = append(evs, r.Apply(frame(6, wire.RunRunning, 4, more))...)
+	evs = append(evs, r.Apply(snapshot(7, wire.RunIdle, user, done, next, answer, more))...)
+	assert.False(t, r.AwaitingRead())
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, itemIndices(t, evs), "items in trajectory order, each once")
+}
