@@ -526,6 +526,11 @@ func (d *driver) rewind(ctx context.Context) {
 	if d.srv == nil || conv == "" || slices.Contains(promptKinds, d.lastKind) || d.lastKind == "subagent" || d.lastKind == "" {
 		return
 	}
+	if d.lastKind == "background" {
+		// The rewind cuts the task's wake away too: the session must have
+		// read it first, as the ground truth the check reads has it.
+		d.waitWake(ctx)
+	}
 	steps := d.srv.Steps(conv)
 	at := agytest.LastUserInput(steps)
 	if at < 0 {
