@@ -9,7 +9,9 @@ import "github.com/agyharness/agyharness/wire"
 // only a read brings it. A new run that the stream shows meanwhile would be
 // emitted before that step's message. So a frame's copy of a step that
 // starts a run (USER_INPUT, SYSTEM_MESSAGE), new at its index while a step
-// before it is still live in the reconciler's view, is not applied: it and
+// before it is still live in the reconciler's view, or the index before it
+// was never seen (a step written and finished between two frames, then
+// not flushed), is not applied: it and
 // every later index the frames bring are held (dropped, not kept) until
 // snapshots have brought them again, which maps them in trajectory order.
 // AwaitingRead asks the caller for those reads.
@@ -44,7 +46,7 @@ func (r *Reconciler) held(index int, s *wire.Step) bool {
 		if s.Type != wire.StepUserInput && s.Type != wire.StepSystemMessage {
 			return false
 		}
-		if r.slots[index] != nil || !r.liveBefore(index) {
+		if r.slots[index] != nil || index <= r.known && !r.liveBefore(index) {
 			return false
 		}
 		h.start, h.to = index, index+1

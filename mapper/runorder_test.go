@@ -117,3 +117,26 @@ func TestHoldOutlastsAReadOlderThanTheFrames(t *testing.T) {
 	assert.False(t, r.AwaitingRead())
 	assert.Equal(t, []int{0, 1, 2, 3, 4}, itemIndices(t, evs), "items in trajectory order, each once")
 }
+
+// TestRunAfterAnUnseenStepWaitsForIt: the run before ended with a step the
+// stream never sent at all (written and finished between two frames, then
+// IDLE before the flush): a new run after it waits for a read of it too.
+func TestRunAfterAnUnseenStepWaitsForIt(t *testing.T) {
+	r := newTestReconciler()
+	user := userStep("start the tests", "MODEL_M20")
+	started := plannerStep(wire.StatusDone, "", "Started the tests.")
+	wake := systemStep(wire.StepSystemMessage)
+	reply := plannerStep(wire.StatusDone, "", "The tests passed.")
+	next := userStep("and then?", "MODEL_M20")
+	answer := plannerStep(wire.StatusDone, "", "Then nothing.")
+	var evs []messages.Event
+	evs = append(evs, r.Apply(frame(1, wire.RunRunning, 0, user, started))...)
+	evs = append(evs, r.Apply(snapshot(2, wire.RunIdle, user, started))...)
+	evs = append(evs, r.Apply(frame(3, wire.RunRunning, 2, wake))...)
+	evs = append(evs, r.Apply(frame(4, wire.RunIdle, 3))...) // the reply at 3 never streamed
+	evs = append(evs, r.Apply(frame(5, wire.RunRunning, 4, next, answer))...)
+	assert.True(t, r.AwaitingRead(), "step 3 was never seen: the run at 4 waits")
+	evs = append(evs, r.Apply(snapshot(6, wire.RunIdle, user, started, wake, reply, next, answer))...)
+	assert.False(t, r.AwaitingRead())
+	assert.Equal(t, []int{0, 1, 3, 4, 5}, itemIndices(t, evs), "items in trajectory order, each once")
+}
