@@ -324,7 +324,7 @@ func truthSummary(steps []wire.Step) string {
 // an out-of-order report.
 func orderContext(evs []*messages.Event, steps []wire.Step, conv string, lo, hi int) string {
 	var b strings.Builder
-	b.WriteString("\n    ground truth:")
+	b.WriteString("\n    trajectory:")
 	for i := max(0, lo-6); i <= hi && i < len(steps); i++ {
 		fmt.Fprintf(&b, "\n      %d %s %s", i, steps[i].Type, steps[i].Status)
 	}
