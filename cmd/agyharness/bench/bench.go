@@ -152,6 +152,7 @@ type Result struct {
 	AgyErrors            int `json:"agy_errors"`
 	Rewinds              int `json:"rewinds"`
 	RewindsUnreported    int `json:"rewinds_unreported"` // rewinds without a conversation_rewound, or the other way round
+	Wakes                int `json:"wakes"`              // runs nobody typed (a background task's wake) the sessions reported
 	WindowedSessions     int `json:"windowed_sessions"`
 	ItemsExpected        int `json:"items_expected"`
 	ItemsEmitted         int `json:"items_emitted"`

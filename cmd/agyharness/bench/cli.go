@@ -37,7 +37,7 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.IntVar(&o.IdleSessions, "idle-sessions", 0, "also attach this many idle sessions to measure heap, goroutines and CPU per idle session")
 	fs.DurationVar(&o.IdleCPUWindow, "idle-cpu-window", 10*time.Second, "with --idle-sessions, how long the idle sessions' CPU is measured (0 skips it)")
 	fs.IntVar(&o.PollSessions, "poll-sessions", 0, "this many of the sessions (the last ones) read poll-only; their latency is reported as poll_latency_*")
-	fs.StringVar(&kinds, "turn-kinds", "", "comma list of turn kinds the drivers send ("+strings.Join(allTurnKinds, ", ")+"; default all but essay and background)")
+	fs.StringVar(&kinds, "turn-kinds", "", "comma list of turn kinds the drivers send ("+strings.Join(allTurnKinds, ", ")+"; default all but essay)")
 	fs.BoolVar(&o.ExternalFakes, "external-fakes", false, "run the fakes in a separate fakeagy process (needs --faults none; skips the ground-truth checks)")
 	fs.StringVar(&o.Fakeagy, "fakeagy", "", "fakeagy binary for --external-fakes (default: go build it)")
 	fs.StringVar(&o.HeapProfile, "heapprofile", "", "write a pprof heap profile, taken with the idle sessions attached, to this file")
