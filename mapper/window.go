@@ -179,7 +179,7 @@ func (r *Reconciler) forgetFrom(index int) {
 	}
 	for k, p := range r.past[j:] {
 		if p.typ != 0 && p.created != 0 {
-			r.rewinds.retiredPrints[retiredPrint(r.pastBase+j+k, p.created)] = true
+			r.rewinds.retiredPrints[retiredPrint(r.pastBase+j+k, p.created)] = r.rewinds.epoch
 		}
 	}
 	clear(r.past[j:])
