@@ -100,6 +100,15 @@ func TestEarlierSubagentsAreListedAsChildren(t *testing.T) {
 		assert.NotEmpty(t, s.LastUserInputTime, id)
 	}
 	assert.Equal(t, 250, children, "one in four is a subagent child")
+	for _, conv := range []string{srv.ConversationID(), srv.Conversations()[3]} {
+		s, ok, err := c.TrajectorySummaryOf(testCtx(t), conv)
+		require.NoError(t, err)
+		require.True(t, ok, conv)
+		assert.Equal(t, all.TrajectorySummaries[conv], s, "one entry read is the list's")
+	}
+	_, ok, err := c.TrajectorySummaryOf(testCtx(t), "no-such-conversation")
+	require.NoError(t, err)
+	assert.False(t, ok, "a conversation not listed")
 }
 
 func TestStartCascadeNeedsASourceAndIsNeverTheTerminals(t *testing.T) {
