@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"sync"
 
 	"github.com/agyharness/agyharness/wire"
 	"github.com/go-json-experiment/json/jsontext"
@@ -17,17 +18,34 @@ import (
 // When the key cannot be told for certain that way (not listed, written
 // with escapes, or twice), the whole answer is decoded, with the same
 // result GetAllCascadeTrajectories would give.
-func (c *Client) TrajectorySummaryOf(ctx context.Context, conv string) (s TrajectorySummary, ok bool, err error) {
+func (c *Client) TrajectorySummaryOf(ctx context.Context, conv string) (found TrajectorySummary, present bool, err error) {
 	err = c.callRead(ctx, c.cfg.UnaryTimeout, MethodGetAllCascadeTrajectories, Empty{}, func(body io.Reader) error {
-		data, rerr := io.ReadAll(body)
-		if rerr != nil {
+		buf := listBuffers.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= maxPooledList {
+				buf.Reset()
+				listBuffers.Put(buf)
+			}
+		}()
+		if _, rerr := buf.ReadFrom(body); rerr != nil {
 			return rerr
 		}
-		s, ok, rerr = summaryIn(data, conv)
+		// Nothing decoded keeps a slice of the buffer: strings are copied.
+		s, ok, rerr := summaryIn(buf.Bytes(), conv)
+		if rerr == nil {
+			found, present = s, ok
+		}
 		return rerr
 	})
-	return s, ok, err
+	return found, present, err
 }
+
+// listBuffers hold the answers TrajectorySummaryOf reads, so that a long
+// list is read into room already made, not into a buffer grown again (and
+// thrown away) on every read. Buffers over maxPooledList are dropped.
+var listBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledList = 4 << 20
 
 // summaryIn is conv's entry of a GetAllCascadeTrajectories answer.
 func summaryIn(data []byte, conv string) (TrajectorySummary, bool, error) {

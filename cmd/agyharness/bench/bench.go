@@ -123,8 +123,10 @@ type Options struct {
 	// of agy's conversation list costs (statuslist.go): counts of listed
 	// conversations (ascending, at least 2), Sessions fakes at each, in
 	// fakeagy processes; IdleCPUWindow and Duration are its windows,
-	// ChunkDelay the essays'.
-	StatusList []int
+	// ChunkDelay the essays'. StatusListPairs is how many alternated
+	// rounds each count gets (0 means 2).
+	StatusList      []int
+	StatusListPairs int
 }
 
 // Result is a campaign's figures, printed by --json.
@@ -351,8 +353,8 @@ func (o Options) normalized() (Options, error) {
 		if !ascending {
 			return o, fmt.Errorf("bench: --status-list needs two or more ascending counts of at least 1, got %v", o.StatusList)
 		}
-		if len(o.Faults) > 0 || o.Cluster > 0 || o.Floor || o.IdleCPUWindow <= 0 {
-			return o, errors.New("bench: --status-list needs --faults none, a positive --idle-cpu-window, and no --cluster or --floor")
+		if len(o.Faults) > 0 || o.Cluster > 0 || o.Floor || o.IdleCPUWindow <= 0 || o.StatusListPairs < 0 {
+			return o, errors.New("bench: --status-list needs --faults none, a positive --idle-cpu-window, no --cluster or --floor, and --status-list-pairs of at least 0")
 		}
 	}
 	if o.ChunkDelay == 0 {

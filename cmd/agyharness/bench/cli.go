@@ -55,6 +55,7 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.StringVar(&o.Harness, "harness", "", "with --cluster, the agyharness binary to run the nodes (default: this one)")
 	var statusList string
 	fs.StringVar(&statusList, "status-list", "", "measure only what agy's conversation list costs: comma list of counts of listed conversations (e.g. 10,1000), --sessions fakes each, CPU per session per second idle (--idle-cpu-window) and streaming essays (--duration)")
+	fs.IntVar(&o.StatusListPairs, "status-list-pairs", 2, "with --status-list, how many alternated rounds each count gets")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +16,7 @@ import (
 )
 
 // statusListPairs is how many times each count of listed conversations is
-// measured, alternated (10, 1000, 10, 1000).
+// measured, alternated (10, 1000, 10, 1000), unless Options.StatusListPairs.
 const statusListPairs = 2
 
 // essayChunks is how many chunks campaignScenario's essay streams.
@@ -24,7 +25,7 @@ const essayChunks = 100
 // bindingSettle is how long a round waits after its sessions report idle
 // before it measures: the actors' default RotationInterval (2 s) and a
 // second.
-const bindingSettle = 3 * time.Second
+var bindingSettle = 3 * time.Second // a variable for the tests
 
 // StatusListCPU is one count of listed conversations' CPU per session per
 // second, in µs, for each round (in the order run) and their median.
@@ -51,6 +52,11 @@ type StatusListCPU struct {
 func runStatusList(ctx context.Context, o Options) (*Result, error) {
 	res := newResult(o)
 	res.ExternalFakes, res.GroundTruthChecked, res.CPUIncludesFakes = true, false, false
+	stopProfile, err := startCPUProfile(o.CPUProfile) // of the whole run
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	counts := o.StatusList
 	fakes := make(map[int]*externalFakes, len(counts))
 	defer func() {
@@ -69,7 +75,8 @@ func runStatusList(ctx context.Context, o Options) (*Result, error) {
 	for _, n := range counts {
 		res.StatusListCPUUs[strconv.Itoa(n)] = &StatusListCPU{}
 	}
-	for range statusListPairs {
+	pairs := cmp.Or(o.StatusListPairs, statusListPairs)
+	for range pairs {
 		for _, n := range counts {
 			idle, streaming, err := statusListRound(ctx, o, fakes[n])
 			if err != nil {
@@ -81,7 +88,7 @@ func runStatusList(ctx context.Context, o Options) (*Result, error) {
 	}
 	lo, hi := res.StatusListCPUUs[strconv.Itoa(counts[0])], res.StatusListCPUUs[strconv.Itoa(counts[len(counts)-1])]
 	var idleRatios, streamRatios []float64
-	for i := range statusListPairs {
+	for i := range pairs {
 		idleRatios = append(idleRatios, hi.Idle[i]/lo.Idle[i])
 		streamRatios = append(streamRatios, hi.Streaming[i]/lo.Streaming[i])
 	}
@@ -95,6 +102,7 @@ func runStatusList(ctx context.Context, o Options) (*Result, error) {
 			res.problem("status list fakes: %v", err)
 		}
 	}
+	stopProfile() // its writer is a goroutine
 	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
 	return res, nil
 }
