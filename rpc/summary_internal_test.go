@@ -82,5 +82,6 @@ func TestFindSummaryAllocatesNothingPerListedConversation(t *testing.T) {
 			}
 		})
 	}
-	assert.Equal(t, allocs(small), allocs(large))
+	// A whole decode allocates thousands more for 1,000; -race may add one.
+	assert.LessOrEqual(t, allocs(large), allocs(small)+2)
 }
