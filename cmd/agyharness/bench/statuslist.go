@@ -37,16 +37,16 @@ type StatusListCPU struct {
 }
 
 // runStatusList measures what the length of agy's conversation list costs
-// an attached session (Options.StatusList): for each count N, one fakeagy
-// process of Sessions fakes each listing N conversations (its own and N-1
-// of earlier runs, one in four of those a subagent child); rounds
-// alternate the counts. A round attaches a session to each fake with the
-// actors' default intervals, waits for the reads of a binding to pass
-// (bindingSettle), measures this process's CPU over IdleCPUWindow with
-// every session idle, then has each send essay turns
-// one after another (starts spread over half an essay, so each session's
-// turn ends once in a window of an essay's length) and measures over
-// Duration, then interrupts the turns and detaches. The figures: µs of CPU
+// an attached session (Options.StatusList): each round starts a fakeagy
+// process of Sessions fresh fakes each listing N conversations (its own
+// and N-1 of earlier runs, one in four of those a subagent child); rounds
+// alternate the counts, ABBA (10, 1000, 1000, 10, ...). A round attaches
+// a session to each fake with the actors' default intervals, waits for the
+// reads of a binding to pass (bindingSettle), measures this process's CPU
+// over IdleCPUWindow with every session idle, then has each send essay
+// turns one after another (starts spread over half an essay, so each
+// session's turn ends once in a window of an essay's length) and measures
+// over Duration, then interrupts the turns and detaches. The figures: µs of CPU
 // per session per second at each count, and the median over the pairs of
 // the largest count's over the smallest's (status_list_cpu_ratio_*).
 func runStatusList(ctx context.Context, o Options) (*Result, error) {
@@ -58,27 +58,18 @@ func runStatusList(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer stopProfile()
 	counts := o.StatusList
-	fakes := make(map[int]*externalFakes, len(counts))
-	defer func() {
-		for _, e := range fakes {
-			e.kill()
-		}
-	}()
-	for _, n := range counts {
-		e, err := startExternalFakes(ctx, o, o.Sessions, "--earlier-runs", strconv.Itoa(n-1), "--earlier-subagents")
-		if err != nil {
-			return nil, err
-		}
-		fakes[n] = e
-	}
 	res.StatusListCPUUs = map[string]*StatusListCPU{}
 	for _, n := range counts {
 		res.StatusListCPUUs[strconv.Itoa(n)] = &StatusListCPU{}
 	}
 	pairs := cmp.Or(o.StatusListPairs, statusListPairs)
-	for range pairs {
-		for _, n := range counts {
-			idle, streaming, err := statusListRound(ctx, o, fakes[n])
+	for p := range pairs {
+		order := slices.Clone(counts)
+		if p%2 == 1 {
+			slices.Reverse(order) // ABBA: a drift over the run falls on both counts
+		}
+		for _, n := range order {
+			idle, streaming, err := statusListRound(ctx, o, n)
 			if err != nil {
 				return nil, fmt.Errorf("bench: --status-list %d: %w", n, err)
 			}
@@ -97,19 +88,26 @@ func runStatusList(ctx context.Context, o Options) (*Result, error) {
 	}
 	ri, rs := median(idleRatios), median(streamRatios)
 	res.StatusListCPURatioIdle, res.StatusListCPURatioStreaming = &ri, &rs
-	for _, e := range fakes {
-		if _, _, _, err := e.stop(); err != nil {
-			res.problem("status list fakes: %v", err)
-		}
-	}
 	stopProfile() // its writer is a goroutine
 	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
 	return res, nil
 }
 
-// statusListRound is one round on e's fakes: CPU per session per second,
-// idle and streaming.
-func statusListRound(ctx context.Context, o Options, e *externalFakes) (idle, streaming float64, err error) {
+// statusListRound is one round on fresh fakes listing n conversations
+// each: CPU per session per second, idle and streaming.
+func statusListRound(ctx context.Context, o Options, n int) (idle, streaming float64, err error) {
+	// Fresh fakes each round: a conversation grown by the rounds before
+	// would cost more per frame.
+	e, err := startExternalFakes(ctx, o, o.Sessions, "--earlier-runs", strconv.Itoa(n-1), "--earlier-subagents")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		// After the host's shutdown (deferred below, run first).
+		if _, _, _, serr := e.stop(); serr != nil && err == nil {
+			err = fmt.Errorf("fakes: %w", serr)
+		}
+	}()
 	host := actors.NewHost(actors.Config{Logger: o.Logger})
 	var drains sync.WaitGroup
 	defer func() {
@@ -213,7 +211,7 @@ func statusListRound(ctx context.Context, o Options, e *externalFakes) (idle, st
 	streaming, err = window(o.Duration)
 	stop()
 	drivers.Wait()
-	// The next round starts on idle fakes: stop the essays under way.
+	// Stop the essays under way: the fakes then end cleanly.
 	for _, a := range sessions {
 		ictx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		_ = a.s.Interrupt(ictx) // an idle session has nothing to stop
