@@ -210,10 +210,11 @@ func (s *session) apply(ctx actor.Context, conv string, obs mapper.Observation) 
 		s.scratch = evs[:0]
 	}
 	if !child {
-		if rec.AwaitingDetail() || rec.RewindSuspected() {
-			// A question seen on the stream lacks its flags, or a read
-			// found the trajectory shorter (a second read confirms a
-			// rewind): read now.
+		if rec.AwaitingDetail() || rec.RewindSuspected() || rec.AwaitingRead() {
+			// A question seen on the stream lacks its flags, a read found
+			// the trajectory shorter (a second read confirms a rewind), or
+			// a run the stream began is held until a read brings the end
+			// of the run before it: read now.
 			s.readNow(ctx)
 		}
 		s.syncSubagents(ctx)

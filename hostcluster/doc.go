@@ -20,6 +20,10 @@
 // node_lost error event when the owner's node leaves the cluster or its
 // connection breaks.
 //
+// A session's documents (its transcript, agy's models) are read from its
+// node in pieces of one snapshot the owner keeps meanwhile (Node.Read): a
+// transcript is more than one remote message should carry.
+//
 // Remote runs over mutual TLS: a node obeys only callers whose certificate
 // the cluster's CA signed (WriteCerts makes the CA and the nodes'
 // certificates, LoadMutualTLS the configuration). Start refuses a Config

@@ -32,6 +32,10 @@ type fakeSession struct {
 	ended  bool
 	// handed counts events given to any subscriber's channel
 	handed atomic.Int64
+	// docs are the session's documents (Read), by what; reads counts the
+	// documents taken.
+	docs  map[string][]byte
+	reads int
 }
 
 type fakeStream struct {
@@ -170,6 +174,28 @@ func (f *fakeLocal) Subscribe(ctx context.Context, id string, after uint64) (Loc
 		}
 	}()
 	return st, published, nil
+}
+
+// setDoc makes a session's document.
+func (f *fakeLocal) setDoc(id, what string, data []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.sessions[id]
+	if s.docs == nil {
+		s.docs = make(map[string][]byte)
+	}
+	s.docs[what] = data
+}
+
+func (f *fakeLocal) Read(ctx context.Context, id, what string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s, ok := f.sessions[id]
+	if !ok {
+		return nil, notFound(id)
+	}
+	s.reads++
+	return s.docs[what], nil
 }
 
 func freePort(t *testing.T) int {

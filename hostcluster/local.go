@@ -23,6 +23,10 @@ type Local interface {
 	// same resume rules as the node's own API, and says how many events the
 	// session had published when it opened.
 	Subscribe(ctx context.Context, sessionID string, afterSeq uint64) (LocalStream, uint64, error)
+	// Read is a document of a session of this node, as its API answers it:
+	// what is ReadTranscript (GET /v1/sessions/{id}/transcript) or
+	// ReadModels (.../models).
+	Read(ctx context.Context, sessionID, what string) ([]byte, error)
 }
 
 // LocalStream is an open event stream of a local session

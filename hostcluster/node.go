@@ -48,6 +48,8 @@ type Node struct {
 	sessions  map[string]cachedSession // session id -> where it was last seen
 	figures   map[string]*NodeFigures  // by node name
 	closed    bool
+
+	docs documents // snapshots of documents other nodes read in pieces
 }
 
 type cachedSession struct {
@@ -177,7 +179,7 @@ func (n *Node) join() (*generation, error) {
 	}
 	n.members.setSelf(system.ID)
 	g.actor, err = system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
-		return &nodeActor{name: cfg.Node, local: cfg.Local, window: cfg.Window, wg: &n.wg, members: n.members, rejoin: n.rejoin}
+		return &nodeActor{name: cfg.Node, local: cfg.Local, window: cfg.Window, wg: &n.wg, members: n.members, rejoin: n.rejoin, docs: &n.docs}
 	}), nodeActorName)
 	if err != nil {
 		n.leave(g)
@@ -699,6 +701,17 @@ func (n *Node) Do(ctx context.Context, node, sessionID string, c messages.Comman
 // Subscribe opens a session's event stream from another node, after
 // afterSeq (the same resume rules as the owner's own API).
 func (n *Node) Subscribe(ctx context.Context, node, sessionID string, afterSeq uint64) (*Stream, error) {
+	return n.subscribe(ctx, node, sessionID, afterSeq, false)
+}
+
+// SubscribeRaw is Subscribe for a consumer that writes the events' JSON on
+// (an SSE stream): they come on RawC as the owner encoded them, never
+// decoded and encoded again on this node.
+func (n *Node) SubscribeRaw(ctx context.Context, node, sessionID string, afterSeq uint64) (*Stream, error) {
+	return n.subscribe(ctx, node, sessionID, afterSeq, true)
+}
+
+func (n *Node) subscribe(ctx context.Context, node, sessionID string, afterSeq uint64, raw bool) (*Stream, error) {
 	st, lost, err := n.target(node)
 	if err != nil {
 		return nil, err
@@ -711,7 +724,7 @@ func (n *Node) Subscribe(ctx context.Context, node, sessionID string, afterSeq u
 		ctx, cancel = context.WithTimeout(ctx, suspectWait)
 		defer cancel()
 	}
-	return openStream(ctx, n.current(), &n.wg, actor.NewPID(st.Address, nodeActorName), node, sessionID, afterSeq, n.cfg.Window, lost)
+	return openStream(ctx, n.current(), &n.wg, actor.NewPID(st.Address, nodeActorName), node, sessionID, afterSeq, n.cfg.Window, lost, raw)
 }
 
 // askError is err as the caller of a request to node sees it.

@@ -22,7 +22,8 @@ const ownerDefault = time.Minute
 // other nodes' requests for this node's sessions from Local. It takes
 // ListSessions (answered at once), CreateSession and Command (run on a
 // goroutine it owns, answered from there to the sender), and Subscribe
-// (spawns a feeder child that owns the stream). A panic restarts it (its
+// (spawns a feeder child that owns the stream), and ReadSession (run on a
+// goroutine like a command, its pieces kept in docs). A panic restarts it (its
 // children, the feeders, stop: their readers see the stream end); requests
 // in flight are answered by their goroutines all the same.
 type nodeActor struct {
@@ -32,6 +33,7 @@ type nodeActor struct {
 	wg      *sync.WaitGroup
 	members *membership
 	rejoin  func(memberID, why string)
+	docs    *documents
 	ctx     context.Context
 	cancel  context.CancelFunc
 }
@@ -83,6 +85,12 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.run(ctx, m.DeadlineUnixNano, func(rctx context.Context) any {
 			return &clusterpb.CommandResult{Version: ProtocolVersion, Failure: failure(a.local.Do(rctx, m.SessionId, c))}
 		})
+	case *clusterpb.ReadSession:
+		if m.Version != ProtocolVersion {
+			ctx.Respond(&clusterpb.SessionPiece{Version: ProtocolVersion, Failure: versionFailure(m.Version)})
+			return
+		}
+		a.run(ctx, m.DeadlineUnixNano, func(rctx context.Context) any { return a.docs.serve(rctx, a.local, m) })
 	case *clusterpb.Subscribe:
 		reader := ctx.Sender()
 		if reader == nil {
@@ -126,7 +134,7 @@ func (a *nodeActor) run(ctx actor.Context, deadlineNano int64, do func(context.C
 
 func commandOf(m *clusterpb.Command) messages.Command {
 	c := messages.Command{Type: messages.CommandType(m.Type), Text: m.Text, Model: m.Model,
-		ElicitationID: m.ElicitationId, Action: m.Action}
+		ElicitationID: m.ElicitationId, Action: m.Action, Choice: m.Choice}
 	for _, a := range m.Answers {
 		c.Answers = append(c.Answers, messages.Answer{Question: a.Question, SelectedOptionIDs: a.SelectedOptionIds, WriteIn: a.WriteIn})
 	}
@@ -135,7 +143,7 @@ func commandOf(m *clusterpb.Command) messages.Command {
 
 func commandMessage(sessionID string, c messages.Command, deadline time.Time) *clusterpb.Command {
 	m := &clusterpb.Command{Version: ProtocolVersion, SessionId: sessionID, Type: string(c.Type), Text: c.Text,
-		Model: c.Model, ElicitationId: c.ElicitationID, Action: c.Action, DeadlineUnixNano: deadline.UnixNano()}
+		Model: c.Model, ElicitationId: c.ElicitationID, Action: c.Action, Choice: c.Choice, DeadlineUnixNano: deadline.UnixNano()}
 	for _, a := range c.Answers {
 		m.Answers = append(m.Answers, &clusterpb.Answer{Question: a.Question, SelectedOptionIds: a.SelectedOptionIDs, WriteIn: a.WriteIn})
 	}

@@ -1,6 +1,7 @@
 package hostcluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,8 +21,13 @@ import (
 // (nil: the session ended). When the owning node is lost, the last event
 // before C closes is an error event whose message starts with "node_lost"
 // (it repeats the last seq delivered: it is not in the session's log).
+//
+// A stream opened raw (Node.SubscribeRaw) hands out each event as the
+// owner encoded it (RawC), never decoded and encoded again here; C is then
+// nil.
 type Stream struct {
 	out       chan *messages.Event
+	rawOut    chan RawEvent
 	published uint64
 	actor     *actor.PID
 	root      *actor.RootContext
@@ -32,8 +38,29 @@ type Stream struct {
 	err       error
 }
 
-// C is the event channel.
+// C is the event channel (nil for a raw stream).
 func (s *Stream) C() <-chan *messages.Event { return s.out }
+
+// RawC is a raw stream's event channel (nil for a decoded one).
+func (s *Stream) RawC() <-chan RawEvent { return s.rawOut }
+
+// RawEvent is an event of a raw stream: its seq, and its JSON as the
+// owner's json.Marshal of its messages.Event wrote it: one JSON object, no
+// line break (checked on arrival), so it can be written as one SSE data
+// line.
+type RawEvent struct {
+	Seq  uint64
+	JSON []byte
+}
+
+// streamItem is an event on its way from the stream actor to the pump:
+// decoded (ev) for a decoded stream, checked and kept as received (raw)
+// for a raw one.
+type streamItem struct {
+	seq uint64
+	raw []byte
+	ev  *messages.Event
+}
 
 // Published is how many events the session had published when the stream
 // opened.
@@ -70,10 +97,11 @@ type streamActor struct {
 	sessionID string
 	after     uint64
 	window    int
+	raw       bool // pass events on undecoded (Node.SubscribeRaw)
 
-	opened chan<- openResult    // Subscribed's outcome, once
-	in     chan *messages.Event // to the pump; capacity window
-	ended  chan<- error         // the end and why, once
+	opened chan<- openResult // Subscribed's outcome, once
+	in     chan streamItem   // to the pump; capacity window
+	ended  chan<- error      // the end and why, once
 
 	feeder *actor.PID
 	isOpen bool
@@ -139,15 +167,15 @@ func (a *streamActor) Receive(ctx actor.Context) {
 			return
 		}
 		for _, raw := range m.Events {
-			ev := new(messages.Event)
-			if err := json.Unmarshal(raw, ev); err != nil {
+			it, err := a.item(raw)
+			if err != nil {
 				a.fail(ctx, &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: "an event from node " + a.node + " does not decode: " + err.Error()})
 				return
 			}
 			// Passed as the owner sent them: open prompts replayed on
 			// subscribing keep their own (earlier) seq, as locally.
 			select {
-			case a.in <- ev:
+			case a.in <- it:
 			default:
 				a.fail(ctx, &Error{Status: http.StatusBadGateway, Code: CodeFailed, Message: "node " + a.node + " sent past the stream's credit"})
 				return
@@ -182,6 +210,31 @@ func (a *streamActor) Receive(ctx actor.Context) {
 	}
 }
 
+// item is raw as the pump takes it: decoded, or for a raw stream checked
+// to be one JSON object on one line, with its seq read.
+func (a *streamActor) item(raw []byte) (streamItem, error) {
+	if !a.raw {
+		ev := new(messages.Event)
+		if err := json.Unmarshal(raw, ev); err != nil {
+			return streamItem{}, err
+		}
+		return streamItem{seq: ev.Seq, ev: ev}, nil
+	}
+	if bytes.ContainsAny(raw, "\r\n") {
+		return streamItem{}, errors.New("a line break in an event")
+	}
+	var head struct {
+		Seq uint64 `json:"seq"`
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return streamItem{}, errors.New("an event that is not a JSON object")
+	}
+	if err := json.Unmarshal(raw, &head); err != nil { // the whole of raw is checked
+		return streamItem{}, err
+	}
+	return streamItem{seq: head.Seq, raw: raw}, nil
+}
+
 // fail ends the stream with err.
 func (a *streamActor) fail(ctx actor.Context, err error) {
 	a.over = true
@@ -202,12 +255,12 @@ func (a *streamActor) end(err error) {
 // openStream starts a stream actor and waits for the owner's answer, the
 // owner's loss, or ctx.
 func openStream(ctx context.Context, g streamHome, wg *sync.WaitGroup, owner *actor.PID, node, sessionID string,
-	after uint64, window int, lost <-chan struct{}) (*Stream, error) {
+	after uint64, window int, lost <-chan struct{}, raw bool) (*Stream, error) {
 	root := g.root()
 	opened := make(chan openResult, 1)
 	ended := make(chan error, 1)
-	in := make(chan *messages.Event, window)
-	a := &streamActor{owner: owner, node: node, sessionID: sessionID, after: after, window: window,
+	in := make(chan streamItem, window)
+	a := &streamActor{owner: owner, node: node, sessionID: sessionID, after: after, window: window, raw: raw,
 		opened: opened, in: in, ended: ended}
 	pid := root.Spawn(actor.PropsFromProducer(func() actor.Actor { return a }))
 	if !g.track(pid) {
@@ -215,7 +268,12 @@ func openStream(ctx context.Context, g streamHome, wg *sync.WaitGroup, owner *ac
 		<-opened
 		return nil, nodeLost(node, "is out of reach: this node is leaving the cluster")
 	}
-	s := &Stream{out: make(chan *messages.Event), actor: pid, root: root, done: make(chan struct{})}
+	s := &Stream{actor: pid, root: root, done: make(chan struct{})}
+	if raw {
+		s.rawOut = make(chan RawEvent)
+	} else {
+		s.out = make(chan *messages.Event)
+	}
 	var res openResult
 	select {
 	case res = <-opened:
@@ -257,16 +315,20 @@ func openStream(ctx context.Context, g streamHome, wg *sync.WaitGroup, owner *ac
 
 // pump hands events to the consumer and returns credit to the feeder as
 // they are taken. On a loss it adds the node_lost error event.
-func (s *Stream) pump(in <-chan *messages.Event, ended <-chan error, feeder *actor.PID, window int, sessionID, node string, lastSeq uint64) {
-	defer close(s.out)
+func (s *Stream) pump(in <-chan streamItem, ended <-chan error, feeder *actor.PID, window int, sessionID, node string, lastSeq uint64) {
+	defer func() {
+		if s.out != nil {
+			close(s.out)
+		} else {
+			close(s.rawOut)
+		}
+	}()
 	taken := 0
-	for ev := range in {
-		select {
-		case s.out <- ev:
-		case <-s.done:
+	for it := range in {
+		if !s.hand(it) {
 			return
 		}
-		lastSeq = max(lastSeq, ev.Seq)
+		lastSeq = max(lastSeq, it.seq)
 		if taken++; taken >= max(window/2, 1) {
 			s.root.Send(feeder, &clusterpb.Credit{Version: ProtocolVersion, Events: uint32(taken)})
 			taken = 0
@@ -286,8 +348,32 @@ func (s *Stream) pump(in <-chan *messages.Event, ended <-chan error, feeder *act
 	retry := true
 	ev := &messages.Event{Type: messages.EventError, ID: fmt.Sprintf("node_lost-%s-%d", sessionID, lastSeq),
 		SessionID: sessionID, Seq: lastSeq, Time: time.Now().UTC(), Message: msg, Retryable: &retry}
+	it := streamItem{seq: ev.Seq, ev: ev}
+	if s.out == nil {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return
+		}
+		it = streamItem{seq: ev.Seq, raw: b}
+	}
+	s.hand(it)
+}
+
+// hand gives the consumer it, in the stream's form; false: Close was
+// called.
+func (s *Stream) hand(it streamItem) bool {
+	if s.out != nil {
+		select {
+		case s.out <- it.ev:
+			return true
+		case <-s.done:
+			return false
+		}
+	}
 	select {
-	case s.out <- ev:
+	case s.rawOut <- RawEvent{Seq: it.seq, JSON: it.raw}:
+		return true
 	case <-s.done:
+		return false
 	}
 }

@@ -2,6 +2,7 @@ package hostcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -44,10 +45,14 @@ func newOwnerRig(t *testing.T, window int) *ownerRig {
 }
 
 func (r *ownerRig) open(t *testing.T, id string, after uint64, window int, lost <-chan struct{}) (*Stream, error) {
+	return r.openAs(t, id, after, window, lost, false)
+}
+
+func (r *ownerRig) openAs(t *testing.T, id string, after uint64, window int, lost <-chan struct{}, raw bool) (*Stream, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return openStream(ctx, rigHome{r.system}, r.wg, r.node, "B", id, after, window, lost)
+	return openStream(ctx, rigHome{r.system}, r.wg, r.node, "B", id, after, window, lost, raw)
 }
 
 // rigHome is the rig's actor system as a stream's home.
@@ -177,4 +182,91 @@ func TestNodeActorRefusesAnotherProtocolVersion(t *testing.T) {
 	res, err = r.system.Root.RequestFuture(r.node, &clusterpb.Command{Version: 0, SessionId: "s", Type: "turn"}, 5*time.Second).Result()
 	require.NoError(t, err)
 	assert.Equal(t, CodeVersion, res.(*clusterpb.CommandResult).Failure.Code)
+}
+
+// A raw stream hands on the owner's JSON of each event, byte for byte, in
+// order, and ends with node_lost as JSON too.
+func TestRawStreamPassesTheOwnersJSON(t *testing.T) {
+	r := newOwnerRig(t, 16)
+	r.local.add("s")
+	var want [][]byte
+	for i := 0; i < 40; i++ {
+		ev := &messages.Event{Type: messages.EventOutputTextDelta, ItemID: "i1", Delta: "a\nb <\"c\">"}
+		r.local.publish("s", ev)
+		b, err := json.Marshal(ev) // publish set its seq
+		require.NoError(t, err)
+		want = append(want, b)
+	}
+	lost := make(chan struct{})
+	st, err := r.openAs(t, "s", 0, 16, lost, true)
+	require.NoError(t, err)
+	assert.Nil(t, st.C(), "a raw stream has no decoded channel")
+	for i, w := range want {
+		got := <-st.RawC()
+		require.Equal(t, uint64(i+1), got.Seq)
+		require.Equal(t, string(w), string(got.JSON))
+	}
+	close(lost)
+	last, ok := <-st.RawC()
+	require.True(t, ok)
+	var ev messages.Event
+	require.NoError(t, json.Unmarshal(last.JSON, &ev))
+	assert.Equal(t, messages.EventError, ev.Type)
+	assert.Contains(t, ev.Message, "node_lost")
+	assert.Equal(t, uint64(40), last.Seq)
+	_, ok = <-st.RawC()
+	assert.False(t, ok)
+}
+
+// What another node sends is checked before it is written on as an SSE
+// data line: one JSON object, no line break.
+func TestRawStreamRefusesWhatIsNotOneLineOfJSON(t *testing.T) {
+	a := &streamActor{raw: true}
+	for _, bad := range []string{
+		"{\"seq\":1}\n\nevent: end\ndata: {}",
+		"{\"seq\":1,\r\"type\":\"status\"}",
+		"[1,2]",
+		"{\"seq\":1",
+		"",
+		"{\"seq\":\"one\"}",
+	} {
+		_, err := a.item([]byte(bad))
+		assert.Error(t, err, "%q", bad)
+	}
+	it, err := a.item([]byte(`{"seq":7,"type":"status"}`))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), it.seq)
+}
+
+// BenchmarkReaderPerEvent is the reading node's work on one event of a
+// stream before its SSE line is written: decoded (a decode here, and the
+// SSE writer's json.Marshal) against raw (the check, and the bytes as
+// they came). docs/PERFORMANCE.md, "Across nodes with mutual TLS".
+func BenchmarkReaderPerEvent(b *testing.B) {
+	retry := true
+	ev := &messages.Event{Type: messages.EventOutputTextDelta, ID: "d-c1-4-@1200", SessionID: "s0042", Seq: 4711,
+		Time: time.Now().UTC(), ConversationID: "0f6c1b8e-6a3e-4f52-9d6e-1b2f3c4d5e6f", ItemID: "0f6c1b8e-6a3e-4f52-9d6e-1b2f3c4d5e6f/4",
+		Delta: "The harness reads each frame of the language server's stream, maps it to the steps it changed, and publishes ", Retryable: &retry}
+	raw, err := json.Marshal(ev)
+	require.NoError(b, err)
+	for _, mode := range []struct {
+		name string
+		raw  bool
+	}{{"decoded", false}, {"raw", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			a := &streamActor{raw: mode.raw}
+			b.ReportAllocs()
+			for b.Loop() {
+				it, err := a.item(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if it.ev != nil {
+					if _, err := json.Marshal(it.ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }

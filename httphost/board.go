@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agyharness/agyharness/hostcluster"
 	"github.com/agyharness/agyharness/messages"
 )
 
@@ -86,6 +87,17 @@ func (b *board) add(row BoardRow) {
 	}
 	b.rows[row.ID] = &row
 	b.changedLocked(row.ID)
+}
+
+// row is a session's row now.
+func (b *board) row(id string) (BoardRow, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.rows[id]
+	if !ok {
+		return BoardRow{}, false
+	}
+	return *r, true
 }
 
 // remove takes a session off the board.
@@ -189,13 +201,14 @@ func (b *board) take(c *boardClient) (rows []BoardRow, gone []string) {
 // boardStream is GET /v1/board: SSE of "event: session" (a row, whole)
 // and "event: gone" ({"id"}), every row first, then "event: ready", then
 // each change. In a cluster the other nodes' sessions are listed every
-// clusterBoardEvery and sent as rows with their node (their state: live
-// or node_lost).
+// clusterBoardEvery and sent as rows with their node: each node lists its
+// sessions with their rows (remoteRow), and a node that does not answer
+// has its sessions' rows sent as node_lost.
 func (s *server) boardStream(w http.ResponseWriter, r *http.Request) {
 	bodyRead(w)
 	c := s.board.subscribe()
 	defer s.board.unsubscribe(c)
-	out, stop, ok := s.openSSE(w, "board")
+	out, stop, ok := s.openSSE(w, r, "board")
 	defer stop()
 	if !ok {
 		return
@@ -226,12 +239,7 @@ func (s *server) boardStream(w http.ResponseWriter, r *http.Request) {
 			if cs.Info.Node == s.cluster.Name() {
 				continue
 			}
-			v := viewOfInfo(cs.Info)
-			row := BoardRow{ID: v.ID, ConversationID: v.ConversationID, Port: v.Port, Node: v.Node,
-				State: SessionLive, OpenPrompts: len(v.OpenPrompts), Created: v.Created, Events: v.Events}
-			if cs.Lost {
-				row.State = SessionNodeLost
-			}
+			row := remoteRow(cs)
 			seen[row.ID] = true
 			if old, ok := remoteRows[row.ID]; ok && old == row {
 				continue
@@ -290,6 +298,38 @@ func (s *server) boardStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// maxRemoteModel bounds the model name of another node's row, in runes.
+const maxRemoteModel = 200
+
+// remoteRow is the board row of another node's session, from its node's
+// listing: the row its node keeps (a node of a release before rows gives
+// none: live), its state node_lost when the node does not answer now. What
+// another node sends is bounded here as the owner bounds it.
+func remoteRow(cs hostcluster.ClusterSession) BoardRow {
+	info := cs.Info
+	v := viewOfInfo(info)
+	row := BoardRow{ID: v.ID, ConversationID: v.ConversationID, Port: v.Port, Node: v.Node,
+		State: boardState(info.State), Model: cutRunes(info.Model, maxRemoteModel), Title: cutRunes(info.Title, maxTitle),
+		OpenPrompts: len(v.OpenPrompts), LastActivity: v.Created, Created: v.Created, Events: v.Events}
+	if info.LastActivityUnixNano > 0 {
+		row.LastActivity = time.Unix(0, info.LastActivityUnixNano).UTC()
+	}
+	if cs.Lost {
+		row.State = SessionNodeLost
+	}
+	return row
+}
+
+// boardState is a state another node sent, if it is one a row has.
+func boardState(state string) string {
+	switch state {
+	case messages.StateRunning, messages.StateWaiting, messages.StateIdle, messages.StateError,
+		messages.StateNoConversation, BoardStarting:
+		return state
+	}
+	return SessionLive
 }
 
 // clusterBoardEvery is how often a board stream lists the other nodes'

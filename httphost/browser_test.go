@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -187,6 +188,38 @@ type console struct {
 	*runningHost
 	fake *agytest.Server
 	host *actors.Host
+	ln   *cutListener
+}
+
+// cutListener is a listener whose connections the test cuts, as a network
+// would, from the host's side.
+type cutListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func (l *cutListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns = append(l.conns, c)
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// cut closes every connection accepted so far (and the test's client
+// forgets its own, which the cut closed too).
+func (l *cutListener) cut() {
+	defer http.DefaultClient.CloseIdleConnections()
+	l.mu.Lock()
+	conns := l.conns
+	l.conns = nil
+	l.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
 }
 
 func startConsole(t *testing.T, opts agytest.Options) *console {
@@ -197,8 +230,11 @@ func startConsole(t *testing.T, opts agytest.Options) *console {
 	}
 	fake := agytest.Start(t, opts)
 	ah := actors.NewHost(actors.Config{})
-	h := startHost(t, serverConfig{host: actorsHost{ah}, heartbeat: time.Second})
-	return &console{runningHost: h, fake: fake, host: ah}
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ln := &cutListener{Listener: inner}
+	h := startHostOn(t, serverConfig{host: actorsHost{ah}, heartbeat: time.Second}, ln)
+	return &console{runningHost: h, fake: fake, host: ah, ln: ln}
 }
 
 // attach attaches the fake as session id over the API.
@@ -272,6 +308,17 @@ func TestConsoleBoardShowsSessionsLive(t *testing.T) {
 	res, body = c.request(t, "DELETE", "/v1/sessions/b1", "", nil)
 	require.Equal(t, http.StatusNoContent, res.StatusCode, body)
 	tb.waitJS("the row gone", `!document.querySelector('#board li[data-id="b1"]')`)
+
+	// A session that ends while the board's stream is cut leaves the
+	// board once the browser has reopened it.
+	c.attach(t, "b2")
+	tb.waitJS("the second session's row", `document.querySelector('#board li[data-id="b2"]')`)
+	before := eval[int](tb, `window.agyharnessConsole.resumed()`)
+	c.ln.cut()
+	res, body = c.request(t, "DELETE", "/v1/sessions/b2", "", nil)
+	require.Equal(t, http.StatusNoContent, res.StatusCode, body)
+	tb.waitJS("the browser's own reopening", fmt.Sprintf(`window.agyharnessConsole.resumed() > %d`, before))
+	tb.waitJS("the row of the session that ended in the cut gone", `!document.querySelector('#board li[data-id="b2"]')`)
 }
 
 // openSession signs in and opens a session's page.
@@ -373,12 +420,24 @@ func TestConsoleResumesACutStreamWithoutDuplicates(t *testing.T) {
 	res, body := c.request(t, "POST", "/v1/sessions/s1/turns", `{"text":"Show me what you can do"}`, nil)
 	require.Equal(t, http.StatusAccepted, res.StatusCode, body)
 
-	// Cut the stream again and again while agy streams; answer the prompts
-	// as they come.
+	// Cut the stream again and again while agy streams, in turn from the
+	// page (it reopens with a fresh ticket after the last id it saw) and
+	// from the host's side as a network would (the browser reopens it
+	// itself, with Last-Event-ID); answer the prompts as they come.
 	answered := map[string]bool{}
 	deadline := time.Now().Add(60 * time.Second)
-	for {
-		tb.js(`window.agyharnessConsole.dropStreams()`)
+	for i := 0; ; i++ {
+		// Each cut waits for the stream to be open again, so that the next
+		// one cuts it.
+		if i%2 == 0 {
+			before := eval[int](tb, `window.agyharnessConsole.opened()`)
+			tb.js(`window.agyharnessConsole.dropStreams()`)
+			tb.waitJS("the page's reopening", fmt.Sprintf(`window.agyharnessConsole.opened() > %d`, before))
+		} else {
+			before := eval[int](tb, `window.agyharnessConsole.resumed()`)
+			c.ln.cut()
+			tb.waitJS("the browser's own reopening", fmt.Sprintf(`window.agyharnessConsole.resumed() > %d`, before))
+		}
 		open := eval[[]string](tb, `[...document.querySelectorAll("#prompts form.prompt")].map(f => f.dataset.eid)`)
 		for _, eid := range open {
 			if !answered[eid] {
@@ -395,6 +454,7 @@ func TestConsoleResumesACutStreamWithoutDuplicates(t *testing.T) {
 	}
 	assert.Len(t, answered, 2, "the permission and the question, each once")
 	assert.GreaterOrEqual(t, eval[int](tb, `window.agyharnessConsole.opened()`), 4, "the stream was cut and reopened")
+	assert.GreaterOrEqual(t, eval[int](tb, `window.agyharnessConsole.resumed()`), 2, "the browser reopened it itself, with Last-Event-ID")
 
 	users := eval[int](tb, `document.querySelectorAll(".turn.user").length`)
 	assert.Positive(t, eval[int](tb, `document.querySelectorAll(".turn.tool").length`), "tool calls shown")

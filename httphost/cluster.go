@@ -43,6 +43,8 @@ type clusterAPI interface {
 	Locate(ctx context.Context, id string) (*clusterpb.SessionInfo, error)
 	Do(ctx context.Context, node, sessionID string, c messages.Command) error
 	Subscribe(ctx context.Context, node, sessionID string, afterSeq uint64) (*hostcluster.Stream, error)
+	SubscribeRaw(ctx context.Context, node, sessionID string, afterSeq uint64) (*hostcluster.Stream, error)
+	Read(ctx context.Context, node, sessionID, what string) ([]byte, error)
 }
 
 // fromClusterKey marks a request another node sent through this node's own
@@ -197,7 +199,9 @@ func (p *proxySession) Do(ctx context.Context, c messages.Command) error {
 }
 
 func (p *proxySession) Subscribe(ctx context.Context, afterSeq uint64) (eventStream, error) {
-	st, err := p.node.Subscribe(ctx, p.info.Node, p.info.Id, afterSeq)
+	// Raw: the SSE stream writes the owner's JSON of each event on
+	// (rawEventStream), never decoding and encoding it again here.
+	st, err := p.node.SubscribeRaw(ctx, p.info.Node, p.info.Id, afterSeq)
 	if err != nil {
 		return nil, err
 	}
@@ -236,9 +240,28 @@ func (l *clusterLocal) Sessions() []*clusterpb.SessionInfo {
 	all := attachedSessions(l.s.cfg.host)
 	out := make([]*clusterpb.SessionInfo, 0, len(all))
 	for _, sess := range all {
-		out = append(out, infoOfView(view(sess)))
+		info := infoOfView(view(sess))
+		if row, ok := l.s.board.row(sess.ID()); ok {
+			info.State, info.Model, info.Title = row.State, row.Model, row.Title
+			info.LastActivityUnixNano = row.LastActivity.UnixNano()
+		}
+		out = append(out, info)
 	}
 	return out
+}
+
+// Read is a session's transcript or models, as this node's API answers
+// them.
+func (l *clusterLocal) Read(ctx context.Context, id, what string) ([]byte, error) {
+	path := "/v1/sessions/" + url.PathEscape(id) + "/"
+	switch what {
+	case hostcluster.ReadTranscript, hostcluster.ReadModels:
+		path += what
+	default:
+		return nil, &hostcluster.Error{Status: http.StatusUnprocessableEntity, Code: hostcluster.CodeBadRequest,
+			Message: fmt.Sprintf("unknown document %q (want transcript or models)", what)}
+	}
+	return l.callRaw(ctx, http.MethodGet, path, nil)
 }
 
 func (l *clusterLocal) Attach(ctx context.Context, req *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
@@ -258,7 +281,7 @@ func (l *clusterLocal) Do(ctx context.Context, id string, c messages.Command) er
 		return l.call(ctx, http.MethodPost, path+"/turns", turnRequest{Text: c.Text, Model: c.Model}, nil)
 	case messages.CommandResolve:
 		return l.call(ctx, http.MethodPost, path+"/elicitations/"+url.PathEscape(c.ElicitationID)+"/resolve",
-			resolveRequest{Action: c.Action, Answers: c.Answers}, nil)
+			resolveRequest{Action: c.Action, Answers: c.Answers, Choice: c.Choice}, nil)
 	case messages.CommandInterrupt:
 		return l.call(ctx, http.MethodPost, path+"/interrupt", nil, nil)
 	case messages.CommandDetach:
@@ -293,14 +316,23 @@ func (l *clusterLocal) Subscribe(ctx context.Context, id string, afterSeq uint64
 // call runs a request through this node's own handler and decodes its
 // answer into out; a refusal becomes a *hostcluster.Error with its status.
 func (l *clusterLocal) call(ctx context.Context, method, path string, body, out any) error {
-	if err := l.wait(ctx); err != nil {
+	raw, err := l.callRaw(ctx, method, path, body)
+	if err != nil || out == nil {
 		return err
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// callRaw is call, answering the body as it is.
+func (l *clusterLocal) callRaw(ctx context.Context, method, path string, body any) ([]byte, error) {
+	if err := l.wait(ctx); err != nil {
+		return nil, err
 	}
 	var raw []byte
 	if body != nil {
 		var err error
 		if raw, err = json.Marshal(body); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	req := httptest.NewRequestWithContext(context.WithValue(ctx, fromClusterKey{}, true), method, path, bytes.NewReader(raw))
@@ -317,12 +349,13 @@ func (l *clusterLocal) call(ctx context.Context, method, path string, body, out 
 		if e.Error == "" {
 			e.Error = http.StatusText(rec.Code)
 		}
-		return &hostcluster.Error{Status: rec.Code, Code: codeOfStatus(rec.Code), Message: e.Error}
+		code := codeOfStatus(rec.Code)
+		if e.Code != "" {
+			code = e.Code // no_transcript
+		}
+		return nil, &hostcluster.Error{Status: rec.Code, Code: code, Message: e.Error}
 	}
-	if out != nil {
-		return json.Unmarshal(rec.Body.Bytes(), out)
-	}
-	return nil
+	return rec.Body.Bytes(), nil
 }
 
 func codeOfStatus(status int) string {

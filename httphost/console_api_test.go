@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/hostcluster"
@@ -36,6 +39,49 @@ func TestTicketsAreSingleUseAndExpire(t *testing.T) {
 	assert.False(t, tk.use(b), "an expired ticket is refused")
 	assert.False(t, tk.use(""), "no ticket")
 	assert.False(t, tk.use("nope"))
+}
+
+// TestTicketsReopenTheirOwnStreamAlone: a ticket that opened a stream
+// reopens that stream (a browser's own reconnect), ending the one still
+// open with it, up to ticketTTL after its stream ended; never another
+// stream, and never a sign-in.
+func TestTicketsReopenTheirOwnStreamAlone(t *testing.T) {
+	now := time.Unix(1000, 0)
+	tk := tickets{now: func() time.Time { return now }}
+	a, err := tk.mint()
+	require.NoError(t, err)
+	cancelled := 0
+	release, ok := tk.open(a, "/v1/board", func() { cancelled++ })
+	require.True(t, ok, "a fresh ticket opens a stream")
+	now = now.Add(time.Hour)
+	release2, ok := tk.open(a, "/v1/board", func() { cancelled++ })
+	require.True(t, ok, "its stream reopens while it is open, however long")
+	assert.Equal(t, 1, cancelled, "the reopen ends the stream still open with it")
+	release() // the first stream's end, after the reopen: changes nothing
+	release2()
+	now = now.Add(ticketTTL - time.Second)
+	release3, ok := tk.open(a, "/v1/board", func() {})
+	require.True(t, ok, "within ticketTTL of its stream's end")
+	release3()
+	now = now.Add(ticketTTL)
+	_, ok = tk.open(a, "/v1/board", func() {})
+	assert.False(t, ok, "ticketTTL after its stream's end")
+
+	b, err := tk.mint()
+	require.NoError(t, err)
+	release, ok = tk.open(b, "/v1/sessions/s1/events", func() {})
+	require.True(t, ok)
+	release()
+	assert.False(t, tk.use(b), "a ticket that opened a stream is no sign-in code")
+	c, err := tk.mint()
+	require.NoError(t, err)
+	release, ok = tk.open(c, "/v1/sessions/s1/events", func() {})
+	require.True(t, ok)
+	release()
+	_, ok = tk.open(c, "/v1/sessions/s2/events", func() {})
+	assert.False(t, ok, "another stream")
+	_, ok = tk.open(c, "/v1/sessions/s1/events", func() {})
+	assert.False(t, ok, "a ticket shown for another stream is spent")
 }
 
 func TestHostTicketOpensOneEventStream(t *testing.T) {
@@ -63,11 +109,80 @@ func TestHostTicketOpensOneEventStream(t *testing.T) {
 	assert.Equal(t, http.StatusOK, first.StatusCode)
 	assert.Equal(t, "text/event-stream", first.Header.Get("Content-Type"))
 	first.Body.Close()
-	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions/s1/events?ticket="+minted.Ticket).StatusCode, "used once")
 	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions/s1/events?ticket=forged").StatusCode)
 	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions?ticket="+minted.Ticket).StatusCode, "a ticket opens event streams only")
+	assert.Equal(t, http.StatusUnauthorized, get("/v1/board?ticket="+minted.Ticket).StatusCode, "and only the stream it opened")
+	assert.Equal(t, http.StatusUnauthorized, get("/v1/sessions/s1/events?ticket="+minted.Ticket).StatusCode, "spent by that")
 	res2, _ := h.request(t, "POST", "/v1/tickets", "", map[string]string{"Authorization": "Bearer wrong"})
 	assert.Equal(t, http.StatusUnauthorized, res2.StatusCode, "minting needs the token")
+}
+
+// TestHostTicketStreamResumesWithLastEventID: what a browser's EventSource
+// does when its connection drops, with a plain HTTP client: the same URL
+// (its ticket, its first ?after=) with Last-Event-ID: the events after
+// that id, none twice, and the reopen ends the stream still open.
+func TestHostTicketStreamResumesWithLastEventID(t *testing.T) {
+	var log []*messages.Event
+	for i := uint64(1); i <= 10; i++ {
+		log = append(log, &messages.Event{Type: messages.EventMessage, Seq: i, Text: fmt.Sprint("m", i)})
+	}
+	sess := &feedSession{subscribe: func(after uint64) eventStream { return newFeed(log[after:], false) }}
+	sess.published.Store(10)
+	h := startHost(t, serverConfig{host: oneSession(sess)})
+	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242,"session_id":"s1"}`, nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	res, body = h.request(t, "POST", "/v1/tickets", "", nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	var minted struct{ Ticket string }
+	require.NoError(t, json.Unmarshal([]byte(body), &minted))
+	url := h.base + "/v1/sessions/s1/events?after=2&ticket=" + minted.Ticket
+
+	open := func(lastEventID string) (*http.Response, *bufio.Reader) {
+		req, err := http.NewRequest("GET", url, nil)
+		require.NoError(t, err)
+		if lastEventID != "" {
+			req.Header.Set("Last-Event-ID", lastEventID)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { res.Body.Close() })
+		require.Equal(t, http.StatusOK, res.StatusCode)
+		return res, bufio.NewReader(res.Body)
+	}
+	// frames reads n events' ids, and whether the stream gave a retry.
+	frames := func(r *bufio.Reader, n int) (ids []string, retry bool) {
+		id := ""
+		for len(ids) < n {
+			line, err := r.ReadString('\n')
+			require.NoError(t, err, "after ids %v", ids)
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case strings.HasPrefix(line, "retry: "):
+				retry = true
+			case strings.HasPrefix(line, "id: "):
+				id = strings.TrimPrefix(line, "id: ")
+			case line == "" && id != "":
+				ids, id = append(ids, id), ""
+			}
+		}
+		return ids, retry
+	}
+
+	first, r := open("")
+	ids, retry := frames(r, 3)
+	assert.Equal(t, []string{"3", "4", "5"}, ids, "after ?after=2")
+	assert.True(t, retry, "an EventSource is told its reconnection delay")
+	first.Body.Close() // the connection drops
+
+	second, r := open("5")
+	ids, _ = frames(r, 2)
+	assert.Equal(t, []string{"6", "7"}, ids, "Last-Event-ID wins over the URL's ?after=: nothing twice, nothing lost")
+
+	_, r3 := open("7")
+	ids, _ = frames(r3, 3)
+	assert.Equal(t, []string{"8", "9", "10"}, ids)
+	_, err := io.Copy(io.Discard, second.Body)
+	assert.NoError(t, err, "the reopen ended the stream still open with the ticket")
 }
 
 func TestTranscriptFoldsDeltasIntoTheirItems(t *testing.T) {
@@ -258,6 +373,8 @@ func TestHostTranscriptAndModelsOfARealSession(t *testing.T) {
 type stubCluster struct {
 	mu       sync.Mutex
 	sessions []hostcluster.ClusterSession
+	// docs are the documents Read answers, by session id and what.
+	docs map[string][]byte
 }
 
 func (c *stubCluster) set(s ...hostcluster.ClusterSession) {
@@ -276,13 +393,32 @@ func (c *stubCluster) Sessions(context.Context) []hostcluster.ClusterSession {
 func (c *stubCluster) Create(context.Context, string, *clusterpb.CreateSession) (*clusterpb.SessionInfo, error) {
 	return nil, errors.New("no")
 }
-func (c *stubCluster) Locate(context.Context, string) (*clusterpb.SessionInfo, error) {
-	return nil, errors.New("no")
+func (c *stubCluster) Locate(_ context.Context, id string) (*clusterpb.SessionInfo, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cs := range c.sessions {
+		if cs.Info.Id == id {
+			return cs.Info, nil
+		}
+	}
+	return nil, &hostcluster.Error{Status: http.StatusNotFound, Code: hostcluster.CodeNotFound, Message: "no session"}
 }
 func (c *stubCluster) Do(context.Context, string, string, messages.Command) error {
 	return errors.New("no")
 }
+func (c *stubCluster) Read(_ context.Context, node, id, what string) ([]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.docs[id+"/"+what]
+	if !ok || node != "B" {
+		return nil, &hostcluster.Error{Status: http.StatusNotFound, Code: hostcluster.CodeNotFound, Message: "no session"}
+	}
+	return d, nil
+}
 func (c *stubCluster) Subscribe(context.Context, string, string, uint64) (*hostcluster.Stream, error) {
+	return nil, errors.New("no")
+}
+func (c *stubCluster) SubscribeRaw(context.Context, string, string, uint64) (*hostcluster.Stream, error) {
 	return nil, errors.New("no")
 }
 
@@ -306,12 +442,139 @@ func TestHostBoardShowsOtherNodesSessions(t *testing.T) {
 	frames := readSSE(t, res)
 	var row BoardRow
 	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B's session", func(e, _ string) bool { return e == "session" })), &row))
-	assert.Equal(t, BoardRow{ID: "b1", Node: "B", State: SessionLive, OpenPrompts: 1, Created: time.Unix(0, 0).UTC()}, row)
+	assert.Equal(t, BoardRow{ID: "b1", Node: "B", State: SessionLive, OpenPrompts: 1, Created: time.Unix(0, 0).UTC(), LastActivity: time.Unix(0, 0).UTC()}, row)
 	nextFrame(t, frames, "ready", func(e, _ string) bool { return e == "ready" })
+
+	// B's own row of its session: its state, model, title, activity.
+	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", OpenElicitations: []string{"e"},
+		State: messages.StateWaiting, Model: "MODEL_B", Title: "fix the build", LastActivityUnixNano: at.UnixNano()}})
+	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B's row", func(e, _ string) bool { return e == "session" })), &row))
+	assert.Equal(t, BoardRow{ID: "b1", Node: "B", State: messages.StateWaiting, Model: "MODEL_B", Title: "fix the build", OpenPrompts: 1,
+		Created: time.Unix(0, 0).UTC(), LastActivity: at}, row)
+	// What B sends is bounded as B bounds it: a state no row has is live.
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B", State: "<b>pwned</b>",
+		Title: strings.Repeat("t", 5000), Model: strings.Repeat("m", 5000)}})
+	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B's odd row", func(e, _ string) bool { return e == "session" })), &row))
+	assert.Equal(t, SessionLive, row.State)
+	assert.Equal(t, maxTitle, utf8.RuneCountInString(row.Title))
+	assert.Equal(t, maxRemoteModel, utf8.RuneCountInString(row.Model))
 
 	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B"}, Lost: true})
 	require.NoError(t, json.Unmarshal([]byte(nextFrame(t, frames, "B lost", func(e, _ string) bool { return e == "session" })), &row))
 	assert.Equal(t, SessionNodeLost, row.State)
 	cl.set()
 	assert.JSONEq(t, `{"id":"b1"}`, nextFrame(t, frames, "B's session gone", func(e, _ string) bool { return e == "gone" }))
+}
+
+// TestClusterLocalServesRowsAndDocuments: what a node serves the others
+// of its sessions: each with its board row, and its transcript and models
+// as its own API answers them.
+func TestClusterLocalServesRowsAndDocuments(t *testing.T) {
+	sess := &feedSession{}
+	host := oneSession(sess)
+	h := startHost(t, serverConfig{host: host})
+	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242}`, nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
+	for _, ev := range []*messages.Event{
+		{Type: messages.EventUserMessage, Seq: 1, Time: at, Text: "fix the build"},
+		{Type: messages.EventStatus, Seq: 2, Time: at, State: messages.StateWaiting},
+		{Type: messages.EventUsage, Seq: 3, Time: at, Model: "MODEL_A"},
+	} {
+		sess.events <- ev
+	}
+	ready := make(chan struct{})
+	close(ready)
+	l := &clusterLocal{s: h.server, ready: ready}
+	require.Eventually(t, func() bool {
+		list := l.Sessions()
+		return len(list) == 1 && list[0].Model == "MODEL_A"
+	}, 5*time.Second, 10*time.Millisecond, "the row reaches the listing")
+	info := l.Sessions()[0]
+	assert.Equal(t, messages.StateWaiting, info.State)
+	assert.Equal(t, "fix the build", info.Title)
+	assert.Equal(t, at.UnixNano(), info.LastActivityUnixNano)
+
+	ctx := context.Background()
+	raw, err := l.Read(ctx, "s1", hostcluster.ReadTranscript)
+	require.NoError(t, err)
+	var tr Transcript
+	require.NoError(t, json.Unmarshal(raw, &tr))
+	assert.Equal(t, "s1", tr.SessionID)
+	assert.Equal(t, uint64(3), tr.Through)
+	raw, err = l.Read(ctx, "s1", hostcluster.ReadModels)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"models":[]}`, string(raw))
+	var e *hostcluster.Error
+	_, err = l.Read(ctx, "nope", hostcluster.ReadTranscript)
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusNotFound, e.Status)
+	_, err = l.Read(ctx, "s1", "../../metrics")
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, http.StatusUnprocessableEntity, e.Status)
+}
+
+// TestHostServesAnotherNodesTranscriptAndModels: a session of another
+// node has its transcript and models read from its node, checked.
+func TestHostServesAnotherNodesTranscriptAndModels(t *testing.T) {
+	cl := &stubCluster{docs: map[string][]byte{
+		"b1/transcript": []byte(`{"session_id":"b1","through":7,"state":"idle","truncated":false,"events":[{"type":"user_message","seq":1,"text":"hi"}]}`),
+		"b1/models":     []byte(`{"models":[{"model":"MODEL_B","display_name":"B's"}]}`),
+		"b2/transcript": []byte(`{"session_id":"b1","through":7,"events":[]}`),
+		"b2/models":     []byte(`{"models":[`),
+	}}
+	cl.set(hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b1", Node: "B"}},
+		hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "b2", Node: "B"}},
+		hostcluster.ClusterSession{Info: &clusterpb.SessionInfo{Id: "c1", Node: "C"}})
+	s := newServer(serverConfig{host: &feedHost{}, token: hostTestToken, heartbeat: time.Hour})
+	s.cluster = cl
+	srv := httptest.NewServer(s.handler())
+	t.Cleanup(func() { s.stop(); srv.Close(); s.wait() })
+	get := func(path string) (int, string) {
+		req, err := http.NewRequest("GET", srv.URL+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+hostTestToken)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(b)
+	}
+	code, body := get("/v1/sessions/b1/transcript")
+	require.Equal(t, http.StatusOK, code, body)
+	var tr Transcript
+	require.NoError(t, json.Unmarshal([]byte(body), &tr))
+	assert.Equal(t, uint64(7), tr.Through)
+	require.Len(t, tr.Events, 1)
+	assert.Equal(t, "hi", tr.Events[0].Text)
+	code, body = get("/v1/sessions/b1/models")
+	require.Equal(t, http.StatusOK, code, body)
+	assert.JSONEq(t, `{"models":[{"model":"MODEL_B","display_name":"B's"}]}`, body)
+
+	code, body = get("/v1/sessions/b2/transcript")
+	assert.Equal(t, http.StatusBadGateway, code, "another session's transcript: %s", body)
+	code, body = get("/v1/sessions/b2/models")
+	assert.Equal(t, http.StatusBadGateway, code, "not JSON: %s", body)
+	code, body = get("/v1/sessions/c1/transcript")
+	assert.Equal(t, http.StatusNotFound, code, "the node's refusal crosses: %s", body)
+}
+
+// TestClusterLocalPassesAResolvesChoice: a resolve from another node
+// reaches the session with its choice (a permission's row).
+func TestClusterLocalPassesAResolvesChoice(t *testing.T) {
+	got := make(chan messages.Command, 1)
+	sess := &feedSession{do: func(c messages.Command) error { got <- c; return nil }}
+	h := startHost(t, serverConfig{host: oneSession(sess)})
+	res, body := h.request(t, "POST", "/v1/sessions", `{"port":4242}`, nil)
+	require.Equal(t, http.StatusCreated, res.StatusCode, body)
+	ready := make(chan struct{})
+	close(ready)
+	l := &clusterLocal{s: h.server, ready: ready}
+	require.NoError(t, l.Do(context.Background(), "s1", messages.Command{Type: messages.CommandResolve,
+		ElicitationID: "c1/3", Action: "decline", Choice: messages.ChoiceDeny}))
+	c := <-got
+	assert.Equal(t, messages.ChoiceDeny, c.Choice)
+	assert.Equal(t, "c1/3", c.ElicitationID)
 }

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/hostcluster"
 	"github.com/agyharness/agyharness/messages"
 )
 
@@ -60,6 +61,12 @@ type servedSession interface {
 type eventStream interface {
 	C() <-chan *messages.Event
 	Close()
+}
+
+// rawEventStream is an eventStream whose events come already encoded
+// (a session of another node: hostcluster.Stream opened raw); C is nil.
+type rawEventStream interface {
+	RawC() <-chan hostcluster.RawEvent
 }
 
 // actorsHost and actorsSession adapt the embedding API to those interfaces.
@@ -242,6 +249,7 @@ func (s *server) handler() http.Handler {
 
 type apiError struct {
 	Error string `json:"error"`
+	Code  string `json:"code,omitempty"`
 }
 
 // writeJSON writes v with <, > and & escaped (\u003c…): an error that
@@ -628,7 +636,7 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sess servedSessi
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("Last-Event-ID %d is beyond the session's last event (%d): reconnect without it", after, n))
 		return
 	}
-	out, stop, ok := s.openSSE(w, "events")
+	out, stop, ok := s.openSSE(w, r, "events")
 	defer stop()
 	if !ok {
 		return
@@ -638,9 +646,22 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, sess servedSessi
 	defer tick.Stop()
 	const end = "event: end\ndata: {}\n\n"
 	lastID := after
+	evC, rawC := sub.C(), (<-chan hostcluster.RawEvent)(nil)
+	if r, ok := sub.(rawEventStream); ok && r.RawC() != nil {
+		evC, rawC = nil, r.RawC()
+	}
 	for {
 		select {
-		case ev, ok := <-sub.C():
+		case re, ok := <-rawC: // one JSON object on one line, checked by hostcluster
+			if !ok {
+				_ = out.write(end)
+				return
+			}
+			lastID = max(lastID, re.Seq)
+			if out.write(fmt.Sprintf("id: %d\ndata: %s\n\n", lastID, re.JSON)) != nil {
+				return
+			}
+		case ev, ok := <-evC:
 			if !ok {
 				_ = out.write(end)
 				return
@@ -680,10 +701,11 @@ type sseWriter struct {
 }
 
 // openSSE answers 200 with an event stream and writes its first comment
-// (": agyharness NAME"). The stream's writes end when the host stops,
+// (": agyharness NAME"), with the reconnection delay (sseRetry) for a
+// stream opened with a ticket (an EventSource). The stream's writes end when the host stops,
 // after its grace; stop finishes it. ok is false when the first write
 // failed (the client is gone).
-func (s *server) openSSE(w http.ResponseWriter, name string) (out *sseWriter, stop func(), ok bool) {
+func (s *server) openSSE(w http.ResponseWriter, r *http.Request, name string) (out *sseWriter, stop func(), ok bool) {
 	out = newSSEWriter(w, s.cfg.sseWriteTimeout)
 	stopWatch := context.AfterFunc(s.base, func() { out.stopping(s.cfg.sseEndGrace) })
 	stop = func() { stopWatch(); out.finish() }
@@ -692,7 +714,11 @@ func (s *server) openSSE(w http.ResponseWriter, name string) (out *sseWriter, st
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	return out, stop, out.write(": agyharness "+name+"\n\n") == nil
+	first := ": agyharness " + name + "\n"
+	if r.Context().Value(ticketKey{}) != nil {
+		first += fmt.Sprintf("retry: %d\n", sseRetry)
+	}
+	return out, stop, out.write(first+"\n") == nil
 }
 
 func newSSEWriter(w http.ResponseWriter, timeout time.Duration) *sseWriter {

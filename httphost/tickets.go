@@ -1,6 +1,7 @@
 package httphost
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,26 +10,40 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agyharness/agyharness/hostcluster"
 	"github.com/agyharness/agyharness/wire"
 )
 
 // Tickets let a browser's EventSource, which cannot send a header, open an
 // event stream: an authenticated POST /v1/tickets mints one, and an SSE
 // endpoint takes it as ?ticket=. A ticket is good for ticketTTL and for one
-// stream; only its digest is kept.
+// stream: the first stream it opens binds it to that stream's path, and
+// then it reopens that stream alone (an EventSource's own reconnect, which
+// sends Last-Event-ID to the same URL), up to ticketTTL after the stream
+// it opened last ended; a reopen ends the stream still open with it, so a
+// ticket holds one stream at a time. Only its digest is kept.
 
 // ticketTTL is how long a ticket is good for; maxTickets bounds those
-// outstanding (the oldest is dropped to mint one more).
+// kept (the oldest is dropped to mint one more).
 var (
 	ticketTTL  = 20 * time.Second
 	maxTickets = 1024
 )
 
 type tickets struct {
-	ttl time.Duration // 0: ticketTTL
-	mu  sync.Mutex
-	m   map[[32]byte]time.Time // digest -> expiry
-	now func() time.Time
+	ttl  time.Duration // 0: ticketTTL
+	mu   sync.Mutex
+	m    map[[32]byte]*ticket // by digest
+	now  func() time.Time
+	last uint64 // the last stream opened with a ticket
+}
+
+// ticket is one minted ticket.
+type ticket struct {
+	expires time.Time          // zero while a stream is open with it
+	path    string             // the stream it opened ("": unused)
+	stream  uint64             // the stream open with it now (0: none)
+	cancel  context.CancelFunc // ends that stream
 }
 
 func (t *tickets) clock() time.Time {
@@ -36,6 +51,13 @@ func (t *tickets) clock() time.Time {
 		return t.now()
 	}
 	return time.Now()
+}
+
+func (t *tickets) lifetime() time.Duration {
+	if t.ttl > 0 {
+		return t.ttl
+	}
+	return ticketTTL
 }
 
 // mint makes a ticket.
@@ -49,32 +71,37 @@ func (t *tickets) mint() (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
-		t.m = make(map[[32]byte]time.Time)
+		t.m = make(map[[32]byte]*ticket)
 	}
-	for k, exp := range t.m {
-		if !now.Before(exp) {
+	for k, tc := range t.m {
+		if tc.stream == 0 && !now.Before(tc.expires) {
 			delete(t.m, k)
 		}
 	}
 	if len(t.m) >= maxTickets {
+		// The one expiring first, or, with every ticket holding a stream,
+		// any (its stream goes on; only its reopening is lost).
+		first := func(a, b *ticket) bool { // a is dropped before b
+			if (a.stream == 0) != (b.stream == 0) {
+				return a.stream == 0
+			}
+			return a.expires.Before(b.expires)
+		}
 		var oldest [32]byte
-		var at time.Time
-		for k, exp := range t.m {
-			if at.IsZero() || exp.Before(at) {
-				oldest, at = k, exp
+		var at *ticket
+		for k, tc := range t.m {
+			if at == nil || first(tc, at) {
+				oldest, at = k, tc
 			}
 		}
 		delete(t.m, oldest)
 	}
-	ttl := t.ttl
-	if ttl <= 0 {
-		ttl = ticketTTL
-	}
-	t.m[sha256.Sum256([]byte(tk))] = now.Add(ttl)
+	t.m[sha256.Sum256([]byte(tk))] = &ticket{expires: now.Add(t.lifetime())}
 	return tk, nil
 }
 
-// use spends a ticket: true once, if it is good.
+// use spends a ticket that never opened a stream (a sign-in code): true
+// once, if it is good.
 func (t *tickets) use(tk string) bool {
 	if tk == "" {
 		return false
@@ -82,9 +109,45 @@ func (t *tickets) use(tk string) bool {
 	h := sha256.Sum256([]byte(tk))
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	exp, ok := t.m[h]
+	tc, ok := t.m[h]
 	delete(t.m, h)
-	return ok && t.clock().Before(exp)
+	return ok && tc.path == "" && t.clock().Before(tc.expires)
+}
+
+// open lets a stream at path in with tk: an unused ticket, or one whose
+// stream is at path and that is still good. cancel ends the stream: a
+// later reopen with the ticket calls it. release, when the stream ends,
+// starts the ticket's last ticketTTL.
+func (t *tickets) open(tk, path string, cancel context.CancelFunc) (release func(), ok bool) {
+	if tk == "" {
+		return nil, false
+	}
+	h := sha256.Sum256([]byte(tk))
+	now := t.clock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tc, ok := t.m[h]
+	switch {
+	case !ok:
+		return nil, false
+	case tc.stream == 0 && !now.Before(tc.expires), tc.path != "" && tc.path != path:
+		delete(t.m, h) // expired, or shown for another stream: spent
+		return nil, false
+	}
+	if tc.cancel != nil {
+		tc.cancel()
+	}
+	t.last++
+	id := t.last
+	tc.path, tc.stream, tc.cancel, tc.expires = path, id, cancel, time.Time{}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if tc.stream == id {
+			tc.stream, tc.cancel = 0, nil
+			tc.expires = t.clock().Add(t.lifetime())
+		}
+	}, true
 }
 
 // mintTicket is POST /v1/tickets.
@@ -105,8 +168,8 @@ func (s *server) mintTicket(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, map[string]any{"ticket": tk, "expires_in": int(ticketTTL / time.Second)})
 }
 
-// authOrTicket lets a request in with the bearer token, or with a good
-// ?ticket= (spent by this request).
+// authOrTicket lets an event stream in with the bearer token, or with a
+// good ?ticket= (bound to this stream by this request, tickets.open).
 func (s *server) authOrTicket(next http.Handler) http.Handler {
 	withToken := s.auth(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,15 +178,26 @@ func (s *server) authOrTicket(next http.Handler) http.Handler {
 			withToken.ServeHTTP(w, r)
 			return
 		}
-		if !s.tickets.use(tk) {
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		release, ok := s.tickets.open(tk, r.URL.Path, cancel)
+		if !ok {
 			w.Header().Set("Connection", "close")
 			writeError(w, http.StatusUnauthorized, "unknown, used or expired ticket: mint another (POST /v1/tickets)")
 			return
 		}
+		defer release()
 		markAuthenticated(r)
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, ticketKey{}, true)))
 	})
 }
+
+// ticketKey marks a stream opened with a ticket: a browser's EventSource.
+type ticketKey struct{}
+
+// sseRetry is the reconnection delay an EventSource is given (the SSE
+// "retry:" field), in milliseconds: its own default is about 3 s.
+const sseRetry = 1000
 
 // ModelView is one of agy's models, as GET /v1/sessions/{id}/models lists them.
 type ModelView struct {
@@ -133,10 +207,28 @@ type ModelView struct {
 	SupportsThinking bool   `json:"supports_thinking,omitempty"`
 }
 
+// modelList is GET /v1/sessions/{id}/models' answer; maxModels bounds the
+// models of another node's answer.
+type modelList struct {
+	Models []ModelView `json:"models"`
+}
+
+const maxModels = 1024
+
 // getModels is GET /v1/sessions/{id}/models: the models a turn of this
-// session may name, [] until the session has read agy's catalog (or for a
-// session of another node).
+// session may name, [] until the session has read agy's catalog; those of
+// a session of another node are read from its node.
 func (s *server) getModels(w http.ResponseWriter, r *http.Request, sess servedSession) {
+	if p, ok := sess.(*proxySession); ok {
+		var m modelList
+		if s.readRemote(w, r, p, hostcluster.ReadModels, &m) {
+			if m.Models == nil {
+				m.Models = []ModelView{}
+			}
+			writeJSON(w, http.StatusOK, m)
+		}
+		return
+	}
 	out := []ModelView{}
 	if m, ok := sess.(interface{ Models() []wire.ModelInfo }); ok {
 		for _, mi := range m.Models() {
@@ -152,5 +244,5 @@ func (s *server) getModels(w http.ResponseWriter, r *http.Request, sess servedSe
 		}
 		return 0
 	})
-	writeJSON(w, http.StatusOK, map[string]any{"models": out})
+	writeJSON(w, http.StatusOK, modelList{Models: out})
 }

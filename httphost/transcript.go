@@ -1,8 +1,14 @@
 package httphost
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/agyharness/agyharness/hostcluster"
 
 	"github.com/agyharness/agyharness/messages"
 )
@@ -212,14 +218,54 @@ func (ts *transcripts) get(id string) (*transcript, bool) {
 	return t, ok
 }
 
-// getTranscript is GET /v1/sessions/{id}/transcript. A session of another
-// node of a cluster has none here: 404 with "code": "no_transcript" (its
-// events stream from the start of its bounded log instead).
+// getTranscript is GET /v1/sessions/{id}/transcript; a session of another
+// node of a cluster has its transcript read from its node. A session whose
+// node keeps none: 404 with "code": "no_transcript" (its events stream
+// from the start of its bounded log instead).
 func (s *server) getTranscript(w http.ResponseWriter, r *http.Request, sess servedSession) {
+	if p, ok := sess.(*proxySession); ok {
+		var tr Transcript
+		if s.readRemote(w, r, p, hostcluster.ReadTranscript, &tr) {
+			if tr.Events == nil {
+				tr.Events = []*messages.Event{}
+			}
+			writeJSON(w, http.StatusOK, tr)
+		}
+		return
+	}
 	t, ok := s.transcripts.get(sess.ID())
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no transcript of this session on this node: stream its events", "code": "no_transcript"})
 		return
 	}
 	writeJSON(w, http.StatusOK, t.snapshot(sess.ID()))
+}
+
+// remoteReadTimeout bounds reading a document of another node's session.
+const remoteReadTimeout = 30 * time.Second
+
+// readRemote reads a document of another node's session into out (at most
+// hostcluster.MaxDocument bytes, checked to be what was asked for) or
+// writes why not; it reports whether out is read.
+func (s *server) readRemote(w http.ResponseWriter, r *http.Request, p *proxySession, what string, out any) bool {
+	bodyRead(w)
+	ctx, cancel := context.WithTimeout(r.Context(), remoteReadTimeout)
+	defer cancel()
+	data, err := s.cluster.Read(ctx, p.info.Node, p.info.Id, what)
+	if err != nil {
+		clusterError(w, err)
+		return false
+	}
+	err = json.Unmarshal(data, out)
+	if tr, ok := out.(*Transcript); ok && err == nil && tr.SessionID != p.info.Id {
+		err = fmt.Errorf("the transcript of session %q", tr.SessionID)
+	}
+	if m, ok := out.(*modelList); ok && err == nil && len(m.Models) > maxModels {
+		err = fmt.Errorf("%d models, over %d", len(m.Models), maxModels)
+	}
+	if err != nil {
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("node %q sent a %s that is not one: %v", p.info.Node, what, err))
+		return false
+	}
+	return true
 }

@@ -75,6 +75,7 @@ type Reconciler struct {
 	totalIn, totalOut int64
 
 	rewinds rewindState
+	hold    runHold // a run held behind the end of the one before (runorder.go)
 
 	// Set for the duration of one Apply.
 	out []messages.Event
@@ -162,6 +163,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		childAt:   make(map[string]int),
 		statusIDs: make(map[statusKey]int),
 		rewinds:   newRewindState(),
+		hold:      newRunHold(),
 	}
 	if r.window <= 0 {
 		r.window = DefaultWindow
@@ -269,7 +271,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 	switch obs.Kind {
 	case Frame:
 		for i := range obs.Steps {
-			if i < len(obs.Indices) {
+			if i < len(obs.Indices) && !r.held(obs.Indices[i], &obs.Steps[i]) {
 				r.step(obs.Indices[i], &obs.Steps[i])
 				r.compact()
 			}
@@ -279,6 +281,7 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 			r.step(at(i), &obs.Steps[i])
 			r.compact()
 		}
+		r.liftHold(r.rewinds.end)
 	}
 	r.runStatus()
 	r.letGoOfClosedPrompts()

@@ -13,8 +13,9 @@ import (
 type rewindState struct {
 	epoch int // rewinds so far: items of slots made since carry it in their ids
 	// retired: the identities (index and createdAt) of the steps rewinds
-	// removed. A copy of one is a read made before the rewind: stale.
-	retired map[string]bool
+	// removed, with the epoch of the rewind that removed them. A copy of one
+	// is a read made before the rewind: stale. Bounded (pruneRetired).
+	retired map[stepIdentity]int
 	// shorter: the length a snapshot's summary gave that was shorter than
 	// the steps seen (-1: none). A second snapshot in a row saying so
 	// confirms it; one read alone may be older than what a frame showed.
@@ -22,9 +23,37 @@ type rewindState struct {
 	end     int // the end of the snapshot being applied
 }
 
-func newRewindState() rewindState { return rewindState{retired: map[string]bool{}, shorter: -1} }
+func newRewindState() rewindState { return rewindState{retired: map[stepIdentity]int{}, shorter: -1} }
 
-func identity(index int, created string) string { return strconv.Itoa(index) + "@" + created }
+// stepIdentity is a step's identity: its index and its createdAt.
+type stepIdentity struct {
+	index   int
+	created string
+}
+
+// maxRetiredRewinds is how many of the latest rewinds keep the identities
+// of the steps they removed. A read in flight across more rewinds than
+// that is not expected: the poller reads one at a time, and each rewind is
+// seen by a read of its own.
+const maxRetiredRewinds = 8
+
+// pruneRetired bounds the retired identities to what can still matter:
+// those of the last maxRetiredRewinds rewinds, at indices in the window
+// (Config.Window back from the end). A stale copy of a step retired before
+// that, or behind the window, is taken as any copy at its index: behind
+// the window, by its fingerprint (a step of the same type is delivered,
+// another type is a new step); in the window, against the slot there (a
+// step with another createdAt is a rewrite: reported as one more rewind).
+// So the set holds at most maxRetiredRewinds windows of identities, however
+// many rewinds a conversation sees.
+func (r *Reconciler) pruneRetired() {
+	oldest, cutoff := r.rewinds.epoch-maxRetiredRewinds, r.known-r.window
+	for id, epoch := range r.rewinds.retired {
+		if epoch <= oldest || id.index < cutoff {
+			delete(r.rewinds.retired, id)
+		}
+	}
+}
 
 // idBase is what the ids of the items at index begin with: the
 // conversation id, then /r<k> when the slot was made after the k-th rewind.
@@ -56,7 +85,11 @@ func (r *Reconciler) Epoch() int { return r.rewinds.epoch }
 // retired reports whether s is a copy of a step a rewind removed.
 func (r *Reconciler) retired(index int, s *wire.Step) bool {
 	c := s.Metadata.CreatedAt
-	return c != "" && len(r.rewinds.retired) > 0 && r.rewinds.retired[identity(index, c)]
+	if c == "" || len(r.rewinds.retired) == 0 {
+		return false
+	}
+	_, ok := r.rewinds.retired[stepIdentity{index, c}]
+	return ok
 }
 
 // rewritten reports whether the step at index is another step than the
@@ -115,7 +148,7 @@ func (r *Reconciler) rewind(to int) {
 			continue
 		}
 		if sl.created != "" {
-			r.rewinds.retired[identity(i, sl.created)] = true
+			r.rewinds.retired[stepIdentity{i, sl.created}] = r.rewinds.epoch
 		}
 		delete(r.slots, i)
 	}
@@ -127,6 +160,8 @@ func (r *Reconciler) rewind(to int) {
 	}
 	r.closingTurn = false
 	r.known = to
+	r.rewindHold(to)
+	r.pruneRetired()
 	if r.obs.Kind == Snapshot {
 		r.stale = r.rewinds.end < r.known
 	}

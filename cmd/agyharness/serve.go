@@ -37,6 +37,8 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		maxConns := fs.Int("max-connections", 512, "connections served at once (SSE streams included); a connection without the token is closed after 5s, or sooner when every slot is taken; more with the token wait to be accepted")
 		heartbeat := fs.Duration("heartbeat", 15*time.Second, "interval of SSE heartbeat comments")
 		attachTimeout := fs.Duration("attach-timeout", 30*time.Second, "how long POST /v1/sessions looks for agy")
+		cpuProfile := fs.String("cpuprofile", "", "write a pprof CPU profile of the whole run to this file (for measuring; bench --cluster-profile uses it)")
+		traceFile := fs.String("trace", "", "write a Go execution trace of the whole run to this file (go tool trace; large: for measuring)")
 		var cluster clusterFlags
 		cluster.register(fs)
 		pos, err := parseFlags(fs, args)
@@ -78,6 +80,20 @@ curl -N -H "Authorization: Bearer $TOKEN" http://127.0.0.1:7420/v1/sessions/SESS
 		token, generated, err := loadToken(*tokenFile, e.stderr)
 		if err != nil {
 			return err
+		}
+		if *cpuProfile != "" {
+			stop, err := startCPUProfile(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer stop()
+		}
+		if *traceFile != "" {
+			stop, err := startTrace(*traceFile)
+			if err != nil {
+				return err
+			}
+			defer stop()
 		}
 		log := newLogger(e)
 		clusterCfg, clustered, err := cluster.config(log)

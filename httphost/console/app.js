@@ -59,8 +59,11 @@ function signOut() {
   route();
 }
 
-// stream is an EventSource over a fresh ticket that reopens itself (with
-// another ticket, after the last id it saw) when the connection drops.
+// stream is an EventSource over a fresh ticket. When the connection drops,
+// the browser reopens it itself (the same URL and ticket, with
+// Last-Event-ID: the host lets a ticket reopen its own stream); when the
+// browser gives up (the ticket's time is over, or the first open failed),
+// the stream reopens with another ticket, after the last id it saw.
 class Stream {
   constructor(path, handlers, lastId) {
     this.path = path;
@@ -84,7 +87,13 @@ class Stream {
     if (this.lastId !== undefined && this.lastId !== null) q.set("after", String(this.lastId));
     const es = new EventSource(this.path + "?" + q);
     this.es = es;
-    es.onopen = () => { this.retry = 250; opened++; setConn(""); };
+    let wasOpen = false;
+    es.onopen = () => {
+      this.retry = 250; opened++; setConn("");
+      if (wasOpen) resumed++;
+      wasOpen = true;
+      this.handlers.open?.();
+    };
     es.onmessage = (m) => {
       if (m.lastEventId) this.lastId = m.lastEventId;
       this.handlers.message?.(JSON.parse(m.data));
@@ -93,26 +102,33 @@ class Stream {
       es.addEventListener(name, (m) => this.handlers[name]?.(JSON.parse(m.data)));
     }
     es.addEventListener("end", () => { this.close(); this.handlers.end?.(); });
-    // A ticket is good once: never let the browser reconnect with it.
-    es.onerror = () => { es.close(); if (!this.closed) { setConn("reconnecting…"); this.again(); } };
+    es.onerror = () => {
+      if (this.closed) return;
+      setConn("reconnecting…");
+      if (es.readyState === EventSource.CLOSED) this.again();
+    };
   }
   again() {
     if (this.closed) return;
     setTimeout(() => this.open(), this.retry);
     this.retry = Math.min(this.retry * 2, 5000);
   }
-  // drop closes the connection as a network cut would (the stream reopens).
+  // drop closes the connection from the page (the stream reopens with a
+  // fresh ticket).
   drop() { if (this.es) { this.es.close(); this.again(); } }
   close() { this.closed = true; if (this.es) this.es.close(); }
 }
 
 let streams = [];
 let opened = 0; // event streams opened, reopenings included
+let resumed = 0; // of those, reopened by the browser itself (Last-Event-ID)
 function stopAll() { streams.forEach((s) => s.close()); streams = []; }
 function setConn(text) { $("#conn").textContent = text; }
 
 // For tests and the benchmark: cut the event streams as a network would.
-window.agyharnessConsole = { dropStreams: () => streams.forEach((s) => s.drop()), opened: () => opened };
+window.agyharnessConsole = {
+  dropStreams: () => streams.forEach((s) => s.drop()), opened: () => opened, resumed: () => resumed,
+};
 
 // ---- routing ----
 
@@ -249,10 +265,10 @@ function boardPage(main) {
     session: (r) => { rows.set(r.id, r); schedule(); },
     gone: ({ id }) => { rows.delete(id); schedule(); },
     ready: () => schedule(),
+    // On every (re)opening, the browser's own included, the host sends
+    // every row again: start from them.
+    open: () => rows.clear(),
   });
-  // On a reconnect the host sends every row again: start from them.
-  const reopen = stream.open.bind(stream);
-  stream.open = () => { rows.clear(); return reopen(); };
   streams.push(stream);
   const tick = setInterval(() => { if (!document.hidden) schedule(); }, 15000);
   streams.push({ close: () => clearInterval(tick), drop() {} });

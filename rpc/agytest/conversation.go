@@ -61,6 +61,7 @@ type conversation struct {
 	children         []*conversation
 	tasks            int    // background tasks started, for their ids
 	wakes            []wake // task notifications due after the running turn
+	wakesPending     int    // task notifications scheduled, not yet run (scheduleWakes)
 }
 
 func newConversation(s *Server, id, trajectoryID string) *conversation {
@@ -210,6 +211,14 @@ func (c *conversation) runStatus() wire.RunStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.status
+}
+
+// atRest reports whether the cascade is IDLE with no turn running or
+// queued and no task notification due: nothing will change by itself.
+func (c *conversation) atRest() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status == wire.RunIdle && !c.running && len(c.queue) == 0 && len(c.wakes) == 0 && c.wakesPending == 0
 }
 
 // waitIdle blocks until no turn runs or is queued and the cascade is IDLE.

@@ -151,8 +151,16 @@ func (c *conversation) scheduleWakes(wakes []wake) {
 		if !c.srv.spawn() {
 			return
 		}
+		c.mu.Lock()
+		c.wakesPending++
+		c.mu.Unlock()
 		go func() {
 			defer c.srv.wg.Done()
+			defer func() {
+				c.mu.Lock()
+				c.wakesPending--
+				c.mu.Unlock()
+			}()
 			timer := time.NewTimer(w.after)
 			defer timer.Stop()
 			select {

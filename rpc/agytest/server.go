@@ -704,6 +704,16 @@ func (s *Server) GroundTruth(conversationID string) []wire.Step {
 	return nil
 }
 
+// AtRest reports whether the conversation is IDLE with no turn running or
+// queued and no background task's notification due (false when not
+// hosted): its trajectory changes only when a client acts.
+func (s *Server) AtRest(conversationID string) bool {
+	if c := s.lookup(conversationID); c != nil {
+		return c.atRest()
+	}
+	return false
+}
+
 // RunStatus is the conversation's cascade run status ("" when not hosted).
 func (s *Server) RunStatus(conversationID string) wire.RunStatus {
 	if c := s.lookup(conversationID); c != nil {

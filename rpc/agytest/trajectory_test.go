@@ -135,3 +135,19 @@ func TestBackgroundTaskWakesAgy(t *testing.T) {
 		}
 	}
 }
+
+// TestAtRestWaitsForADueWake: a conversation idle after a turn whose
+// background task's notification is due is not at rest; once the woken run
+// is over, it is, with the run's steps there.
+func TestAtRestWaitsForADueWake(t *testing.T) {
+	srv, c, conv := start(t, fast(script(agytest.Task(agytest.TaskAction{Line: "make", After: 1000, Reply: "Built."}), agytest.Say("Started.", 1))))
+	send(t, c, conv, "build")
+	waitIdle(t, srv, conv)
+	assert.False(t, srv.AtRest(conv), "a wake is due")
+	require.Eventually(t, func() bool { return srv.AtRest(conv) }, 10*time.Second, 5*time.Millisecond)
+	steps := srv.Steps(conv)
+	require.Equal(t, wire.StepPlannerResponse, steps[len(steps)-1].Type)
+	require.Equal(t, wire.StepSystemMessage, steps[len(steps)-2].Type, "at rest after the woken run")
+	assert.True(t, steps[len(steps)-1].Status.Terminal())
+	assert.False(t, srv.AtRest("no-such-conversation"))
+}

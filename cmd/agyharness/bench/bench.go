@@ -127,6 +127,14 @@ type Options struct {
 	// rounds each count gets (0 means 2).
 	StatusList      []int
 	StatusListPairs int
+	// ClusterProfile, when set, is a directory that receives each node's
+	// CPU profile (nN.cpu.pprof, serve --cpuprofile) and log (nN.log, at
+	// AGYHARNESS_LOG's level, warn by default), and the bench process's
+	// own profile (bench.cpu.pprof).
+	ClusterProfile string
+	// ClusterTrace adds each node's Go execution trace (nN.trace, serve
+	// --trace) to ClusterProfile's directory.
+	ClusterTrace bool
 }
 
 // Result is a campaign's figures, printed by --json.
@@ -152,6 +160,7 @@ type Result struct {
 	AgyErrors            int `json:"agy_errors"`
 	Rewinds              int `json:"rewinds"`
 	RewindsUnreported    int `json:"rewinds_unreported"` // rewinds without a conversation_rewound, or the other way round
+	Wakes                int `json:"wakes"`              // runs nobody typed (a background task's wake) the sessions reported
 	WindowedSessions     int `json:"windowed_sessions"`
 	ItemsExpected        int `json:"items_expected"`
 	ItemsEmitted         int `json:"items_emitted"`

@@ -51,6 +51,7 @@ func TestShortCampaign(t *testing.T) {
 	assert.Zero(t, res.RewindsUnreported, problems)
 	assert.Positive(t, res.Rewinds, "the mix has rewinds")
 	assert.Positive(t, res.AgyErrors, "the mix has agy's error steps")
+	assert.Positive(t, res.Wakes, "the mix has runs nobody typed")
 	assert.LessOrEqual(t, res.GoroutinesAfter, res.GoroutinesBefore, "goroutines leaked")
 	assert.Positive(t, res.Turns)
 	assert.Positive(t, res.Prompts)

@@ -111,6 +111,11 @@ func (d *driver) check(res *Result) {
 		res.RewindsUnreported += max(n-d.rewinds, d.rewinds-n)
 		res.problem("session %d: %d rewinds, %d conversation_rewound events", d.i, d.rewinds, n)
 	}
+	for _, ev := range ofType(evs, messages.EventMessage) {
+		if ev.Text == backgroundReply {
+			res.Wakes++
+		}
+	}
 	res.StuckTurns += d.stuck
 	res.Events += d.received
 	tag := fmt.Sprintf("session %d (fault %q, fake seed %d%s)", d.i, d.fault, res.Seed+int64(d.i), d.fake.live)
@@ -164,7 +169,7 @@ func (d *driver) check(res *Result) {
 			if i, ok := stepIndex(ev.ID, conv); ok {
 				if i < maxIndex {
 					res.OutOfOrder++
-					res.problem("%s: conversation %s: %s of step %d after an item of step %d%s", tag, conv, ev.Type, i, maxIndex, orderContext(evs, steps, conv, i, maxIndex))
+					res.problem("%s: conversation %s: %s of step %d after an item of step %d%s", tag, conv, ev.Type, i, maxIndex, orderContext(evs, d.srv.Steps(conv), conv, i, maxIndex))
 				}
 				maxIndex = max(maxIndex, i)
 			}
@@ -191,7 +196,7 @@ func (d *driver) check(res *Result) {
 			res.ItemsEmitted += got[t]
 			if got[t] < want[t] {
 				res.Lost += want[t] - got[t]
-				res.problem("%s: conversation %s: %s: ground truth has %d, the session emitted %d%s", tag, conv, t, want[t], got[t], truthSummary(steps))
+				res.problem("%s: conversation %s: %s: ground truth has %d, the session emitted %d%s", tag, conv, t, want[t], got[t], missingItems(evs, d.srv.Steps(conv), conv, t))
 			}
 		}
 	}
@@ -314,12 +319,13 @@ func truthSummary(steps []wire.Step) string {
 	return b.String()
 }
 
-// orderContext shows the ground truth of steps lo..hi and the session's
-// events that name those steps, for an out-of-order report.
+// orderContext shows the trajectory's steps lo..hi (and the few before:
+// the run they end) and the session's events that name steps lo..hi, for
+// an out-of-order report.
 func orderContext(evs []*messages.Event, steps []wire.Step, conv string, lo, hi int) string {
 	var b strings.Builder
-	b.WriteString("\n    ground truth:")
-	for i := lo; i <= hi && i < len(steps); i++ {
+	b.WriteString("\n    trajectory:")
+	for i := max(0, lo-6); i <= hi && i < len(steps); i++ {
 		fmt.Fprintf(&b, "\n      %d %s %s", i, steps[i].Type, steps[i].Status)
 	}
 	names := func(ev *messages.Event) bool {

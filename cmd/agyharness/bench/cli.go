@@ -38,7 +38,7 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.IntVar(&o.IdleSessions, "idle-sessions", 0, "also attach this many idle sessions to measure heap, goroutines and CPU per idle session")
 	fs.DurationVar(&o.IdleCPUWindow, "idle-cpu-window", 10*time.Second, "with --idle-sessions, how long the idle sessions' CPU is measured (0 skips it)")
 	fs.IntVar(&o.PollSessions, "poll-sessions", 0, "this many of the sessions (the last ones) read poll-only; their latency is reported as poll_latency_*")
-	fs.StringVar(&kinds, "turn-kinds", "", "comma list of turn kinds the drivers send ("+strings.Join(allTurnKinds, ", ")+"; default all but essay and background)")
+	fs.StringVar(&kinds, "turn-kinds", "", "comma list of turn kinds the drivers send ("+strings.Join(allTurnKinds, ", ")+"; default all but essay)")
 	fs.BoolVar(&o.ExternalFakes, "external-fakes", false, "run the fakes in a separate fakeagy process (needs --faults none; skips the ground-truth checks)")
 	fs.StringVar(&o.Fakeagy, "fakeagy", "", "fakeagy binary for --external-fakes (default: go build it)")
 	fs.StringVar(&o.HeapProfile, "heapprofile", "", "write a pprof heap profile, taken with the idle sessions attached, to this file")
@@ -52,6 +52,8 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.IntVar(&o.Cluster, "cluster", 0, "run the sessions on this many serve processes joined in a cluster, each session driven through a node other than its own (needs --faults none)")
 	fs.BoolVar(&o.ClusterLocal, "cluster-local", false, "with --cluster, drive each session through its own node (the local figures beside the cross-node ones)")
 	fs.BoolVar(&o.ClusterNoTLS, "cluster-no-tls", false, "with --cluster, run the nodes without mutual TLS (--insecure-cluster-no-auth), to compare")
+	fs.StringVar(&o.ClusterProfile, "cluster-profile", "", "with --cluster, write each node's CPU profile and log, this process's profile and every delta's latency (latency.csv) into this directory")
+	fs.BoolVar(&o.ClusterTrace, "cluster-trace", false, "with --cluster-profile, also write each node's Go execution trace there (nN.trace, for go tool trace)")
 	fs.StringVar(&o.Harness, "harness", "", "with --cluster, the agyharness binary to run the nodes (default: this one)")
 	var statusList string
 	fs.StringVar(&statusList, "status-list", "", "measure only what agy's conversation list costs: comma list of counts of listed conversations (e.g. 10,1000), --sessions fakes each, CPU per session per second idle (--idle-cpu-window) and streaming essays (--duration)")
@@ -133,6 +135,7 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 		}
 		fmt.Fprintf(&b, "status list CPU ratio, largest count over smallest: idle %.2f, streaming %.2f\n", *r.StatusListCPURatioIdle, *r.StatusListCPURatioStreaming)
 	}
+	reportCluster(&b, r.Cluster)
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "PROBLEM %s\n", p)
 	}

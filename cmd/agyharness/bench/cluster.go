@@ -50,6 +50,11 @@ type ClusterFigures struct {
 	CommandLatencyP50Ms float64 `json:"command_latency_p50_ms"`
 	CommandLatencyP99Ms float64 `json:"command_latency_p99_ms"`
 	CommandSamples      int     `json:"command_samples"`
+	// The same by command: turns answer once agy took the turn, answers
+	// once agy took the answer, interrupts once the session is idle.
+	TurnLatencyP99Ms      float64 `json:"turn_latency_p99_ms"`
+	ResolveLatencyP99Ms   float64 `json:"resolve_latency_p99_ms"`
+	InterruptLatencyP99Ms float64 `json:"interrupt_latency_p99_ms"`
 	// NodesDriveCPUS is the nodes' CPU (every serve process) over the
 	// driving window, and CPUUsPerEvent that over the events delivered.
 	NodesDriveCPUS      float64 `json:"nodes_drive_cpu_s"`
@@ -83,7 +88,12 @@ var (
 // startClusterNodes runs n serve processes that form a cluster with the
 // automanaged provider on loopback; with mutualTLS, their remote runs over
 // mutual TLS with certificates `harness cluster certs` writes in dir.
-func startClusterNodes(ctx context.Context, harness string, n int, token string, dir string, mutualTLS bool) ([]*clusterNode, error) {
+func startClusterNodes(ctx context.Context, harness string, n int, token string, dir string, mutualTLS bool, profileDir string, trace bool) ([]*clusterNode, error) {
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o700); err != nil {
+			return nil, fmt.Errorf("bench: --cluster-profile: %w", err)
+		}
+	}
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
@@ -122,8 +132,8 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 		name := fmt.Sprintf("n%d", i+1)
 		cmd := exec.CommandContext(ctx, harness, append([]string{"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile,
 			"--max-connections", "100000", "--cluster", "bench", "--cluster-provider", "automanaged",
-			"--peers", strings.Join(peers, ","), "--provider-port", ports[i], "--node", name}, remoteAuth(name)...)...)
-		cmd.Env = append(os.Environ(), "AGYHARNESS_LOG=warn")
+			"--peers", strings.Join(peers, ","), "--provider-port", ports[i], "--node", name}, append(remoteAuth(name), profileArgs(profileDir, name, trace)...)...)...)
+		cmd.Env = append(os.Environ(), "AGYHARNESS_LOG="+nodeLogLevel(profileDir))
 		cmd.Stdout = io.Discard
 		stderr, err := cmd.StderrPipe()
 		if err != nil {
@@ -137,7 +147,12 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 		node := &clusterNode{name: name, cmd: cmd, done: make(chan error, 1)}
 		nodes = append(nodes, node)
 		found := make(chan string, 1)
-		go node.readLog(stderr, found)
+		logs, err := nodeLog(profileDir, name, stderr)
+		if err != nil {
+			stopAll()
+			return nil, err
+		}
+		go node.readLog(logs, found)
 		go func() { node.done <- cmd.Wait() }()
 		select {
 		case node.base = <-found:
@@ -219,7 +234,8 @@ type httpAPI struct {
 	client *http.Client
 
 	mu      sync.Mutex
-	latency []time.Duration // command round trips
+	latency []time.Duration            // command round trips
+	byKind  map[string][]time.Duration // the same by commandKind
 }
 
 func (a *httpAPI) call(ctx context.Context, method, path string, body any, want int, out any) error {
@@ -272,7 +288,12 @@ func (a *httpAPI) command(ctx context.Context, method, path string, body any, wa
 	err := a.call(ctx, method, path, body, want, nil)
 	if err == nil {
 		a.mu.Lock()
-		a.latency = append(a.latency, time.Since(start))
+		took := time.Since(start)
+		a.latency = append(a.latency, took)
+		if a.byKind == nil {
+			a.byKind = make(map[string][]time.Duration)
+		}
+		a.byKind[commandKind(path)] = append(a.byKind[commandKind(path)], took)
 		a.mu.Unlock()
 	}
 	return err
@@ -383,6 +404,9 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Faults) > 0 || o.ExternalFakes || o.Floor || o.IdleSessions > 0 || o.PollSessions > 0 {
 		return nil, errors.New("bench: --cluster runs without faults (--faults none), external fakes, idle or poll-only sessions")
 	}
+	if o.ClusterTrace && o.ClusterProfile == "" {
+		return nil, errors.New("bench: --cluster-trace needs --cluster-profile DIR")
+	}
 	harness := o.Harness
 	if harness == "" {
 		exe, err := os.Executable()
@@ -413,10 +437,18 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	var tok [16]byte
 	_, _ = rand.Read(tok[:])
 	token := hex.EncodeToString(tok[:])
-	nodes, err := startClusterNodes(ctx, harness, o.Cluster, token, dir, !o.ClusterNoTLS)
+	nodes, err := startClusterNodes(ctx, harness, o.Cluster, token, dir, !o.ClusterNoTLS, o.ClusterProfile, o.ClusterTrace)
 	if err != nil {
 		return nil, err
 	}
+	stopProfile := func() {}
+	if o.ClusterProfile != "" {
+		if stopProfile, err = startCPUProfile(filepath.Join(o.ClusterProfile, "bench.cpu.pprof")); err != nil {
+			stopClusterNodes(nodes)
+			return nil, err
+		}
+	}
+	defer func() { stopProfile() }() // on an early return; twice is harmless
 	transport := &http.Transport{MaxIdleConnsPerHost: 4096}
 	client := &http.Client{Transport: transport}
 	apis := make([]*httpAPI, len(nodes))
@@ -521,11 +553,18 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 		d.check(res)
 	}
 	var cmdLat []time.Duration
+	byKind := make(map[string][]time.Duration)
 	for _, a := range apis {
 		a.mu.Lock()
 		cmdLat = append(cmdLat, a.latency...)
+		for k, l := range a.byKind {
+			byKind[k] = append(byKind[k], l...)
+		}
 		a.mu.Unlock()
 	}
+	_, res.Cluster.TurnLatencyP99Ms, _ = percentiles(byKind["turn"])
+	_, res.Cluster.ResolveLatencyP99Ms, _ = percentiles(byKind["resolve"])
+	_, res.Cluster.InterruptLatencyP99Ms, _ = percentiles(byKind["interrupt"])
 	res.Cluster.CommandLatencyP50Ms, res.Cluster.CommandLatencyP99Ms, _ = percentiles(cmdLat)
 	res.Cluster.CommandSamples = len(cmdLat)
 	cleanup()
@@ -550,12 +589,18 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 		streamLat = append(streamLat, fakeLatencies(d, d.srv.TextTimes())...)
 	}
 	res.perFrame(frameBytes)
+	if o.ClusterProfile != "" {
+		if err := writeLatencies(o.ClusterProfile, drivers, start); err != nil {
+			res.problem("--cluster-profile: %v", err)
+		}
+	}
 	if res.Events > 0 {
 		res.Cluster.NodesCPUUsPerEvent = res.Cluster.NodesDriveCPUS * 1e6 / float64(res.Events)
 	}
 	res.InternalLatencyP50Ms, res.InternalLatencyP99Ms, _ = percentiles(lat)
 	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(streamLat)
 	res.LatencySamples = len(streamLat)
+	stopProfile() // its goroutine is not the campaign's
 	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
 	return res, nil
 }

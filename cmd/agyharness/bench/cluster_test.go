@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -21,8 +23,9 @@ func TestShortClusterCampaign(t *testing.T) {
 	harness := filepath.Join(t.TempDir(), "agyharness")
 	out, err := exec.Command("go", "build", "-o", harness, "github.com/agyharness/agyharness/cmd/agyharness").CombinedOutput()
 	require.NoError(t, err, "%s", out)
+	profiles := t.TempDir()
 	res, err := Run(context.Background(), Options{Sessions: 9, Duration: 3 * time.Second, TurnTimeout: 30 * time.Second,
-		Seed: campaignSeed(t), Cluster: 3, Harness: harness})
+		Seed: campaignSeed(t), Cluster: 3, Harness: harness, ClusterProfile: profiles, ClusterTrace: true})
 	require.NoError(t, err)
 	assert.False(t, res.Failed(), "problems: %v", res.Problems)
 	assert.Empty(t, res.Problems)
@@ -34,7 +37,25 @@ func TestShortClusterCampaign(t *testing.T) {
 	assert.Positive(t, res.Cluster.CommandSamples)
 	assert.Positive(t, res.LatencySamples)
 	assert.Equal(t, res.ItemsExpected, res.ItemsEmitted)
+	assert.Positive(t, res.Cluster.TurnLatencyP99Ms, "turns are timed apart")
+	var text bytes.Buffer
+	require.NoError(t, report(&text, res, false))
+	assert.Contains(t, text.String(), "cluster commands: p50 ")
+	// --cluster-profile: every node's CPU profile and log, this process's
+	// profile, and the latencies.
+	for _, f := range []string{"n1.cpu.pprof", "n2.cpu.pprof", "n3.cpu.pprof", "n1.trace", "bench.cpu.pprof", "latency.csv"} {
+		st, err := os.Stat(filepath.Join(profiles, f))
+		if assert.NoError(t, err, f) {
+			assert.Positive(t, st.Size(), f)
+		}
+	}
+	for _, f := range []string{"n1.log", "n2.log", "n3.log"} {
+		_, err := os.Stat(filepath.Join(profiles, f))
+		assert.NoError(t, err, f)
+	}
 
 	_, err = Run(context.Background(), Options{Sessions: 3, Duration: time.Second, Cluster: 3, Harness: harness, Faults: []string{FaultSlow}})
 	assert.ErrorContains(t, err, "--faults none")
+	_, err = Run(context.Background(), Options{Sessions: 3, Duration: time.Second, Cluster: 3, Harness: harness, ClusterTrace: true})
+	assert.ErrorContains(t, err, "--cluster-profile")
 }

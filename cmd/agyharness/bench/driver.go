@@ -519,12 +519,16 @@ func (d *driver) fakeState() string {
 // rewind is agy's /rewind of the last turn, over RPC (RevertToCascadeStep
 // to its USER_INPUT), when that turn opened no prompt (an answer the check
 // compares with agy's steps stays there); the session must then report
-// conversation_rewound. Without an in-process fake, or a conversation,
-// nothing is done.
+// conversation_rewound. Without an in-process fake, or a conversation, or
+// when the session has not caught up with agy at rest (caughtUp), nothing
+// is done.
 func (d *driver) rewind(ctx context.Context) {
 	conv := d.s.ConversationID()
 	if d.srv == nil || conv == "" || slices.Contains(promptKinds, d.lastKind) || d.lastKind == "subagent" || d.lastKind == "" {
 		return
+	}
+	if !d.caughtUp(ctx) {
+		return // not at rest: no rewind this time
 	}
 	steps := d.srv.Steps(conv)
 	at := agytest.LastUserInput(steps)

@@ -9,16 +9,14 @@ import (
 
 // turnKinds are the kinds of turn the driver sends; each matches one script
 // of campaignScenario by its keyword, but "rewind": agy's /rewind of the
-// last turn (RevertToCascadeStep over RPC), then a text turn in its place.
-var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent", "compound", "asks", "quota", "rewind"}
+// last turn (RevertToCascadeStep over RPC), then a text turn in its place;
+// "background": a turn whose background task wakes agy after it (a run
+// nobody typed), which may come while the next turn runs.
+var turnKinds = []string{"text", "long", "approve", "question", "tool", "subagent", "compound", "asks", "quota", "rewind", "background"}
 
-// allTurnKinds are every kind campaignScenario knows: turnKinds,
-// "essay", a long answer for throughput runs (--turn-kinds essay), and
-// "background", a turn whose background task wakes agy after it (a run
-// nobody typed). It is not in the default mix: the campaign finds items of
-// a woken run emitted before the last message of the run before it
-// (docs/DECISIONS.md, "Known limits").
-var allTurnKinds = append(slices.Clone(turnKinds), "essay", "background")
+// allTurnKinds are every kind campaignScenario knows: turnKinds and
+// "essay", a long answer for throughput runs (--turn-kinds essay).
+var allTurnKinds = append(slices.Clone(turnKinds), "essay")
 
 // promptKinds are the turn kinds that open a prompt (where prompt-timeout
 // has something to expire).
@@ -61,8 +59,7 @@ func campaignScenario() *agytest.Scenario {
 			agytest.ProviderErr(agytest.ProviderQuota),
 		}},
 		{Match: "background", Actions: []agytest.Action{
-			// Finished a moment after the turn (a real task takes seconds):
-			// see docs/DECISIONS.md, "Known limits", for one sooner.
+			// Finished a moment after the turn (a real task takes seconds).
 			agytest.Task(agytest.TaskAction{Line: "make test", After: 400, Reply: backgroundReply}),
 			agytest.Say("Started the tests in the background.", 2),
 		}},
