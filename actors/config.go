@@ -59,8 +59,11 @@ type Config struct {
 	// first step that can still change, so they stay small. Default 1s.
 	PollActive time.Duration
 	// RotationInterval is how often GetAllCascadeTrajectories is read to
-	// notice /clear rotations; while the bound conversation streams, every
-	// fifth interval. Default 2s.
+	// notice /clear rotations while the bound conversation's stream is down
+	// (while it streams without being told up, every fifth interval); with
+	// the stream up a frame names the new conversation, and the list is
+	// read only as a safety read, after 15 intervals doubling to 150
+	// (rotationWatcher). Default 2s.
 	RotationInterval time.Duration
 	// SubagentPoll is how often a subagent's child conversation is read.
 	// Default 300ms.

@@ -234,7 +234,7 @@ func TestFirstTurnTypedIntoAFreshAgyBindsTheConversationItMints(t *testing.T) {
 			agytest.Say("Deployed.", 1)}},
 		{Actions: []agytest.Action{agytest.Say("Hello, ready.", 2)}},
 	}}
-	srv := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond, EarlierRuns: 2})
+	srv := agytest.Start(t, agytest.Options{Scenario: sc, ChunkDelay: time.Millisecond, EarlierRuns: 8, EarlierSubagents: true})
 	earlier := srv.Conversations()
 	term := &fakeTerminal{srv: srv}
 	s, ev := attachCold(t, testConfig(), srv, actors.Spec{NewConversation: true, Terminal: term})

@@ -252,11 +252,9 @@ type snapshot struct {
 // turn that changes no step count cannot end between two IDLE reads.
 func readSnapshot(ctx context.Context, c *rpc.Client, conv string, withStatus bool, w *trajectoryWindow, deliver func(steps []wire.Step, offset int)) (snapshot, error) {
 	summaryOf := func() (rpc.TrajectorySummary, error) {
-		all, err := c.GetAllCascadeTrajectories(ctx)
-		if err != nil {
-			return rpc.TrajectorySummary{}, err
-		}
-		return all.TrajectorySummaries[conv], nil
+		// conv's entry alone: agy lists every conversation it keeps.
+		s, _, err := c.TrajectorySummaryOf(ctx, conv)
+		return s, err
 	}
 	var before rpc.TrajectorySummary
 	stepCount := -1

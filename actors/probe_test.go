@@ -538,3 +538,65 @@ func TestSubagentDoneCarriesTheGenerationOfItsRead(t *testing.T) {
 	later := expect[*messages.SubagentDone](r, func(d *messages.SubagentDone) bool { return d.Gen == 4 })
 	require.Equal(t, kid, later.ConversationID, "the next read, under generation 4, says done again")
 }
+
+// TestRotationWatcherReadsOnlyNowAndThenWithTheStreamUp: with the stream
+// up, the list of agy's conversations is read on a ReadNow and as a safety
+// read that backs off (rotationSafetyFirst intervals, doubling), not every
+// interval; with the stream down, every interval again; a safety read still
+// finds a /clear no frame named.
+func TestRotationWatcherReadsOnlyNowAndThenWithTheStreamUp(t *testing.T) {
+	clock := NewTestClock()
+	cfg := testCfg()
+	cfg.Clock, cfg.RotationInterval = clock, time.Hour // a tick comes when the test moves the clock
+	srv, r := startRotationWatcher(t, cfg)
+	iv := cfg.RotationInterval
+	reads := func() int { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) }
+	// settled waits for the n-th read and the tick armed after it (pending
+	// timers, stale ones included).
+	settled := func(n, pending int, what string) {
+		t.Helper()
+		require.Eventually(t, func() bool { return reads() == n && clock.Pending() == pending }, 10*time.Second, time.Millisecond, what)
+	}
+	// quiet moves the clock by d, short of any tick: nothing may read.
+	quiet := func(d time.Duration, what string) {
+		t.Helper()
+		n := reads()
+		clock.Advance(d)
+		require.Never(t, func() bool { return reads() != n }, 50*time.Millisecond, 5*time.Millisecond, what)
+	}
+	settled(1, 1, "one read at start")
+	r.system.Root.Send(r.child, &messages.StreamState{Gen: 9, Up: true})
+	clock.Advance(iv + maxTickSlack)
+	settled(2, 1, "the tick pending when the stream came up reads")
+
+	r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Last: clock.Now()})
+	quiet(rotationSafetyFirst*iv-iv, "no read on the intervals while the stream is up")
+	clock.Advance(iv + maxTickSlack)
+	settled(3, 1, "a safety read after rotationSafetyFirst intervals")
+	quiet(2*rotationSafetyFirst*iv-iv, "the next safety read waits twice as long")
+	clock.Advance(iv + maxTickSlack)
+	settled(4, 1, "the second safety read")
+
+	r.system.Root.Send(r.child, &messages.ReadNow{Gen: 9})
+	settled(5, 2, "a ReadNow reads at once (the safety tick it replaced is stale)")
+	quiet(rotationSafetyFirst*iv-iv, "a ReadNow starts the safety reads over")
+	clock.Advance(iv + maxTickSlack)
+	settled(6, 2, "the first safety read again (the tick the ReadNow replaced still pending, stale)")
+
+	r.system.Root.Send(r.child, &messages.StreamState{Gen: 9, Up: false})
+	settled(6, 3, "the stream down: the tick is armed anew (the safety tick stale)")
+	for n := 7; n <= 8; n++ {
+		clock.Advance(iv + maxTickSlack)
+		settled(n, 3, "the stream down: a read every interval")
+	}
+
+	// Sent before the clock moves: the watcher takes it before the tick.
+	r.system.Root.Send(r.child, &messages.StreamState{Gen: 9, Up: true})
+	clock.Advance(iv + maxTickSlack)
+	settled(9, 3, "the pending tick reads, and the safety tick is armed")
+	to := srv.Clear() // a /clear whose frame never came
+	quiet(rotationSafetyFirst*iv-iv, "nothing reads before the safety read")
+	clock.Advance(iv + maxTickSlack)
+	rot := expect[*messages.ConversationRotated](r, nil)
+	require.Equal(t, to, rot.To, "the safety read finds it")
+}

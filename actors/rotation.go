@@ -13,26 +13,37 @@ import (
 // rotationWatcher is the actor that notices agy starting a new root
 // conversation (/clear in its TUI, or agy's first conversation when the
 // session has none: the conversation it minted for the first turn typed).
-// Its one job: read GetAllCascadeTrajectories
-// every Config.RotationInterval (and at once on *messages.ReadNow, which the
-// session sends when a frame names another conversation) and report
-// *messages.ConversationRotated when a root conversation is strictly more
-// recently active than the bound one (and than the moment it was bound), or
-// appeared after the watcher's first read. Subagent children (a parentConversationId, or a rootConversationId
-// not their own) are never rotation targets.
+// Its one job: read GetAllCascadeTrajectories when something says a new
+// conversation may exist, and report *messages.ConversationRotated when a
+// root conversation is strictly more recently active than the bound one
+// (and than the moment it was bound), or appeared after the watcher's
+// first read. Subagent children (a parentConversationId, or a
+// rootConversationId not their own) are never rotation targets.
+//
+// agy lists every conversation it keeps on disk and every subagent child,
+// so one read costs as much as that list is long (docs/PERFORMANCE.md,
+// "Conversations agy lists"). It reads:
+//   - when it starts, and at once on *messages.ReadNow: the session sends
+//     one when a frame names another conversation (agy's stream names the
+//     active conversation after a /clear) or a turn is typed into a fresh
+//     agy;
+//   - while the stream of the bound conversation is down, or was never
+//     told up (*messages.StreamState), every Config.RotationInterval: no
+//     frame can name a new conversation then. While the bound conversation
+//     streams (a frame of it came within the last RotationInterval: the
+//     session tells the watcher with *messages.FramesFlowing), only every
+//     rotationSkips+1-th of those ticks reads;
+//   - while the stream is up, only as a safety read for an agy whose
+//     stream would not name the new conversation: the tick pending when
+//     the stream came up reads, then the next waits rotationSafetyFirst
+//     intervals, each wait after it twice the one before, up to
+//     rotationSafetyMax intervals (30 s doubling to 5 min by default). A
+//     ReadNow, and the stream going down, start that over.
 //
 // Without a conversation (a fresh agy), a ReadNow from the session says the
 // first turn was typed: agy mints its conversation now, and the watcher
 // reads every 50ms (or Config.PollFast, when shorter) until it finds it, so
 // little of the first turn is streamed before the session follows it.
-//
-// While the bound conversation streams (a frame of it came within the last
-// RotationInterval: the session tells the watcher with
-// *messages.FramesFlowing), only every rotationSkips+1-th tick reads: agy is
-// at work in the bound conversation, and on a host of hundreds of sessions
-// these reads are a large share of the harness's CPU (docs/PERFORMANCE.md).
-// A frame naming another conversation still makes the session ask for a
-// read at once.
 //
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
@@ -47,6 +58,14 @@ type rotationWatcher struct {
 	// eager: a first turn was typed into a fresh agy (ReadNow without a
 	// conversation): its conversation is looked for every Config.PollFast.
 	eager bool
+	// streamUp: the session said the bound conversation's stream is up;
+	// safety counts the safety reads since a ReadNow or the stream going
+	// down (each waits twice the one before).
+	streamUp bool
+	safety   int
+	// tickSeq numbers ticks: arming anew (the stream went down) leaves the
+	// pending tick stale.
+	tickSeq int
 }
 
 // firstConversationPoll is how often a fresh agy is read for the
@@ -54,10 +73,19 @@ type rotationWatcher struct {
 const firstConversationPoll = 50 * time.Millisecond
 
 // rotationSkips is how many ticks in a row the watcher skips while the
-// bound conversation streams: it reads at least every 5 intervals.
+// bound conversation streams and its stream was not told up: it reads at
+// least every 5 intervals.
 const rotationSkips = 4
 
-type rotationTick struct{}
+// rotationSafetyFirst and rotationSafetyMax bound the wait before a safety
+// read while the stream is up, in Config.RotationIntervals: 30 s doubling
+// to 5 min at the default interval.
+const (
+	rotationSafetyFirst = 15
+	rotationSafetyMax   = 150
+)
+
+type rotationTick struct{ seq int }
 
 type rotationRead struct {
 	all *rpc.TrajectoriesResponse
@@ -84,16 +112,33 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		if m.Gen == w.gen {
 			w.lastFrame = m.Last
 		}
+	case *messages.StreamState:
+		if m.Gen != w.gen || m.Up == w.streamUp {
+			return
+		}
+		w.streamUp = m.Up
+		if !m.Up {
+			// No frame can name a new conversation now: read at the
+			// interval again (the pending tick may be a safety read's).
+			w.safety = 0
+			if !w.busy && !w.reported {
+				w.arm(ctx, w.cfg.RotationInterval)
+			}
+		} // up: the tick pending reads, then the safety reads follow it
 	case *rotationTick:
-		if w.skipped < rotationSkips && w.streaming() {
+		if m.seq != w.tickSeq {
+			return // armed anew since
+		}
+		if !w.streamUp && w.skipped < rotationSkips && w.streaming() {
 			w.skipped++
-			w.t.tick(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
+			w.arm(ctx, w.cfg.RotationInterval)
 			return
 		}
 		w.read(ctx)
 	case *messages.ReadNow:
 		if m.Gen == w.gen {
 			w.eager = w.conv == ""
+			w.safety = 0
 			w.read(ctx)
 		}
 	case *rotationRead:
@@ -107,12 +152,30 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 			ctx.Send(ctx.Parent(), &messages.ConversationRotated{Gen: w.gen, From: w.conv, To: to})
 			return
 		}
-		interval := w.cfg.RotationInterval
-		if w.eager {
-			interval = min(interval, w.cfg.PollFast, firstConversationPoll)
-		}
-		w.t.tick(interval, ctx.Self(), &rotationTick{})
+		w.arm(ctx, w.next())
 	}
+}
+
+// next is the wait before the next read, after one.
+func (w *rotationWatcher) next() time.Duration {
+	interval := w.cfg.RotationInterval
+	switch {
+	case w.eager:
+		return min(interval, w.cfg.PollFast, firstConversationPoll)
+	case !w.streamUp:
+		return interval
+	}
+	n := min(rotationSafetyFirst<<w.safety, rotationSafetyMax)
+	if n < rotationSafetyMax {
+		w.safety++
+	}
+	return time.Duration(n) * interval
+}
+
+// arm arms the next tick in d, leaving any pending one stale.
+func (w *rotationWatcher) arm(ctx actor.Context, d time.Duration) {
+	w.tickSeq++
+	w.t.tick(d, ctx.Self(), &rotationTick{seq: w.tickSeq})
 }
 
 // streaming says whether a frame of the bound conversation came within the

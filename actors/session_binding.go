@@ -251,8 +251,12 @@ func (s *session) setStreamUp(ctx actor.Context, up bool) {
 		return
 	}
 	s.link.streamUp = up
-	if s.link.poller != nil {
-		ctx.Send(s.link.poller, &messages.StreamState{Gen: s.link.gen, Up: up})
+	for _, pid := range []*actor.PID{s.link.poller, s.link.rotation} {
+		if pid != nil {
+			// The poller reads less, and the rotation watcher only now
+			// and then, while frames can tell them what changed.
+			ctx.Send(pid, &messages.StreamState{Gen: s.link.gen, Up: up})
+		}
 	}
 }
 

@@ -317,9 +317,9 @@ func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 	clock := ts.cfg.Clock
 	deadline := clock.Now().Add(d)
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
-		all, err := ts.client.GetAllCascadeTrajectories(ctx)
+		s, ok, err := ts.client.TrajectorySummaryOf(ctx, ts.conv)
 		if err == nil {
-			if s, ok := all.TrajectorySummaries[ts.conv]; ok && (s.Status == wire.RunIdle || s.Status == "") {
+			if ok && (s.Status == wire.RunIdle || s.Status == "") {
 				return true
 			}
 		}

@@ -6,7 +6,8 @@
 // scenario; --conversation starts it with one root conversation instead, and
 // --earlier-runs N lists N idle conversations of earlier runs, as agy lists
 // those it keeps on disk (their ids are logged; --conversation ID starts on
-// one of them, as agy's --conversation ID resumes a conversation).
+// one of them, as agy's --conversation ID resumes a conversation);
+// --earlier-subagents makes one in four of them a subagent child.
 // --history-steps N gives the conversation N finished steps, made from
 // their index when sent (a million cost the fake 8 MB). It prints
 // agy's log lines to stderr:
@@ -122,6 +123,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	conversation := &conversationFlag{}
 	fs.Var(conversation, "conversation", "start with one root conversation (default: none until the first turn is typed, as a fresh agy); --conversation ID resumes conversation ID of an earlier run, as agy's --conversation ID does")
 	earlier := fs.Int("earlier-runs", 0, "list this many idle conversations of earlier runs, as agy lists those it keeps on disk")
+	earlierSubagents := fs.Bool("earlier-subagents", false, "make one in four of the --earlier-runs conversations a subagent child of the one before it")
 	maxSteps := fs.Int("max-steps-per-read", 0, "cap on the steps of one GetCascadeTrajectorySteps answer (0: 600, negative: none)")
 	unstreamed := fs.Float64("unstreamed-prompts", 0, "probability that a WAITING prompt is never streamed (0: 0.5, negative: never)")
 	cancelStops := fs.Bool("cancel-stops-prompts", false, "let the cancel methods stop a turn parked on a prompt (agy's do not)")
@@ -160,6 +162,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) error {
 	opts := agytest.Options{
 		Conversation:       conversation.fresh,
 		EarlierRuns:        *earlier,
+		EarlierSubagents:   *earlierSubagents,
 		MaxStepsPerRead:    *maxSteps,
 		UnstreamedPrompts:  *unstreamed,
 		CancelStopsPrompts: *cancelStops,

@@ -12,10 +12,18 @@ import (
 // lists the conversations it keeps on disk: each an idle trajectory of one
 // finished turn, last active hours ago (the i-th more recently than the
 // one before it). None is active: agy's terminal starts on a new one.
+// With Options.EarlierSubagents every fourth is a subagent child of the
+// conversation before it (a root: the one before a child never is one).
 func (s *Server) addEarlierRunsLocked(n int) {
 	model := s.recommendedModel()
+	var parent *conversation
 	for i := range n {
 		c := newConversation(s, uuidFrom(s.rng), uuidFrom(s.rng))
+		if s.opts.EarlierSubagents && i%4 == 3 && parent != nil {
+			c.parentID, c.rootID = parent.id, parent.rootID
+		} else {
+			parent = c
+		}
 		at := time.Now().Add(-time.Duration(n-i) * time.Hour)
 		text := "Earlier run " + strconv.Itoa(i+1) + ": tidy the workspace"
 		c.mu.Lock()

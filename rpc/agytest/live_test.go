@@ -76,6 +76,41 @@ func TestEarlierRunsAreListedButNotActive(t *testing.T) {
 	waitIdle(t, srv, conv)
 }
 
+func TestEarlierSubagentsAreListedAsChildren(t *testing.T) {
+	opts := fast(script(agytest.Say("Hello.", 2)))
+	opts.EarlierRuns, opts.EarlierSubagents = 1000, true
+	srv, c, _ := start(t, opts)
+	all, err := c.GetAllCascadeTrajectories(testCtx(t))
+	require.NoError(t, err)
+	require.Len(t, all.TrajectorySummaries, 1001, "the earlier runs and the active conversation")
+	children := 0
+	for id, s := range all.TrajectorySummaries {
+		md := s.TrajectoryMetadata
+		if md.ParentConversationID == "" {
+			assert.Contains(t, []string{"", id}, md.RootConversationID, "a root is its own root")
+			continue
+		}
+		children++
+		parent, ok := all.TrajectorySummaries[md.ParentConversationID]
+		require.True(t, ok, "a child's parent is listed")
+		assert.Empty(t, parent.TrajectoryMetadata.ParentConversationID, "a child's parent is a root")
+		assert.Equal(t, md.ParentConversationID, md.RootConversationID, id)
+		assert.NotEqual(t, srv.ConversationID(), md.ParentConversationID, "the active conversation has no listed children")
+		assert.Equal(t, wire.RunIdle, s.Status, id)
+		assert.NotEmpty(t, s.LastUserInputTime, id)
+	}
+	assert.Equal(t, 250, children, "one in four is a subagent child")
+	for _, conv := range []string{srv.ConversationID(), srv.Conversations()[3]} {
+		s, ok, err := c.TrajectorySummaryOf(testCtx(t), conv)
+		require.NoError(t, err)
+		require.True(t, ok, conv)
+		assert.Equal(t, all.TrajectorySummaries[conv], s, "one entry read is the list's")
+	}
+	_, ok, err := c.TrajectorySummaryOf(testCtx(t), "no-such-conversation")
+	require.NoError(t, err)
+	assert.False(t, ok, "a conversation not listed")
+}
+
 func TestStartCascadeNeedsASourceAndIsNeverTheTerminals(t *testing.T) {
 	opts := fast(script(agytest.Say("Hello.", 2)))
 	opts.Conversation = false

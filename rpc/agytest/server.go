@@ -43,6 +43,12 @@ type Options struct {
 	// on disk per HOME and lists them all, so a fresh agy lists these, not
 	// one of its own.
 	EarlierRuns int
+	// EarlierSubagents makes one in four of the EarlierRuns conversations
+	// (the 4th, 8th, ...) a subagent child of the root conversation before
+	// it, as agy lists every child it keeps: its parentConversationId and
+	// rootConversationId name that root. The children are idle and never
+	// rotation targets; the roots are as without it.
+	EarlierSubagents bool
 	// CancelStopsPrompts makes the cancel methods stop a turn parked on a
 	// WAITING prompt. agy does not: CancelCascadeSteps answers 200 and the
 	// WAITING step stays WAITING (the prompt must be declined first).

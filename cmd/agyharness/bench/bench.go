@@ -119,6 +119,14 @@ type Options struct {
 	ClusterLocal bool
 	ClusterNoTLS bool
 	Harness      string
+	// StatusList, when set, runs only the measurement of what the length
+	// of agy's conversation list costs (statuslist.go): counts of listed
+	// conversations (ascending, at least 2), Sessions fakes at each, in
+	// fakeagy processes; IdleCPUWindow and Duration are its windows,
+	// ChunkDelay the essays'. StatusListPairs is how many alternated
+	// rounds each count gets (0 means 2).
+	StatusList      []int
+	StatusListPairs int
 	// ClusterProfile, when set, is a directory that receives each node's
 	// CPU profile (nN.cpu.pprof, serve --cpuprofile) and log (nN.log, at
 	// AGYHARNESS_LOG's level, warn by default), and the bench process's
@@ -254,6 +262,13 @@ type Result struct {
 	HistorySteps              int      `json:"history_steps,omitempty"`
 	TurnsPerSession           int      `json:"turns_per_session,omitempty"`
 	problemsDropped           int
+	// The figures of --status-list (statuslist.go): µs of CPU per session
+	// per second at each count of listed conversations, idle and
+	// streaming, and the median over alternated pairs of the largest
+	// count's over the smallest's.
+	StatusListCPUUs             map[string]*StatusListCPU `json:"status_list_cpu_us_per_session_s,omitempty"`
+	StatusListCPURatioIdle      *float64                  `json:"status_list_cpu_ratio_idle,omitempty"`
+	StatusListCPURatioStreaming *float64                  `json:"status_list_cpu_ratio_streaming,omitempty"`
 }
 
 // Failed says whether the campaign found a fault in the harness: anything
@@ -360,6 +375,18 @@ func (o Options) normalized() (Options, error) {
 		}
 		if len(o.TurnKinds) > 0 && !slices.Equal(o.TurnKinds, []string{"essay"}) {
 			return o, errors.New("bench: --floor sends essay turns only")
+		}
+	}
+	if len(o.StatusList) > 0 {
+		ascending := len(o.StatusList) >= 2 && o.StatusList[0] >= 1
+		for i := 1; i < len(o.StatusList); i++ {
+			ascending = ascending && o.StatusList[i] > o.StatusList[i-1]
+		}
+		if !ascending {
+			return o, fmt.Errorf("bench: --status-list needs two or more ascending counts of at least 1, got %v", o.StatusList)
+		}
+		if len(o.Faults) > 0 || o.Cluster > 0 || o.Floor || o.IdleCPUWindow <= 0 || o.StatusListPairs < 0 {
+			return o, errors.New("bench: --status-list needs --faults none, a positive --idle-cpu-window, no --cluster or --floor, and --status-list-pairs of at least 0")
 		}
 	}
 	if o.ChunkDelay == 0 {

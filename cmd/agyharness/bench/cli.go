@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,9 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	fs.IntVar(&o.LongSessions, "long-sessions", 0, "run no campaign: this many sessions on external fakes, each sent --turns-per-session text turns on a conversation of --history-steps steps, and report the heap per active session (needs --faults none)")
 	fs.IntVar(&o.HistorySteps, "history-steps", 0, "with --long-sessions, the finished steps each conversation starts with")
 	fs.IntVar(&o.TurnsPerSession, "turns-per-session", 1000, "with --long-sessions, the text turns each session is sent")
+	var statusList string
+	fs.StringVar(&statusList, "status-list", "", "measure only what agy's conversation list costs: comma list of counts of listed conversations (e.g. 10,1000), --sessions fakes each, CPU per session per second idle (--idle-cpu-window) and streaming essays (--duration)")
+	fs.IntVar(&o.StatusListPairs, "status-list-pairs", 2, "with --status-list, how many alternated rounds each count gets")
 	fs.BoolVar(&asJSON, "json", false, "print one JSON object")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -81,6 +85,15 @@ func parseArgs(args []string, stdout io.Writer) (Options, bool, error) {
 	for _, k := range strings.Split(kinds, ",") {
 		if k = strings.TrimSpace(k); k != "" {
 			o.TurnKinds = append(o.TurnKinds, k)
+		}
+	}
+	for _, c := range strings.Split(statusList, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			n, err := strconv.Atoi(c)
+			if err != nil {
+				return o, false, fmt.Errorf("--status-list: %q is not a count", c)
+			}
+			o.StatusList = append(o.StatusList, n)
 		}
 	}
 	o.ReadMode = actors.ReadMode(mode)
@@ -123,6 +136,13 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 	}
 	if r.CPUUsPerIdleSessionS != nil {
 		fmt.Fprintf(&b, "idle session: %.1fµs CPU per second\n", *r.CPUUsPerIdleSessionS)
+	}
+	if r.StatusListCPURatioIdle != nil {
+		for _, n := range slices.SortedFunc(maps.Keys(r.StatusListCPUUs), func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y }) {
+			c := r.StatusListCPUUs[n]
+			fmt.Fprintf(&b, "%s listed conversations: %.1fµs CPU per session per second idle, %.1fµs streaming (medians)\n", n, c.IdleMedian, c.StreamingMedian)
+		}
+		fmt.Fprintf(&b, "status list CPU ratio, largest count over smallest: idle %.2f, streaming %.2f\n", *r.StatusListCPURatioIdle, *r.StatusListCPURatioStreaming)
 	}
 	reportCluster(&b, r.Cluster)
 	for _, p := range r.Problems {

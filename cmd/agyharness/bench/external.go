@@ -53,8 +53,9 @@ type timesLine struct {
 
 // startExternalFakes starts n fakes in one fakeagy process: fake i has seed
 // o.Seed+i and the campaign's scenario. The binary is o.Fakeagy, or one
-// built from this module with `go build` into a temporary directory.
-func startExternalFakes(ctx context.Context, o Options, n int) (*externalFakes, error) {
+// built from this module with `go build` into a temporary directory;
+// extra are more flags for it.
+func startExternalFakes(ctx context.Context, o Options, n int, extra ...string) (*externalFakes, error) {
 	dir, err := os.MkdirTemp("", "agyharness-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("bench: external fakes: %w", err)
@@ -89,6 +90,7 @@ func startExternalFakes(ctx context.Context, o Options, n int) (*externalFakes, 
 	e.cmd = exec.Command(bin, "--conversation", "--servers", strconv.Itoa(n), "--exit-on-eof", "--times", e.times,
 		"--seed", strconv.FormatInt(o.Seed, 10), "--scenario", scPath,
 		"--chunk-delay", o.ChunkDelay.String(), "--prompt-timeout", "1m", "--history-steps", strconv.Itoa(o.HistorySteps))
+	e.cmd.Args = append(e.cmd.Args, extra...)
 	e.cmd.Stderr = os.Stderr
 	if e.stdin, err = e.cmd.StdinPipe(); err != nil {
 		return fail(err)

@@ -267,3 +267,42 @@ func TestHelpOnStdoutBadFlagOnStderr(t *testing.T) {
 	assert.Equal(t, 2, Main(context.Background(), []string{"--no-such-flag"}, &out, &errb))
 	assert.Contains(t, errb.String(), "no-such-flag")
 }
+
+// TestStatusListPrintsItsFigures runs --status-list short: both counts'
+// CPU per session per second, idle and streaming, each round's, and the
+// ratios, in the JSON and the text.
+func TestStatusListPrintsItsFigures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds fakeagy")
+	}
+	defer func(d time.Duration) { bindingSettle = d }(bindingSettle)
+	bindingSettle = 50 * time.Millisecond
+	args := []string{"--sessions", "2", "--status-list", "2,40", "--idle-cpu-window", "200ms", "--duration", "300ms",
+		"--chunk-delay", "2ms", "--faults", "none", "--frame-cost=false"}
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, Main(context.Background(), append(args, "--json"), &out, &errOut), errOut.String())
+	var res map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
+	for _, key := range []string{"status_list_cpu_ratio_idle", "status_list_cpu_ratio_streaming"} {
+		require.Contains(t, res, key)
+		assert.Positive(t, res[key], key)
+	}
+	per, ok := res["status_list_cpu_us_per_session_s"].(map[string]any)
+	require.True(t, ok, out.String())
+	for _, n := range []string{"2", "40"} {
+		c, ok := per[n].(map[string]any)
+		require.True(t, ok, n)
+		for _, k := range []string{"idle", "streaming"} {
+			rounds, ok := c[k].([]any)
+			require.True(t, ok, k)
+			assert.Len(t, rounds, statusListPairs, "one figure a round")
+		}
+		assert.Positive(t, c["streaming_median"], n)
+	}
+	var r Result
+	require.NoError(t, json.Unmarshal(out.Bytes(), &r))
+	var text bytes.Buffer
+	require.NoError(t, report(&text, &r, false))
+	assert.Contains(t, text.String(), "40 listed conversations: ")
+	assert.Contains(t, text.String(), "status list CPU ratio, largest count over smallest: idle ")
+}

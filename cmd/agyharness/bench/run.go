@@ -37,6 +37,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if o.Cluster > 0 {
 		return runCluster(ctx, o)
 	}
+	if len(o.StatusList) > 0 {
+		return runStatusList(ctx, o)
+	}
 	b := &bench{o: o, res: newResult(o)}
 	if o.HeapProfile != "" || o.HeapProfileEnd != "" && o.LongSessions > 0 {
 		// Sample finely enough to attribute a few KiB per session.

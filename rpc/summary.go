@@ -1,0 +1,134 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+
+	"github.com/agyharness/agyharness/wire"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// TrajectorySummaryOf reads GetAllCascadeTrajectories and decodes the
+// summary of one conversation only; ok is false when agy does not list it.
+// agy lists every conversation it keeps on disk and every subagent child,
+// so decoding the whole answer costs as much as the list is long: this
+// finds the conversation's entry by its key and decodes that entry alone.
+// When the key cannot be told for certain that way (not listed, written
+// with escapes, or twice), the whole answer is decoded, with the same
+// result GetAllCascadeTrajectories would give.
+func (c *Client) TrajectorySummaryOf(ctx context.Context, conv string) (found TrajectorySummary, present bool, err error) {
+	err = c.callRead(ctx, c.cfg.UnaryTimeout, MethodGetAllCascadeTrajectories, Empty{}, func(body io.Reader) error {
+		buf := listBuffers.Get().(*bytes.Buffer)
+		defer func() {
+			if buf.Cap() <= maxPooledList {
+				buf.Reset()
+				listBuffers.Put(buf)
+			}
+		}()
+		if _, rerr := buf.ReadFrom(body); rerr != nil {
+			return rerr
+		}
+		// Nothing decoded keeps a slice of the buffer: strings are copied.
+		s, ok, rerr := summaryIn(buf.Bytes(), conv)
+		if rerr == nil {
+			found, present = s, ok
+		}
+		return rerr
+	})
+	return found, present, err
+}
+
+// listBuffers hold the answers TrajectorySummaryOf reads, so that a long
+// list is read into room already made, not into a buffer grown again (and
+// thrown away) on every read. Buffers over maxPooledList are dropped.
+var listBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledList = 4 << 20
+
+// summaryIn is conv's entry of a GetAllCascadeTrajectories answer.
+func summaryIn(data []byte, conv string) (TrajectorySummary, bool, error) {
+	if s, ok := findSummary(data, conv); ok {
+		return s, true, nil
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return TrajectorySummary{}, false, nil
+	}
+	var all TrajectoriesResponse
+	if err := wire.Unmarshal(data, &all); err != nil {
+		return TrajectorySummary{}, false, err
+	}
+	s, ok := all.TrajectorySummaries[conv]
+	return s, ok, nil
+}
+
+// findSummary finds conv's entry in data without decoding the rest: the
+// one place where "conv" is a name (a string followed by a colon, its
+// quote not escaped inside another string) with an object for its value.
+// Nothing else in the answer is keyed by a conversation id, and a
+// conversation id elsewhere (a child's parentConversationId) is a value.
+// It reports false whenever that is not certain: an id of other
+// characters than letters, digits, '-' and '_' (which could follow a
+// closing quote, or need escapes), no such name, or more than one.
+func findSummary(data []byte, conv string) (TrajectorySummary, bool) {
+	if !plainID(conv) {
+		return TrajectorySummary{}, false
+	}
+	key := make([]byte, 0, len(conv)+2)
+	key = append(append(append(key, '"'), conv...), '"')
+	at := -1
+	for off := 0; ; {
+		i := bytes.Index(data[off:], key)
+		if i < 0 {
+			break
+		}
+		i += off
+		off = i + len(key)
+		backslashes := 0
+		for j := i - 1; j >= 0 && data[j] == '\\'; j-- {
+			backslashes++
+		}
+		if backslashes%2 == 1 {
+			continue // an escaped quote, inside a string
+		}
+		rest := bytes.TrimLeft(data[off:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue // a value
+		}
+		if at >= 0 {
+			return TrajectorySummary{}, false // twice: the whole answer tells which one counts
+		}
+		at = len(data) - len(rest) + 1
+	}
+	if at < 0 {
+		return TrajectorySummary{}, false
+	}
+	dec := jsontext.NewDecoder(bytes.NewReader(data[at:]), jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true))
+	if dec.PeekKind() != '{' {
+		return TrajectorySummary{}, false
+	}
+	if err := dec.SkipValue(); err != nil {
+		return TrajectorySummary{}, false
+	}
+	var s TrajectorySummary
+	if err := wire.Unmarshal(data[at:at+int(dec.InputOffset())], &s); err != nil {
+		return TrajectorySummary{}, false
+	}
+	return s, true
+}
+
+// plainID reports whether id is made of letters, digits, '-' and '_' only
+// (agy's conversation ids are UUIDs).
+func plainID(id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		b := id[i]
+		if !('a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '-' || b == '_') {
+			return false
+		}
+	}
+	return true
+}
