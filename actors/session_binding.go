@@ -23,6 +23,7 @@ type binding struct {
 	boundAt    time.Time // when the port was bound, or the conversation rotated
 	frameTold  time.Time // when the last frame the rotation watcher was told of came
 	streamUp   bool
+	flowing    bool // the stream's frames flow (StreamState)
 	turnActive bool // the poller was told a turn runs
 
 	discovery, stream, poller, rotation, turns *actor.PID
@@ -112,7 +113,7 @@ func (s *session) markBound(conv string, port int) {
 // spawnReaders starts the RPC children on the bound port and conversation.
 func (s *session) spawnReaders(ctx actor.Context) {
 	c, mode, since := s.childOf(s.conv()), s.shared.spec.ReadMode, s.link.boundAt
-	s.link.streamUp = false
+	s.link.streamUp, s.link.flowing = false, false
 	if c.conv == "" {
 		// agy has no conversation yet: watch for its first.
 		s.link.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
@@ -135,7 +136,7 @@ func (s *session) stopReaders(ctx actor.Context) {
 		s.stopChild(ctx, pid)
 	}
 	s.link.stream, s.link.poller, s.link.rotation, s.link.turns = nil, nil, nil, nil
-	s.link.streamUp = false
+	s.link.streamUp, s.link.flowing = false, false
 }
 
 func (s *session) closeClient() {
@@ -246,13 +247,28 @@ func (s *session) tellFrame(ctx actor.Context, t time.Time) {
 	}
 }
 
-func (s *session) setStreamUp(ctx actor.Context, up bool) {
-	if s.link.streamUp == up {
+// onStreamState takes the stream reader's report. One that frames stopped
+// never opens the stream: it may come from a stream that ended (the
+// failure is handled first).
+func (s *session) onStreamState(ctx actor.Context, m *messages.StreamState) {
+	if m.Up && !m.Flowing && !s.link.streamUp {
 		return
 	}
-	s.link.streamUp = up
+	s.setStreamState(ctx, m.Up, m.Up && m.Flowing)
+}
+
+// setStreamUp sets whether the stream is up; one that goes up has not
+// carried a frame yet.
+func (s *session) setStreamUp(ctx actor.Context, up bool) { s.setStreamState(ctx, up, false) }
+
+// setStreamState sets the stream's state, and tells the poller of a change.
+func (s *session) setStreamState(ctx actor.Context, up, flowing bool) {
+	if s.link.streamUp == up && s.link.flowing == flowing {
+		return
+	}
+	s.link.streamUp, s.link.flowing = up, flowing
 	if s.link.poller != nil {
-		ctx.Send(s.link.poller, &messages.StreamState{Gen: s.link.gen, Up: up})
+		ctx.Send(s.link.poller, &messages.StreamState{Gen: s.link.gen, Up: up, Flowing: flowing})
 	}
 }
 
