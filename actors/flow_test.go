@@ -106,17 +106,28 @@ func TestStreamReaderTellsWhetherFramesFlow(t *testing.T) {
 		require.NoError(t, client.SendUserCascadeMessage(ctx, conv, text, "MODEL_PLACEHOLDER_M20"))
 		require.NoError(t, srv.WaitIdle(ctx, conv))
 	}
-	// frames takes every frame the fake wrote, and fails on a StreamState
-	// among them.
+	// frames takes every frame the fake wrote, until none has come for a
+	// while, and fails on a StreamState among them.
 	frames := func(got int) {
 		t.Helper()
+		deadline := time.After(10 * time.Second)
 		for {
-			if written, _ := srv.FramesWritten(); int64(got) >= written {
-				return
+			select {
+			case m := <-r.ch:
+				switch m := m.(type) {
+				case *messages.StreamState:
+					t.Fatalf("frames flow: nothing else is told (%+v)", m)
+				case *frameReceived:
+					m.frame.Release()
+					got++
+				}
+			case <-time.After(100 * time.Millisecond):
+				if written, _ := srv.FramesWritten(); int64(got) >= written {
+					return
+				}
+			case <-deadline:
+				t.Fatal("the frames did not all come")
 			}
-			_, ok := next().(*frameReceived)
-			require.True(t, ok, "frames flow: nothing else is told")
-			got++
 		}
 	}
 

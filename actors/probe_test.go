@@ -426,14 +426,12 @@ func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "the next tick is armed")
 	}
-	// tick moves the clock to the watcher's next tick; with flowing, a
-	// frame has come by then.
+	// tick moves the clock to the watcher's next tick, the session having
+	// said whether frames flow.
 	tick := func(flowing bool) {
 		t.Helper()
 		armed()
-		if flowing {
-			r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Last: clock.Now().Add(cfg.RotationInterval)})
-		}
+		r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Flowing: flowing})
 		clock.Advance(cfg.RotationInterval + maxTickSlack)
 	}
 	armed()

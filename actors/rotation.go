@@ -26,9 +26,9 @@ import (
 // reads every 50ms (or Config.PollFast, when shorter) until it finds it, so
 // little of the first turn is streamed before the session follows it.
 //
-// While the bound conversation streams (a frame of it came within the last
-// RotationInterval: the session tells the watcher with
-// *messages.FramesFlowing), only every rotationSkips+1-th tick reads: agy is
+// While the bound conversation streams (its stream's frames flow: the
+// session tells the watcher with *messages.FramesFlowing when that
+// changes), only every rotationSkips+1-th tick reads: agy is
 // at work in the bound conversation, and on a host of hundreds of sessions
 // these reads are a large share of the harness's CPU (docs/PERFORMANCE.md).
 // A frame naming another conversation still makes the session ask for a
@@ -37,8 +37,8 @@ import (
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
 	child
-	lastFrame time.Time // when the latest frame of conv the session told of came (FramesFlowing)
-	skipped   int       // ticks skipped in a row while streaming
+	flowing bool // the stream's frames flow (FramesFlowing)
+	skipped int  // ticks skipped in a row while streaming
 
 	started  time.Time       // activity before this is history, not a rotation
 	known    map[string]bool // conversations present at the first read
@@ -82,10 +82,10 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		w.read(ctx)
 	case *messages.FramesFlowing:
 		if m.Gen == w.gen {
-			w.lastFrame = m.Last
+			w.flowing = m.Flowing
 		}
 	case *rotationTick:
-		if w.skipped < rotationSkips && w.streaming() {
+		if w.skipped < rotationSkips && w.flowing {
 			w.skipped++
 			w.t.tick(w.cfg.RotationInterval, ctx.Self(), &rotationTick{})
 			return
@@ -113,12 +113,6 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		}
 		w.t.tick(interval, ctx.Self(), &rotationTick{})
 	}
-}
-
-// streaming says whether a frame of the bound conversation came within the
-// last RotationInterval.
-func (w *rotationWatcher) streaming() bool {
-	return !w.lastFrame.IsZero() && w.cfg.Clock.Now().Sub(w.lastFrame) < w.cfg.RotationInterval
 }
 
 func (w *rotationWatcher) read(ctx actor.Context) {

@@ -21,7 +21,6 @@ type binding struct {
 
 	client     *rpc.Client
 	boundAt    time.Time // when the port was bound, or the conversation rotated
-	frameTold  time.Time // when the last frame the rotation watcher was told of came
 	streamUp   bool
 	flowing    bool // the stream's frames flow (StreamState)
 	turnActive bool // the poller was told a turn runs
@@ -124,7 +123,6 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	}
 	from := s.convs.root.FirstLive() // taken now: a restarted poller must not read the session's state
 	s.link.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode, from) })
-	s.link.frameTold = time.Time{} // the new watcher has been told of no frame
 	s.link.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
 	s.link.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
 	s.link.turnActive = false // the new poller knows of no turn
@@ -237,16 +235,6 @@ func (s *session) rotate(ctx actor.Context, to string) {
 	}
 }
 
-// tellFrame tells the rotation watcher that a frame of the bound
-// conversation came at t: on the first frame, then at most every quarter
-// of its interval (it reads less while frames flow).
-func (s *session) tellFrame(ctx actor.Context, t time.Time) {
-	if s.link.rotation != nil && (s.link.frameTold.IsZero() || t.Sub(s.link.frameTold) >= s.cfg.RotationInterval/4) {
-		s.link.frameTold = t
-		ctx.Send(s.link.rotation, &messages.FramesFlowing{Gen: s.link.gen, Last: t})
-	}
-}
-
 // onStreamState takes the stream reader's report. One that frames stopped
 // never opens the stream: it may come from a stream that ended (the
 // failure is handled first).
@@ -266,9 +254,13 @@ func (s *session) setStreamState(ctx actor.Context, up, flowing bool) {
 	if s.link.streamUp == up && s.link.flowing == flowing {
 		return
 	}
+	old := s.link.flowing
 	s.link.streamUp, s.link.flowing = up, flowing
 	if s.link.poller != nil {
 		ctx.Send(s.link.poller, &messages.StreamState{Gen: s.link.gen, Up: up, Flowing: flowing})
+	}
+	if s.link.rotation != nil && flowing != old {
+		ctx.Send(s.link.rotation, &messages.FramesFlowing{Gen: s.link.gen, Flowing: flowing})
 	}
 }
 
