@@ -54,9 +54,12 @@ type Config struct {
 	// Default 10s.
 	PollSlow time.Duration
 	// PollActive is the poll interval while a turn runs and the stream is
-	// up: agy may send no frame while a prompt is parked, so a prompt only
-	// a read of the steps shows is found within it. Reads start at the
-	// first step that can still change, so they stay small. Default 1s.
+	// up but its frames do not flow (none for PollActive: the first read
+	// comes then): agy may send no frame while a prompt is parked, so a
+	// prompt only a read of the steps shows is found within PollActive of
+	// agy's last frame. While frames flow no such read is made (agy is
+	// talking; the stream shows what changes). Reads start at the first
+	// step that can still change, so they stay small. Default 1s.
 	PollActive time.Duration
 	// RotationInterval is how often GetAllCascadeTrajectories is read to
 	// notice /clear rotations while the bound conversation's stream is down

@@ -4,8 +4,8 @@
 //	Host (root supervisor; one-for-one: a crashing session never touches another)
 //	└── session <id>          single writer of the session's events; owns the reconcilers
 //	    ├── discovery         finds and verifies agy's port (PortFound / DiscoveryStalled)
-//	    ├── streamReader      StreamAgentStateUpdates -> frameReceived; fails when the stream ends
-//	    ├── poller            GetCascadeTrajectorySteps: fast while the stream is down, slow always
+//	    ├── streamReader      StreamAgentStateUpdates -> frameReceived (and whether frames flow); fails when the stream ends
+//	    ├── poller            GetCascadeTrajectorySteps: fast while the stream is down, slow always, every PollActive while a turn's frames stop
 //	    ├── rotationWatcher   GetAllCascadeTrajectories -> ConversationRotated (/clear)
 //	    ├── turnSender        serialised turns (model resolved at run time) and interrupts
 //	    ├── interaction <id>  one per open prompt: answer -> freshest WAITING step

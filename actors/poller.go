@@ -15,12 +15,20 @@ import (
 // GetCascadeTrajectorySteps, from the first step that can still change to
 // the end (window by window when agy caps an answer). Its one job: keep the
 // session's view complete when the stream cannot — at Config.PollFast while
-// the stream is down (or in poll mode), at Config.PollActive while a turn
-// runs (*messages.TurnActive: agy may park a prompt without a frame), at
-// Config.PollSlow otherwise (reconciliation), and once more, with the
-// cascade's run status, when the session says agy reported IDLE
-// (*messages.ReadNow), retrying at the fast interval until such a read
-// succeeds. Each read goes to the session as *messages.SnapshotRead.
+// the stream is down (or in poll mode), at Config.PollSlow otherwise
+// (reconciliation; none in stream mode), and once more, with the cascade's
+// run status, when the session says agy reported IDLE (*messages.ReadNow),
+// retrying at the fast interval until such a read succeeds. Each read goes
+// to the session as *messages.SnapshotRead.
+//
+// While a turn runs (*messages.TurnActive) agy may park a prompt without a
+// frame, which the stream cannot show: so while a turn runs and the
+// stream's frames do not flow (*messages.StreamState: none for
+// Config.PollActive), the poller reads at Config.PollActive, the first read
+// as soon as the frames stop. While they flow it makes no such read: agy is
+// talking, and the stream carries what changes. A prompt parked without a
+// frame is read within Config.PollActive (and a tick's slack) of agy's last
+// frame, or of the turn's start when no frame came.
 //
 // A transient error just waits for the next tick. A lost port is a failure
 // (the session re-discovers). An answer over the client's limit
@@ -38,10 +46,14 @@ type poller struct {
 	window trajectoryWindow
 
 	streamUp  bool
+	flowing   bool // the stream's frames flow (StreamState)
 	active    bool // a turn runs (TurnActive)
 	busy      bool
 	readNow   bool // a ReadNow came while a read was running
 	tickArmed bool
+	// tickActive: the tick armed is the running turn's (interval's
+	// Config.PollActive), which frames that flow make needless.
+	tickActive bool
 	// tickSeq numbers ticks: arming anew (a shorter interval is due)
 	// leaves the pending tick stale.
 	tickSeq int
@@ -89,7 +101,7 @@ func (p *poller) interval() time.Duration {
 		return backoff(p.overLimit, p.cfg.PollFast, p.cfg.ReadBackoffMax)
 	case p.owes() || !p.streamUp || p.mode == ReadPoll:
 		return p.cfg.PollFast
-	case p.active:
+	case p.turnReads():
 		return min(p.cfg.PollActive, p.cfg.PollSlow)
 	case p.mode == ReadStream:
 		return 0
@@ -115,10 +127,10 @@ func (p *poller) Receive(ctx actor.Context) {
 			return
 		}
 		p.active = m.Active
-		if p.active && !p.busy {
+		if p.turnReads() && !p.busy {
 			// The tick pending is too late for a turn (a slow one), or there
 			// is none (stream mode reads at rest only when asked): arm anew.
-			p.tickArmed = false
+			p.disarm()
 			p.arm(ctx)
 		}
 	case *messages.ReadNow:
@@ -136,13 +148,29 @@ func (p *poller) Receive(ctx actor.Context) {
 		}
 		p.poll(ctx)
 	case *messages.StreamState:
-		if m.Gen == p.gen {
-			p.streamUp = m.Up
-			if !m.Up && !p.busy && p.overLimit == 0 {
-				p.poll(ctx)
-			} else {
+		if m.Gen != p.gen {
+			return
+		}
+		stopped := p.flowing && !m.Flowing
+		p.streamUp, p.flowing = m.Up, m.Up && m.Flowing
+		switch {
+		case !m.Up && !p.busy && p.overLimit == 0:
+			p.poll(ctx)
+		case stopped && p.turnReads() && p.overLimit == 0:
+			// A running turn's frames stopped (agy may have parked a prompt):
+			// read now, then every PollActive (the tick pending may be a
+			// slow one).
+			p.disarm()
+			if p.busy {
 				p.arm(ctx)
+			} else {
+				p.poll(ctx)
 			}
+		case p.flowing && p.tickActive:
+			p.disarm() // agy talks: the stream shows the turn
+			p.arm(ctx)
+		default:
+			p.arm(ctx)
 		}
 	case *pollDone:
 		p.busy = false
@@ -172,6 +200,9 @@ func (p *poller) Receive(ctx actor.Context) {
 			p.poll(ctx)
 			return
 		}
+		// The next read is one interval after this one: a tick armed while
+		// it ran (at the fast interval, a read being owed) is too soon.
+		p.disarm()
 		p.arm(ctx)
 	}
 }
@@ -179,11 +210,24 @@ func (p *poller) Receive(ctx actor.Context) {
 // owes reports whether a read with the run status is due.
 func (p *poller) owes() bool { return p.due > p.paid }
 
+// turnReads reports whether the running turn's reads are due: a turn runs,
+// the stream is up and its frames do not flow.
+func (p *poller) turnReads() bool { return p.active && p.streamUp && !p.flowing }
+
 func (p *poller) arm(ctx actor.Context) {
 	if d := p.interval(); !p.tickArmed && d > 0 {
 		p.tickArmed = true
+		p.tickActive = p.overLimit == 0 && !p.owes() && p.mode != ReadPoll && p.turnReads()
 		p.tickSeq++
 		p.t.tick(d, ctx.Self(), &pollTick{seq: p.tickSeq})
+	}
+}
+
+// disarm leaves the tick pending, if any, stale.
+func (p *poller) disarm() {
+	if p.tickArmed {
+		p.tickArmed = false
+		p.tickSeq++
 	}
 }
 

@@ -426,14 +426,12 @@ func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "the next tick is armed")
 	}
-	// tick moves the clock to the watcher's next tick; with flowing, a
-	// frame has come by then.
+	// tick moves the clock to the watcher's next tick, the session having
+	// said whether frames flow.
 	tick := func(flowing bool) {
 		t.Helper()
 		armed()
-		if flowing {
-			r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Last: clock.Now().Add(cfg.RotationInterval)})
-		}
+		r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Flowing: flowing})
 		clock.Advance(cfg.RotationInterval + maxTickSlack)
 	}
 	armed()
@@ -569,7 +567,7 @@ func TestRotationWatcherReadsOnlyNowAndThenWithTheStreamUp(t *testing.T) {
 	clock.Advance(iv + maxTickSlack)
 	settled(2, 1, "the tick pending when the stream came up reads")
 
-	r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Last: clock.Now()})
+	r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Flowing: true})
 	quiet(rotationSafetyFirst*iv-iv, "no read on the intervals while the stream is up")
 	clock.Advance(iv + maxTickSlack)
 	settled(3, 1, "a safety read after rotationSafetyFirst intervals")

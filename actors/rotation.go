@@ -30,8 +30,8 @@ import (
 //   - while the stream of the bound conversation is down, or was never
 //     told up (*messages.StreamState), every Config.RotationInterval: no
 //     frame can name a new conversation then. While the bound conversation
-//     streams (a frame of it came within the last RotationInterval: the
-//     session tells the watcher with *messages.FramesFlowing), only every
+//     streams (its frames flow: the session tells the watcher with
+//     *messages.FramesFlowing when that changes), only every
 //     rotationSkips+1-th of those ticks reads;
 //   - while the stream is up, only as a safety read for an agy whose
 //     stream would not name the new conversation: the tick pending when
@@ -48,8 +48,8 @@ import (
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
 	child
-	lastFrame time.Time // when the latest frame of conv the session told of came (FramesFlowing)
-	skipped   int       // ticks skipped in a row while streaming
+	flowing bool // the stream's frames flow (FramesFlowing)
+	skipped int  // ticks skipped in a row while streaming
 
 	started  time.Time       // activity before this is history, not a rotation
 	known    map[string]bool // conversations present at the first read
@@ -110,7 +110,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		w.read(ctx)
 	case *messages.FramesFlowing:
 		if m.Gen == w.gen {
-			w.lastFrame = m.Last
+			w.flowing = m.Flowing
 		}
 	case *messages.StreamState:
 		if m.Gen != w.gen || m.Up == w.streamUp {
@@ -129,7 +129,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		if m.seq != w.tickSeq {
 			return // armed anew since
 		}
-		if !w.streamUp && w.skipped < rotationSkips && w.streaming() {
+		if !w.streamUp && w.skipped < rotationSkips && w.flowing {
 			w.skipped++
 			w.arm(ctx, w.cfg.RotationInterval)
 			return
@@ -176,12 +176,6 @@ func (w *rotationWatcher) next() time.Duration {
 func (w *rotationWatcher) arm(ctx actor.Context, d time.Duration) {
 	w.tickSeq++
 	w.t.tick(d, ctx.Self(), &rotationTick{seq: w.tickSeq})
-}
-
-// streaming says whether a frame of the bound conversation came within the
-// last RotationInterval.
-func (w *rotationWatcher) streaming() bool {
-	return !w.lastFrame.IsZero() && w.cfg.Clock.Now().Sub(w.lastFrame) < w.cfg.RotationInterval
 }
 
 func (w *rotationWatcher) read(ctx actor.Context) {

@@ -142,7 +142,7 @@ func (s *session) Receive(ctx actor.Context) {
 		m.frame.Release()
 	case *messages.StreamState:
 		if m.Gen == s.link.gen {
-			s.setStreamUp(ctx, m.Up)
+			s.onStreamState(ctx, m)
 		}
 	case *frameSkipped:
 		if m.gen == s.link.gen {

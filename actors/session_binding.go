@@ -21,8 +21,8 @@ type binding struct {
 
 	client     *rpc.Client
 	boundAt    time.Time // when the port was bound, or the conversation rotated
-	frameTold  time.Time // when the last frame the rotation watcher was told of came
 	streamUp   bool
+	flowing    bool // the stream's frames flow (StreamState)
 	turnActive bool // the poller was told a turn runs
 
 	discovery, stream, poller, rotation, turns *actor.PID
@@ -112,7 +112,7 @@ func (s *session) markBound(conv string, port int) {
 // spawnReaders starts the RPC children on the bound port and conversation.
 func (s *session) spawnReaders(ctx actor.Context) {
 	c, mode, since := s.childOf(s.conv()), s.shared.spec.ReadMode, s.link.boundAt
-	s.link.streamUp = false
+	s.link.streamUp, s.link.flowing = false, false
 	if c.conv == "" {
 		// agy has no conversation yet: watch for its first.
 		s.link.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
@@ -123,7 +123,6 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	}
 	from := s.convs.root.FirstLive() // taken now: a restarted poller must not read the session's state
 	s.link.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode, from) })
-	s.link.frameTold = time.Time{} // the new watcher has been told of no frame
 	s.link.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
 	s.link.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
 	s.link.turnActive = false // the new poller knows of no turn
@@ -135,7 +134,7 @@ func (s *session) stopReaders(ctx actor.Context) {
 		s.stopChild(ctx, pid)
 	}
 	s.link.stream, s.link.poller, s.link.rotation, s.link.turns = nil, nil, nil, nil
-	s.link.streamUp = false
+	s.link.streamUp, s.link.flowing = false, false
 }
 
 func (s *session) closeClient() {
@@ -236,27 +235,37 @@ func (s *session) rotate(ctx actor.Context, to string) {
 	}
 }
 
-// tellFrame tells the rotation watcher that a frame of the bound
-// conversation came at t: on the first frame, then at most every quarter
-// of its interval (it reads less while frames flow).
-func (s *session) tellFrame(ctx actor.Context, t time.Time) {
-	if s.link.rotation != nil && (s.link.frameTold.IsZero() || t.Sub(s.link.frameTold) >= s.cfg.RotationInterval/4) {
-		s.link.frameTold = t
-		ctx.Send(s.link.rotation, &messages.FramesFlowing{Gen: s.link.gen, Last: t})
-	}
-}
-
-func (s *session) setStreamUp(ctx actor.Context, up bool) {
-	if s.link.streamUp == up {
+// onStreamState takes the stream reader's report. One that frames stopped
+// never opens the stream: it may come from a stream that ended (the
+// failure is handled first).
+func (s *session) onStreamState(ctx actor.Context, m *messages.StreamState) {
+	if m.Up && !m.Flowing && !s.link.streamUp {
 		return
 	}
-	s.link.streamUp = up
-	for _, pid := range []*actor.PID{s.link.poller, s.link.rotation} {
-		if pid != nil {
-			// The poller reads less, and the rotation watcher only now
-			// and then, while frames can tell them what changed.
-			ctx.Send(pid, &messages.StreamState{Gen: s.link.gen, Up: up})
-		}
+	s.setStreamState(ctx, m.Up, m.Up && m.Flowing)
+}
+
+// setStreamUp sets whether the stream is up; one that goes up has not
+// carried a frame yet.
+func (s *session) setStreamUp(ctx actor.Context, up bool) { s.setStreamState(ctx, up, false) }
+
+// setStreamState sets the stream's state, and tells the poller of a change.
+func (s *session) setStreamState(ctx actor.Context, up, flowing bool) {
+	if s.link.streamUp == up && s.link.flowing == flowing {
+		return
+	}
+	old, wasUp := s.link.flowing, s.link.streamUp
+	s.link.streamUp, s.link.flowing = up, flowing
+	if s.link.poller != nil {
+		ctx.Send(s.link.poller, &messages.StreamState{Gen: s.link.gen, Up: up, Flowing: flowing})
+	}
+	if s.link.rotation != nil && up != wasUp {
+		// With the stream up the rotation watcher reads the conversation
+		// list only now and then: frames name a new conversation.
+		ctx.Send(s.link.rotation, &messages.StreamState{Gen: s.link.gen, Up: up})
+	}
+	if s.link.rotation != nil && flowing != old {
+		ctx.Send(s.link.rotation, &messages.FramesFlowing{Gen: s.link.gen, Flowing: flowing})
 	}
 }
 

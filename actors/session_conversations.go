@@ -145,7 +145,6 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 		}
 		return
 	}
-	s.tellFrame(ctx, m.received)
 	s.apply(ctx, s.conv(), mapper.FromFrame(m.frame, m.received))
 	if up.Status == wire.RunIdle {
 		// agy can report IDLE before its last steps are flushed: read once more.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -13,8 +14,11 @@ import (
 
 // streamReader is the actor that consumes StreamAgentStateUpdates for the
 // session's conversation. Its one job: hand every frame to the session, in
-// order (*frameReceived), and say when the stream is up
-// (*messages.StreamState).
+// order (*frameReceived), and say when the stream is up and whether frames
+// flow (*messages.StreamState: up with the first frame; frames stopped once
+// none has come for Config.PollActive, flowing again with the next). The
+// poller reads a running turn's steps only while they do not flow: a
+// parked agy sends nothing.
 //
 // Its goroutine reads the stream and sends frames straight to the session.
 // A frame over the client's limit (agy's first frame of a long
@@ -82,29 +86,91 @@ func (r *streamReader) read(self, session *actor.PID) {
 			return
 		}
 		defer st.Close()
-		up, skipped := false, false
+		flow := &flowWatch{t: r.t, clock: r.cfg.Clock, quiet: r.cfg.PollActive, tell: func(flowing bool) {
+			r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true, Flowing: flowing})
+		}}
+		defer flow.stop()
+		skipped := false
 		for {
 			f, err := st.Next()
 			if err != nil && errors.Is(err, rpc.ErrFrameSkipped) {
-				if !up {
-					up = true // connected: the frames after it come
-					r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true})
-				}
+				flow.heard(r.cfg.Clock.Now()) // connected: the frames after it come
 				r.t.send(session, &frameSkipped{gen: r.gen, err: err, first: !skipped})
 				skipped = true
 				continue
 			}
 			if err != nil {
+				// No report that frames stopped may follow the end.
+				flow.stop()
 				if ctx.Err() == nil {
 					r.t.send(self, &streamEnded{err})
 				}
 				return
 			}
-			if !up {
-				up = true
-				r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true})
-			}
-			r.t.send(session, &frameReceived{gen: r.gen, frame: f, received: r.cfg.Clock.Now()})
+			now := r.cfg.Clock.Now()
+			flow.heard(now)
+			r.t.send(session, &frameReceived{gen: r.gen, frame: f, received: now})
 		}
 	})
+}
+
+// flowWatch tells whether a stream's frames flow: tell(true) with the
+// first frame heard, tell(false) once none has been heard for quiet, and
+// tell(true) again with the next. Its tells are sent in that order, never
+// two alike in a row, and none after stop. The stream's goroutine calls
+// heard; a timer on the incarnation's clock (at most one pending, firing
+// about once per quiet while frames flow, never per frame) checks.
+type flowWatch struct {
+	t     *tasks
+	clock Clock
+	quiet time.Duration
+	tell  func(flowing bool)
+
+	mu      sync.Mutex
+	last    time.Time // when the latest frame was heard
+	flowing bool
+	armed   bool // a check is pending
+	stopped bool
+}
+
+// heard records a frame heard at t.
+func (w *flowWatch) heard(t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.last = t
+	if !w.flowing {
+		w.flowing = true
+		w.tell(true)
+	}
+	if !w.armed {
+		w.armed = true
+		w.t.afterFunc(alignedDelay(t, w.quiet), w.check)
+	}
+}
+
+// check tells that frames stopped when none came for quiet, else looks again
+// when that would be.
+func (w *flowWatch) check() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	now := w.clock.Now()
+	if wait := w.last.Add(w.quiet).Sub(now); wait > 0 {
+		w.t.afterFunc(alignedDelay(now, wait), w.check)
+		return
+	}
+	w.armed, w.flowing = false, false
+	w.tell(false)
+}
+
+// stop ends the watch: nothing is told after it returns.
+func (w *flowWatch) stop() {
+	w.mu.Lock()
+	w.stopped = true
+	w.mu.Unlock()
 }

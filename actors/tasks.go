@@ -51,6 +51,12 @@ func (t *tasks) send(pid *actor.PID, msg any) {
 // after sends msg to pid after d on the clock, unless the incarnation
 // stops first.
 func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
+	t.afterFunc(d, func() { t.send(pid, msg) })
+}
+
+// afterFunc calls f, in a goroutine of the clock's, after d on the clock,
+// unless the incarnation stops first. f must not block.
+func (t *tasks) afterFunc(d time.Duration, f func()) {
 	if t.ctx.Err() != nil {
 		return
 	}
@@ -61,7 +67,7 @@ func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
 		t.mu.Lock()
 		delete(t.timers, tm)
 		t.mu.Unlock()
-		t.send(pid, msg)
+		f()
 	})
 	if t.timers == nil {
 		t.timers = make(map[Timer]struct{})

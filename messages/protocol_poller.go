@@ -28,9 +28,9 @@ type SnapshotRead struct {
 }
 
 // TurnActive is sent by the session to its Poller when a turn starts
-// (Active) or ends: while one runs the poller reads at Config.PollActive
-// even with the stream up, since agy may park a prompt without a frame. No
-// reply.
+// (Active) or ends: while one runs and frames do not flow (StreamState), the
+// poller reads at Config.PollActive even with the stream up, since agy may
+// park a prompt without a frame. No reply.
 type TurnActive struct {
 	Gen    Gen
 	Active bool

@@ -3,17 +3,13 @@ package messages
 // The tree's protocol (internal to package actors): between a session and its
 // RotationWatcher (following agy to a new conversation).
 
-import (
-	"time"
-)
-
-// FramesFlowing is sent by the session to its RotationWatcher while frames
-// of the bound conversation arrive: on the first, then at most every
-// quarter of Config.RotationInterval, so Last (when the latest told of was
-// received) is never further behind than that. No reply.
+// FramesFlowing is sent by the session to its RotationWatcher when the
+// stream's frames begin to flow or stop (none for Config.PollActive: the
+// stream reader's StreamState), so the watcher reads less while agy works
+// in the bound conversation. No reply.
 type FramesFlowing struct {
-	Gen  Gen
-	Last time.Time
+	Gen     Gen
+	Flowing bool
 }
 
 // ConversationRotated is sent by RotationWatcher to its session when agy
