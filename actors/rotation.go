@@ -120,7 +120,8 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		if !m.Up {
 			// No frame can name a new conversation now: read at the
 			// interval again (the pending tick may be a safety read's).
-			w.safety = 0
+			// Nor can frames flow.
+			w.safety, w.flowing = 0, false
 			if !w.busy && !w.reported {
 				w.arm(ctx, w.cfg.RotationInterval)
 			}
