@@ -70,6 +70,7 @@ type driver struct {
 	turns, turnsFailed, interrupts, stuck int
 	promptInterrupts, questionsDeclined   int
 	rewinds                               int      // RevertToCascadeStep calls agy took
+	rewindOwed                            bool     // a rewind drawn and not done yet (rewind_settle.go)
 	lastKind                              string   // the kind of the last turn sent
 	lastTurnSeq                           uint64   // the last seq before it
 	stuckAfter                            []uint64 // the last seq before each stuck turn
@@ -286,6 +287,7 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 		}
 		d.turn(ctx, kind)
 	}
+	d.payRewind(ctx)
 	if d.lastKind == "background" && d.srv != nil {
 		d.waitWake(ctx)
 	}
@@ -319,9 +321,13 @@ func (d *driver) waitWake(ctx context.Context) {
 }
 
 func (d *driver) turn(ctx context.Context, kind string) {
-	if kind == "rewind" {
-		d.rewind(ctx)
+	switch {
+	case kind == "rewind":
+		d.rewindOwed = true
+		d.rewind(ctx, rewindSettle)
 		kind = "text"
+	case d.rewindOwed:
+		d.rewind(ctx, rewindSettle)
 	}
 	// The last turn agy took (a refused one leaves the one before it
 	// last, of a kind not known here: never rewound).
@@ -521,13 +527,14 @@ func (d *driver) fakeState() string {
 // compares with agy's steps stays there); the session must then report
 // conversation_rewound. Without an in-process fake, or a conversation, or
 // when the session has not caught up with agy at rest (caughtUp), nothing
-// is done.
-func (d *driver) rewind(ctx context.Context) {
+// is done, and the rewind stays owed (rewindOwed): the next turns try it
+// again. settle bounds the wait for caughtUp.
+func (d *driver) rewind(ctx context.Context, settle time.Duration) {
 	conv := d.s.ConversationID()
-	if d.srv == nil || conv == "" || slices.Contains(promptKinds, d.lastKind) || d.lastKind == "subagent" || d.lastKind == "" {
+	if d.srv == nil || conv == "" || !rewindable(d.lastKind) {
 		return
 	}
-	if !d.caughtUp(ctx) {
+	if !d.caughtUp(ctx, settle) {
 		return // not at rest: no rewind this time
 	}
 	steps := d.srv.Steps(conv)
@@ -546,6 +553,7 @@ func (d *driver) rewind(ctx context.Context) {
 		return // a fault refused it: agy did not rewind
 	}
 	d.rewinds++
+	d.rewindOwed = false
 	for !d.sawRewind(seq) {
 		select {
 		case <-d.wake:
