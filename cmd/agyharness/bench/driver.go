@@ -282,7 +282,7 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 			kinds = turnKinds
 		}
 		kind := kinds[d.rng.IntN(len(kinds))]
-		if d.fault == FaultPromptTimeout && d.rng.IntN(2) == 0 {
+		if d.fault == FaultPromptTimeout && (d.turns == 0 || d.rng.IntN(2) == 0) {
 			kind = promptKinds[d.rng.IntN(len(promptKinds))]
 		}
 		d.turn(ctx, kind)
@@ -350,7 +350,7 @@ func (d *driver) turn(ctx context.Context, kind string) {
 	d.turns++
 	d.lastKind = kind
 	var churn <-chan time.Time
-	if d.fault == FaultPortChurn && d.rng.IntN(2) == 0 {
+	if d.fault == FaultPortChurn && (d.turns == 1 || d.rng.IntN(2) == 0) {
 		churn = time.After(time.Duration(d.rng.IntN(30)) * time.Millisecond)
 	}
 	var interrupt <-chan time.Time
@@ -365,9 +365,11 @@ func (d *driver) turn(ctx context.Context, kind string) {
 	d.waitTurn(tctx, seq, churn, interrupt)
 }
 
-// arm injects the session's fault before a turn, every other turn.
+// arm injects the session's fault before a turn, every other turn, and
+// always before the first: on a loaded machine a short campaign's session
+// may take one turn only, and every fault kind must still fire.
 func (d *driver) arm(kind string) {
-	if d.rng.IntN(2) == 0 {
+	if d.turns > 0 && d.rng.IntN(2) == 0 {
 		return
 	}
 	switch d.fault {
