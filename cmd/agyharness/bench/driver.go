@@ -270,16 +270,20 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 	if !d.cold {
 		d.waitIdle(ctx, 0, false)
 	}
+	kinds := d.kinds
+	if len(kinds) == 0 {
+		kinds = turnKinds
+	}
+	// Every eighth session owes a rewind from its start (paid by its
+	// turns, or before it ends: payRewind), so that a campaign whose
+	// sessions take a turn or two each on a loaded machine still rewinds.
+	d.rewindOwed = d.i%8 == 0 && slices.Contains(kinds, "rewind")
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		select {
 		case <-d.s.Done():
 			d.ended = true
 			return
 		default:
-		}
-		kinds := d.kinds
-		if len(kinds) == 0 {
-			kinds = turnKinds
 		}
 		kind := kinds[d.rng.IntN(len(kinds))]
 		if d.fault == FaultPromptTimeout && (d.turns == 0 || d.rng.IntN(2) == 0) {
