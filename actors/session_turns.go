@@ -209,7 +209,9 @@ func (s *session) interrupt(ctx actor.Context, m *messages.Interrupt, sender *ac
 	}
 	for _, r := range s.convs.all() {
 		for _, p := range r.OpenPrompts() {
-			r.AnswerInFlight(p.ElicitationID, messages.ActionCancel)
+			if p.Kind != messages.KindOther { // never declined: agy's terminal answers it
+				r.AnswerInFlight(p.ElicitationID, messages.ActionCancel)
+			}
 		}
 	}
 	ctx.RequestWithCustomSender(s.link.turns, stop, sender)

@@ -331,9 +331,11 @@ func (r *Reconciler) closeAnswered(p *promptState, s *wire.Step, index int) {
 
 // AnswerInFlight records that the harness is delivering an answer with
 // action to the prompt (action "" when that delivery failed): if agy shows
-// the prompt answered before MarkResolved, the harness answered it.
+// the prompt answered before MarkResolved, the harness answered it. Not for
+// a prompt of kind other: the harness has no answer for one (an interrupt
+// never declines it), so whoever ends it is agy's terminal or agy moving on.
 func (r *Reconciler) AnswerInFlight(elicitationID, action string) {
-	if p, ok := r.promptIDs[elicitationID]; ok && !p.closed {
+	if p, ok := r.promptIDs[elicitationID]; ok && !p.closed && p.Kind != messages.KindOther {
 		p.inFlight = action
 	}
 }

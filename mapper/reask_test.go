@@ -299,3 +299,30 @@ func TestSupersededOutlivesTheApplyThatClosedIt(t *testing.T) {
 	require.False(t, r.Superseded("conv-1/r1/prompt/1"))
 	require.False(t, r.Superseded("conv-1/prompt/x"))
 }
+
+// TestOtherInteractionOpenDuringAnInterrupt: an interrupt marks the open
+// prompts as declined by the harness, but it has no answer for a prompt of
+// kind other and never declines one: when agy then ends or runs the step,
+// the prompt was withdrawn or answered in agy's terminal, not by the harness.
+func TestOtherInteractionOpenDuringAnInterrupt(t *testing.T) {
+	user := userStep("click it", "")
+	for _, tc := range []struct {
+		name   string
+		status wire.StepStatus
+		by     string
+	}{
+		{"cancelled", wire.StatusCanceled, messages.ByExpired},
+		{"answered in agy's terminal", wire.StatusDone, messages.ByTerminal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTestReconciler()
+			evs := r.Apply(snapshot(1, wire.RunRunning, user, otherStep(wire.StatusWaiting, "", `{"browserAction":{}}`)))
+			req := findEvent(t, evs, messages.EventElicitationRequest)
+			r.AnswerInFlight(req.ElicitationID, messages.ActionCancel)
+			evs = r.Apply(snapshot(2, wire.RunRunning, user, otherStep(tc.status, "", `{"browserAction":{}}`)))
+			res := findEvent(t, evs, messages.EventElicitationResolved)
+			require.Equal(t, req.ElicitationID, res.ElicitationID)
+			require.Equal(t, tc.by, res.By)
+		})
+	}
+}

@@ -38,8 +38,8 @@ func TestShortCampaign(t *testing.T) {
 		Sessions: 56, Duration: 3 * time.Second, TurnTimeout: 30 * time.Second, Seed: seed, Faults: AllFaults,
 	})
 	require.NoError(t, err)
-	t.Logf("seed %d: %d turns, %d items, %d prompts, faults %v, restarts %v, latency p50 %.2fms p99 %.2fms",
-		seed, res.Turns, res.ItemsEmitted, res.Prompts, res.FaultsInjected, res.Restarts, res.LatencyP50Ms, res.LatencyP99Ms)
+	t.Logf("seed %d: %d turns, %d items, %d prompts, %d rewinds, faults %v, restarts %v, latency p50 %.2fms p99 %.2fms",
+		seed, res.Turns, res.ItemsEmitted, res.Prompts, res.Rewinds, res.FaultsInjected, res.Restarts, res.LatencyP50Ms, res.LatencyP99Ms)
 	problems := "seed " + strconv.FormatInt(seed, 10) + ":\n" + strings.Join(res.Problems, "\n")
 	assert.Zero(t, res.Lost, problems)
 	assert.Zero(t, res.Duplicated, problems)

@@ -70,6 +70,7 @@ type driver struct {
 	turns, turnsFailed, interrupts, stuck int
 	promptInterrupts, questionsDeclined   int
 	rewinds                               int      // RevertToCascadeStep calls agy took
+	rewindOwed                            bool     // a rewind drawn and not done yet (rewind_settle.go)
 	lastKind                              string   // the kind of the last turn sent
 	lastTurnSeq                           uint64   // the last seq before it
 	stuckAfter                            []uint64 // the last seq before each stuck turn
@@ -269,6 +270,14 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 	if !d.cold {
 		d.waitIdle(ctx, 0, false)
 	}
+	kinds := d.kinds
+	if len(kinds) == 0 {
+		kinds = turnKinds
+	}
+	// Every eighth session owes a rewind from its start (paid by its
+	// turns, or before it ends: payRewind), so that a campaign whose
+	// sessions take a turn or two each on a loaded machine still rewinds.
+	d.rewindOwed = d.i%8 == 0 && slices.Contains(kinds, "rewind")
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		select {
 		case <-d.s.Done():
@@ -276,16 +285,13 @@ func (d *driver) drive(ctx context.Context, deadline time.Time) {
 			return
 		default:
 		}
-		kinds := d.kinds
-		if len(kinds) == 0 {
-			kinds = turnKinds
-		}
 		kind := kinds[d.rng.IntN(len(kinds))]
-		if d.fault == FaultPromptTimeout && d.rng.IntN(2) == 0 {
+		if d.fault == FaultPromptTimeout && (d.turns == 0 || d.rng.IntN(2) == 0) {
 			kind = promptKinds[d.rng.IntN(len(promptKinds))]
 		}
 		d.turn(ctx, kind)
 	}
+	d.payRewind(ctx)
 	if d.lastKind == "background" && d.srv != nil {
 		d.waitWake(ctx)
 	}
@@ -319,9 +325,13 @@ func (d *driver) waitWake(ctx context.Context) {
 }
 
 func (d *driver) turn(ctx context.Context, kind string) {
-	if kind == "rewind" {
-		d.rewind(ctx)
+	switch {
+	case kind == "rewind":
+		d.rewindOwed = true
+		d.rewind(ctx, rewindSettle)
 		kind = "text"
+	case d.rewindOwed:
+		d.rewind(ctx, rewindSettle)
 	}
 	// The last turn agy took (a refused one leaves the one before it
 	// last, of a kind not known here: never rewound).
@@ -344,7 +354,7 @@ func (d *driver) turn(ctx context.Context, kind string) {
 	d.turns++
 	d.lastKind = kind
 	var churn <-chan time.Time
-	if d.fault == FaultPortChurn && d.rng.IntN(2) == 0 {
+	if d.fault == FaultPortChurn && (d.turns == 1 || d.rng.IntN(2) == 0) {
 		churn = time.After(time.Duration(d.rng.IntN(30)) * time.Millisecond)
 	}
 	var interrupt <-chan time.Time
@@ -359,9 +369,11 @@ func (d *driver) turn(ctx context.Context, kind string) {
 	d.waitTurn(tctx, seq, churn, interrupt)
 }
 
-// arm injects the session's fault before a turn, every other turn.
+// arm injects the session's fault before a turn, every other turn, and
+// always before the first: on a loaded machine a short campaign's session
+// may take one turn only, and every fault kind must still fire.
 func (d *driver) arm(kind string) {
-	if d.rng.IntN(2) == 0 {
+	if d.turns > 0 && d.rng.IntN(2) == 0 {
 		return
 	}
 	switch d.fault {
@@ -521,13 +533,14 @@ func (d *driver) fakeState() string {
 // compares with agy's steps stays there); the session must then report
 // conversation_rewound. Without an in-process fake, or a conversation, or
 // when the session has not caught up with agy at rest (caughtUp), nothing
-// is done.
-func (d *driver) rewind(ctx context.Context) {
+// is done, and the rewind stays owed (rewindOwed): the next turns try it
+// again. settle bounds the wait for caughtUp.
+func (d *driver) rewind(ctx context.Context, settle time.Duration) {
 	conv := d.s.ConversationID()
-	if d.srv == nil || conv == "" || slices.Contains(promptKinds, d.lastKind) || d.lastKind == "subagent" || d.lastKind == "" {
+	if d.srv == nil || conv == "" || !rewindable(d.lastKind) {
 		return
 	}
-	if !d.caughtUp(ctx) {
+	if !d.caughtUp(ctx, settle) {
 		return // not at rest: no rewind this time
 	}
 	steps := d.srv.Steps(conv)
@@ -546,6 +559,7 @@ func (d *driver) rewind(ctx context.Context) {
 		return // a fault refused it: agy did not rewind
 	}
 	d.rewinds++
+	d.rewindOwed = false
 	for !d.sawRewind(seq) {
 		select {
 		case <-d.wake:
