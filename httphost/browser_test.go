@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +21,7 @@ import (
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/hostcluster"
 	"github.com/agyharness/agyharness/hostcluster/clusterpb"
+	"github.com/agyharness/agyharness/internal/browsertest"
 	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/agyharness/agyharness/wire"
 )
@@ -38,29 +38,10 @@ var browserState struct {
 	err    error
 }
 
-// chromiumFlags keep a headless chromium off the network: with none, it
-// would wait on lookups.
-func chromiumFlags(dir string) []chromedp.ExecAllocatorOption {
-	return []chromedp.ExecAllocatorOption{
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.UserDataDir(dir),
-		chromedp.WindowSize(1200, 900),
-	}
-}
-
 func browser(t testing.TB) context.Context {
 	t.Helper()
 	browserState.once.Do(func() {
-		path, err := exec.LookPath("chromium")
+		path, err := browsertest.Path()
 		if err != nil {
 			browserState.err = fmt.Errorf("no chromium on PATH (apt-get install chromium): %w", err)
 			return
@@ -70,8 +51,7 @@ func browser(t testing.TB) context.Context {
 			browserState.err = err
 			return
 		}
-		opts := append(chromiumFlags(dir), chromedp.ExecPath(path))
-		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browsertest.Options(path, dir)...)
 		bctx, cancelBrowser := chromedp.NewContext(actx)
 		if err := chromedp.Do(bctx); err != nil { // starts the browser
 			cancelBrowser()
@@ -88,10 +68,7 @@ func browser(t testing.TB) context.Context {
 		}
 	})
 	if browserState.err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the console's browser tests need chromium under CI: %v", browserState.err)
-		}
-		t.Skipf("no browser: %v", browserState.err)
+		browsertest.Unavailable(t, browserState.err)
 	}
 	return browserState.ctx
 }

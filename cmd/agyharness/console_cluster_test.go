@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agyharness/agyharness/hostcluster"
+	"github.com/agyharness/agyharness/internal/browsertest"
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
 
@@ -28,27 +27,11 @@ import (
 // tab's context.
 func clusterBrowser(t *testing.T) context.Context {
 	t.Helper()
-	path, err := exec.LookPath("chromium")
+	path, err := browsertest.Path()
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the console's browser tests need chromium under CI: %v", err)
-		}
-		t.Skipf("no chromium on PATH (apt-get install chromium): %v", err)
+		browsertest.Unavailable(t, err)
 	}
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("no-default-browser-check", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 900))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), browsertest.Options(path, t.TempDir())...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
 	require.NoError(t, chromedp.Do(ctx)) // starts the browser and its tab
