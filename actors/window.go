@@ -216,7 +216,7 @@ func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, con
 			// The step read last time at start is gone or another (a
 			// rewind to an earlier step): read again, in order, from where
 			// the trajectory may differ.
-			start = w.restartFrom(ctx, start, ws, stepCount, hooks)
+			start, stepCount = w.restartFrom(ctx, start, ws, stepCount, hooks)
 			off = start
 			continue
 		}

@@ -87,23 +87,29 @@ func (w *trajectoryWindow) matches(off int, ws []wire.Step) bool {
 
 // restartFrom is where a read whose first answer (from start, ws) shows
 // the trajectory changed there goes on: the last step of the shorter
-// trajectory when its length is known (stepCount, else read with
-// hooks.count for an answer that came back empty) and the window has its
+// trajectory when its length is known (stepCount; for an answer that came
+// back empty, read with hooks.count when stepCount is unknown or not
+// shorter) and the window has its
 // print, below start; else 0.
-func (w *trajectoryWindow) restartFrom(ctx context.Context, start int, ws []wire.Step, stepCount int, hooks readHooks) int {
+//
+// It returns the step count the read goes on with (stepCount, or the one
+// read now).
+func (w *trajectoryWindow) restartFrom(ctx context.Context, start int, ws []wire.Step, stepCount int, hooks readHooks) (int, int) {
 	n := stepCount
-	if n < 0 && len(ws) == 0 && hooks.count != nil {
+	if (n < 0 || n > start) && len(ws) == 0 && hooks.count != nil {
+		// No count, or one read before the cut (a summary read before the
+		// steps): read it now.
 		c, err := hooks.count(ctx)
 		if err != nil {
-			return 0
+			return 0, stepCount
 		}
 		n = c
 	}
 	if n < 0 || n > start {
-		return 0
+		return 0, stepCount
 	}
 	if from := w.shorterStart(n); from < start {
-		return from
+		return from, n
 	}
-	return 0
+	return 0, n
 }

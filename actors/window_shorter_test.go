@@ -36,6 +36,7 @@ func TestWindowedReadOfAShorterTrajectoryStartsAtItsEnd(t *testing.T) {
 	}{
 		{"cut, count known", cut, 7, false, []int{6}, 6},
 		{"cut, count asked", cut, -1, true, []int{9, 6}, 6},
+		{"cut, count read before the cut", cut, 10, true, []int{9, 6}, 6},
 		{"cut, count unknown", cut, -1, false, []int{9, 0}, 0},
 		{"written anew", rewritten, 7, false, []int{6, 0}, 0},
 	} {
