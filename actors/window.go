@@ -26,6 +26,10 @@ type trajectoryWindow struct {
 	offset int          // trajectory index the last read started at
 	last   []wire.Step  // the last read's steps (from offset), for the next read to reuse
 	limit  int          // the longest answer seen cut short by agy (0: none yet)
+	// prints: the createdAt (hashed) of the steps read at the last
+	// maxCreatedPrints indices, for a trajectory found shorter
+	// (window_shorter.go).
+	prints map[int]uint64
 }
 
 // maxWindows bounds the answers a read holds at once (those it has not
@@ -152,7 +156,9 @@ type skippedSteps struct {
 func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, conv string, stepCount int, hooks readHooks) (windowRead, error) {
 	start := w.from()
 	if stepCount >= 0 && stepCount < start {
-		start = 0 // the trajectory is shorter than what was read: read it all again
+		// The trajectory is shorter than what was read: read it again from
+		// where it may differ.
+		start = w.shorterStart(stepCount)
 	}
 	var res windowRead
 	var windows []window
@@ -206,10 +212,12 @@ func (w *trajectoryWindow) readWith(ctx context.Context, readFrom stepsFrom, con
 		if err != nil {
 			return windowRead{}, err
 		}
-		if off == start && len(windows) == 0 && held == 0 && res.skipped == nil && start > 0 && rewritten(w.prevFor(off), ws) {
+		if off == start && len(windows) == 0 && held == 0 && res.skipped == nil && start > 0 && (rewritten(w.prevFor(off), ws) || !w.matches(off, ws)) {
 			// The step read last time at start is gone or another (a
-			// rewind to an earlier step): read it all again, in order.
-			start, off = 0, 0
+			// rewind to an earlier step): read again, in order, from where
+			// the trajectory may differ.
+			start, stepCount = w.restartFrom(ctx, start, ws, stepCount, hooks)
+			off = start
 			continue
 		}
 		windows = append(windows, window{off: off, steps: ws})
@@ -327,6 +335,7 @@ func rereadBackwards(ctx context.Context, readFrom stepsFrom, windows []window) 
 // it. Only the steps from where the next read starts are kept (a copy):
 // those before are mapped, and holding them would hold the history.
 func (w *trajectoryWindow) keep(steps []wire.Step, offset int) {
+	w.notePrints(steps, offset)
 	w.offset, w.last = offset, steps
 	if len(steps) == 0 {
 		return

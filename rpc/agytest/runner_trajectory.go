@@ -211,7 +211,7 @@ func (c *conversation) rewind(index int) error {
 	if c.lastInputI >= index {
 		c.lastInputI = 0
 		for i := index - 1; i >= 0; i-- {
-			if c.steps[i].step.Type == wire.StepUserInput {
+			if c.stepLocked(i).step.Type == wire.StepUserInput {
 				c.lastInputI = i
 				break
 			}

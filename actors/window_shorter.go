@@ -1,0 +1,115 @@
+package actors
+
+import (
+	"context"
+	"hash/maphash"
+
+	"github.com/agyharness/agyharness/mapper"
+	"github.com/agyharness/agyharness/wire"
+)
+
+// A trajectory found shorter than what was read (agy's /rewind cut it) is
+// read again from where it may differ. Reading it all again from index 0
+// costs one answer per agy's cap of steps (a few hundred, or a few on some
+// builds): on a long conversation, many seconds on a loaded machine, and
+// the rewind is reported only after it. agy's history is cut back and
+// written anew, never changed before the cut: so when the last step of the
+// shorter trajectory is the very step read there before (its createdAt),
+// nothing before it changed, and the read starts there. The window keeps,
+// for that, the createdAt (hashed) of the last maxCreatedPrints indices it
+// read; an index it has no print of is read from 0, as before.
+
+// maxCreatedPrints bounds the indices whose createdAt a window keeps.
+const maxCreatedPrints = 1024
+
+var createdSeed = maphash.MakeSeed()
+
+// createdHash is a step's createdAt hashed; 0 for none.
+func createdHash(s *wire.Step) uint64 {
+	if s.Metadata.CreatedAt == "" {
+		return 0
+	}
+	return maphash.String(createdSeed, s.Metadata.CreatedAt) | 1
+}
+
+// notePrints records the createdAt of the steps a read handed on, from
+// trajectory index offset, and lets go of those far behind.
+func (w *trajectoryWindow) notePrints(steps []wire.Step, offset int) {
+	if len(steps) == 0 {
+		return
+	}
+	if w.prints == nil {
+		w.prints = make(map[int]uint64)
+	}
+	at := mapper.Indexer(steps, offset)
+	for i := range steps {
+		if h := createdHash(&steps[i]); h != 0 {
+			w.prints[at(i)] = h
+		}
+	}
+	hi := at(len(steps) - 1)
+	if len(w.prints) > 2*maxCreatedPrints {
+		for i := range w.prints {
+			if i <= hi-maxCreatedPrints {
+				delete(w.prints, i)
+			}
+		}
+	}
+}
+
+// shorterStart is where a read of a trajectory of count steps, shorter
+// than the steps read before, starts: its last step when the window has
+// its print (the first answer is then checked: matches), else 0.
+func (w *trajectoryWindow) shorterStart(count int) int {
+	if count <= 0 {
+		return 0
+	}
+	if _, ok := w.prints[count-1]; ok {
+		return count - 1
+	}
+	return 0
+}
+
+// matches reports whether an answer from index off starts with the step
+// the window has a print of there (true when it has none: nothing to
+// compare). An empty answer where a step was read is no match.
+func (w *trajectoryWindow) matches(off int, ws []wire.Step) bool {
+	h, ok := w.prints[off]
+	if !ok {
+		return true
+	}
+	if len(ws) == 0 {
+		return false
+	}
+	got := createdHash(&ws[0])
+	return got == 0 || got == h
+}
+
+// restartFrom is where a read whose first answer (from start, ws) shows
+// the trajectory changed there goes on: the last step of the shorter
+// trajectory when its length is known (stepCount; for an answer that came
+// back empty, read with hooks.count when stepCount is unknown or not
+// shorter) and the window has its
+// print, below start; else 0.
+//
+// It returns the step count the read goes on with (stepCount, or the one
+// read now).
+func (w *trajectoryWindow) restartFrom(ctx context.Context, start int, ws []wire.Step, stepCount int, hooks readHooks) (int, int) {
+	n := stepCount
+	if (n < 0 || n > start) && len(ws) == 0 && hooks.count != nil {
+		// No count, or one read before the cut (a summary read before the
+		// steps): read it now.
+		c, err := hooks.count(ctx)
+		if err != nil {
+			return 0, stepCount
+		}
+		n = c
+	}
+	if n < 0 || n > start {
+		return 0, stepCount
+	}
+	if from := w.shorterStart(n); from < start {
+		return from, n
+	}
+	return 0, n
+}
