@@ -45,9 +45,10 @@ func TestConversationListIsNotReadPeriodicallyWithTheStreamUp(t *testing.T) {
 	r.ev.waitIdleAfter(t, r.turn("before")) // its frames came: the stream is up
 
 	// Main read on each of the 20 ticks; now: the tick pending when the
-	// stream came up, the first safety read (15 intervals), and a status
-	// read the turn's end may still owe.
-	require.LessOrEqual(t, listReadsAfter(t, clock, srv, cfg.RotationInterval, 20), 3, "idle with the stream up")
+	// stream came up, the first safety read (15 intervals), and the status
+	// reads the turn's end may still owe (two, and two more when they
+	// disagree and are read again): at most 6, well below 20.
+	require.LessOrEqual(t, listReadsAfter(t, clock, srv, cfg.RotationInterval, 20), 6, "idle with the stream up")
 
 	seq := r.turn("stream for a while")
 	r.ev.waitFor(t, messages.EventOutputTextDelta, func(ev *messages.Event) bool { return ev.Seq > seq })
