@@ -147,6 +147,11 @@ func (c *conversation) work(ctx context.Context, cancel context.CancelFunc, t *t
 		c.setStatusLocked(wire.RunIdle)
 		wakes := c.wakes
 		c.wakes = nil
+		if err == nil {
+			// Counted before the lock is let go: the conversation is never
+			// seen at rest between the run's end and its wakes' scheduling.
+			c.wakesPending += len(wakes)
+		}
 		c.mu.Unlock()
 		if err == nil {
 			c.scheduleWakes(wakes)

@@ -145,15 +145,16 @@ func taskNotification(taskID string, at time.Time) string {
 
 // scheduleWakes runs each wake after its delay, as a turn with no user
 // input: a SYSTEM_MESSAGE step, then the reply. The goroutines are the
-// server's (spawn), and end with it.
+// server's (spawn), and end with it. The caller has counted them in
+// wakesPending already; each is uncounted once run, or not started.
 func (c *conversation) scheduleWakes(wakes []wake) {
-	for _, w := range wakes {
+	for i, w := range wakes {
 		if !c.srv.spawn() {
+			c.mu.Lock()
+			c.wakesPending -= len(wakes) - i
+			c.mu.Unlock()
 			return
 		}
-		c.mu.Lock()
-		c.wakesPending++
-		c.mu.Unlock()
 		go func() {
 			defer c.srv.wg.Done()
 			defer func() {

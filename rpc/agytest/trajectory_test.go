@@ -2,6 +2,7 @@ package agytest_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -142,7 +143,13 @@ func TestBackgroundTaskWakesAgy(t *testing.T) {
 func TestAtRestWaitsForADueWake(t *testing.T) {
 	srv, c, conv := start(t, fast(script(agytest.Task(agytest.TaskAction{Line: "make", After: 1000, Reply: "Built."}), agytest.Say("Started.", 1))))
 	send(t, c, conv, "build")
-	waitIdle(t, srv, conv)
+	// The turn's own run over (its reply written, agy idle): a WaitIdle alone
+	// can return before the turn has begun.
+	require.Eventually(t, func() bool {
+		steps := srv.Steps(conv)
+		return len(steps) > 0 && srv.RunStatus(conv) == wire.RunIdle &&
+			slices.ContainsFunc(steps, func(st wire.Step) bool { return st.Type == wire.StepPlannerResponse })
+	}, 10*time.Second, time.Millisecond)
 	assert.False(t, srv.AtRest(conv), "a wake is due")
 	require.Eventually(t, func() bool { return srv.AtRest(conv) }, 10*time.Second, 5*time.Millisecond)
 	steps := srv.Steps(conv)
