@@ -412,52 +412,6 @@ func TestRotationWatcherReportsClearOnce(t *testing.T) {
 		"it reported and stopped reading: the session spawns a new watcher for the new conversation")
 }
 
-// TestRotationWatcherReadsLessWhileTheStreamFlows: while the session tells
-// the watcher that frames of the bound conversation flow, it reads on one
-// tick in rotationSkips+1, and still reports a /clear; otherwise on every
-// tick.
-func TestRotationWatcherReadsLessWhileTheStreamFlows(t *testing.T) {
-	clock := NewTestClock()
-	cfg := testCfg()
-	cfg.Clock, cfg.RotationInterval = clock, time.Hour // a tick comes when the test moves the clock
-	srv, r := startRotationWatcher(t, cfg)
-	reads := func() int { return srv.Calls(rpc.MethodGetAllCascadeTrajectories) }
-	armed := func() {
-		t.Helper()
-		require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, time.Millisecond, "the next tick is armed")
-	}
-	// tick moves the clock to the watcher's next tick, the session having
-	// said whether frames flow.
-	tick := func(flowing bool) {
-		t.Helper()
-		armed()
-		r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Flowing: flowing})
-		clock.Advance(cfg.RotationInterval + maxTickSlack)
-	}
-	armed()
-	require.Equal(t, 1, reads(), "one read at start")
-	for i := range 2 {
-		tick(false)
-		armed()
-		require.Equal(t, 2+i, reads(), "no frames: a read on every tick")
-	}
-	for range rotationSkips {
-		tick(true)
-	}
-	armed()
-	require.Equal(t, 3, reads(), "frames flow: ticks skipped")
-	tick(true)
-	armed()
-	require.Equal(t, 4, reads(), "one tick in rotationSkips+1 reads")
-
-	to := srv.Clear()
-	for i := 0; i <= rotationSkips; i++ {
-		tick(true)
-	}
-	rot := expect[*messages.ConversationRotated](r, nil)
-	require.Equal(t, to, rot.To, "a /clear is still seen, a few intervals later")
-}
-
 func TestDiscoveryWaitsLongerForASlowAgy(t *testing.T) {
 	srv := agytest.Start(t, agytest.Options{Conversation: true})
 	// agy answers, but slower than a probe waits: not gone, slow. (The
@@ -567,7 +521,6 @@ func TestRotationWatcherReadsOnlyNowAndThenWithTheStreamUp(t *testing.T) {
 	clock.Advance(iv + maxTickSlack)
 	settled(2, 1, "the tick pending when the stream came up reads")
 
-	r.system.Root.Send(r.child, &messages.FramesFlowing{Gen: 9, Flowing: true})
 	quiet(rotationSafetyFirst*iv-iv, "no read on the intervals while the stream is up")
 	clock.Advance(iv + maxTickSlack)
 	settled(3, 1, "a safety read after rotationSafetyFirst intervals")

@@ -29,10 +29,7 @@ import (
 //     agy;
 //   - while the stream of the bound conversation is down, or was never
 //     told up (*messages.StreamState), every Config.RotationInterval: no
-//     frame can name a new conversation then. While the bound conversation
-//     streams (its frames flow: the session tells the watcher with
-//     *messages.FramesFlowing when that changes), only every
-//     rotationSkips+1-th of those ticks reads;
+//     frame can name a new conversation then;
 //   - while the stream is up, only as a safety read for an agy whose
 //     stream would not name the new conversation: the tick pending when
 //     the stream came up reads, then the next waits rotationSafetyFirst
@@ -48,9 +45,6 @@ import (
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
 	child
-	flowing bool // the stream's frames flow (FramesFlowing)
-	skipped int  // ticks skipped in a row while streaming
-
 	started  time.Time       // activity before this is history, not a rotation
 	known    map[string]bool // conversations present at the first read
 	busy     bool
@@ -71,11 +65,6 @@ type rotationWatcher struct {
 // firstConversationPoll is how often a fresh agy is read for the
 // conversation its first turn mints, once typed: for a second or so.
 const firstConversationPoll = 50 * time.Millisecond
-
-// rotationSkips is how many ticks in a row the watcher skips while the
-// bound conversation streams and its stream was not told up: it reads at
-// least every 5 intervals.
-const rotationSkips = 4
 
 // rotationSafetyFirst and rotationSafetyMax bound the wait before a safety
 // read while the stream is up, in Config.RotationIntervals: 30 s doubling
@@ -108,10 +97,6 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 			w.started = time.Now() // compared with agy's times: the machine's clock
 		}
 		w.read(ctx)
-	case *messages.FramesFlowing:
-		if m.Gen == w.gen {
-			w.flowing = m.Flowing
-		}
 	case *messages.StreamState:
 		if m.Gen != w.gen || m.Up == w.streamUp {
 			return
@@ -120,8 +105,7 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 		if !m.Up {
 			// No frame can name a new conversation now: read at the
 			// interval again (the pending tick may be a safety read's).
-			// Nor can frames flow.
-			w.safety, w.flowing = 0, false
+			w.safety = 0
 			if !w.busy && !w.reported {
 				w.arm(ctx, w.cfg.RotationInterval)
 			}
@@ -129,11 +113,6 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 	case *rotationTick:
 		if m.seq != w.tickSeq {
 			return // armed anew since
-		}
-		if !w.streamUp && w.skipped < rotationSkips && w.flowing {
-			w.skipped++
-			w.arm(ctx, w.cfg.RotationInterval)
-			return
 		}
 		w.read(ctx)
 	case *messages.ReadNow:
@@ -184,7 +163,6 @@ func (w *rotationWatcher) read(ctx actor.Context) {
 		return
 	}
 	w.busy = true
-	w.skipped = 0
 	self := ctx.Self()
 	w.t.run(func(c context.Context) {
 		all, err := w.client.GetAllCascadeTrajectories(c)

@@ -254,7 +254,7 @@ func (s *session) setStreamState(ctx actor.Context, up, flowing bool) {
 	if s.link.streamUp == up && s.link.flowing == flowing {
 		return
 	}
-	old, wasUp := s.link.flowing, s.link.streamUp
+	wasUp := s.link.streamUp
 	s.link.streamUp, s.link.flowing = up, flowing
 	if s.link.poller != nil {
 		ctx.Send(s.link.poller, &messages.StreamState{Gen: s.link.gen, Up: up, Flowing: flowing})
@@ -263,9 +263,6 @@ func (s *session) setStreamState(ctx actor.Context, up, flowing bool) {
 		// With the stream up the rotation watcher reads the conversation
 		// list only now and then: frames name a new conversation.
 		ctx.Send(s.link.rotation, &messages.StreamState{Gen: s.link.gen, Up: up})
-	}
-	if s.link.rotation != nil && flowing != old {
-		ctx.Send(s.link.rotation, &messages.FramesFlowing{Gen: s.link.gen, Flowing: flowing})
 	}
 }
 

@@ -34,7 +34,7 @@
 //   - discovery: Gen, PortFound, DiscoveryStalled, PortLost.
 //   - stream: StreamState.
 //   - poller: SnapshotRead, TurnActive, ReadNow.
-//   - rotation: FramesFlowing, ConversationRotated.
+//   - rotation: ConversationRotated.
 //   - subagent: SubagentDone.
 //   - turnsender: RunTurn, StopRun, ConversationFrom, ModelsLoaded.
 //   - interaction: DeliverAnswer, AnswerDelivered, AnswerFailed.

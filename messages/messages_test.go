@@ -32,7 +32,7 @@ var (
 		reflect.TypeFor[messages.DiscoveryStalled](), reflect.TypeFor[messages.PortLost](),
 		reflect.TypeFor[messages.StreamState](), reflect.TypeFor[messages.SnapshotRead](),
 		reflect.TypeFor[messages.TurnActive](), reflect.TypeFor[messages.ReadNow](),
-		reflect.TypeFor[messages.FramesFlowing](), reflect.TypeFor[messages.ConversationRotated](),
+		reflect.TypeFor[messages.ConversationRotated](),
 		reflect.TypeFor[messages.SubagentDone](),
 		reflect.TypeFor[messages.SendTurn](), reflect.TypeFor[messages.TurnResult](),
 		reflect.TypeFor[messages.Interrupt](), reflect.TypeFor[messages.ConversationFrom](),
