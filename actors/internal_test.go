@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/agyharness/agyharness/wire"
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/stretchr/testify/require"
@@ -284,5 +286,39 @@ func TestParseReadMode(t *testing.T) {
 	for _, s := range []string{"", "Both", "sometimes"} {
 		_, err := ParseReadMode(s)
 		require.ErrorContains(t, err, "want both, stream or poll", "%q", s)
+	}
+}
+
+// Proto.Actor goes on delivering a stopping actor's queued messages while
+// its children stop. A report queued behind the Poison that would spawn
+// children (a port found: stream, poller, rotation, turns) must not: a
+// child spawned then is never stopped, and the session never ends (the
+// attach e2e test's detach hung on a prompt's interaction this way).
+func TestASessionStopsWhateverItsMailboxHolds(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	host := NewHost(Config{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, host.Shutdown(ctx))
+	})
+	s, err := host.Attach(t.Context(), Spec{Port: srv.Port()})
+	require.NoError(t, err)
+	events := s.Events()
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range events {
+		}
+	}()
+	t.Cleanup(func() { <-drained })
+	root := s.shared.system.Root
+	root.Poison(s.pid)
+	// The first binding's generation: the session takes it as a new port.
+	root.Send(s.pid, &messages.PortFound{Gen: 1, Port: srv.Port()})
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session did not stop")
 	}
 }

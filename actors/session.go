@@ -58,6 +58,11 @@ type session struct {
 	kids    childKinds
 	endErr  error
 	scratch []messages.Event // the slice apply has the reconciler append events to
+	// ending is set once Proto.Actor stops or restarts the incarnation:
+	// ErrSessionEnded, or ErrNotBound for a restart. Until Stopped (or the
+	// next incarnation) the mailbox still delivers what was queued, and the
+	// session only refuses it (whileEnding).
+	ending error
 }
 
 // Messages the session takes that are this package's own: it sends them
@@ -101,7 +106,7 @@ func newSession(shared *sessionShared) *session {
 // incarnate starts a new incarnation: every part but the conversations and
 // the binding's generation and pin starts afresh.
 func (s *session) incarnate() actor.Actor {
-	s.t, s.self, s.endErr, s.scratch = nil, nil, nil, nil
+	s.t, s.self, s.endErr, s.scratch, s.ending = nil, nil, nil, nil, nil
 	s.link.newIncarnation()
 	s.convs.newIncarnation()
 	s.desk = turnDesk{}
@@ -112,17 +117,22 @@ func (s *session) incarnate() actor.Actor {
 
 // Receive handles lifecycle first, then children's reports, then API requests.
 func (s *session) Receive(ctx actor.Context) {
+	if s.ending != nil {
+		s.whileEnding(ctx)
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.started(ctx)
 	case *actor.Restarting:
+		s.ending = ErrNotBound
 		s.t.stop()
+		s.desk.refuseHeld(ctx, s.ending)
 		s.closeClient()
 	case *actor.Stopping:
+		s.ending = ErrSessionEnded
 		s.t.stop()
-		s.desk.refuseHeld(ctx)
-	case *actor.Stopped:
-		s.stopped()
+		s.desk.refuseHeld(ctx, s.ending)
 
 	// Children's reports.
 	case *messages.PortFound:
@@ -205,6 +215,32 @@ func (s *session) Receive(ctx actor.Context) {
 	case *messages.ResolveElicitation:
 		ctx.Respond(&messages.ResolveAccepted{Err: s.onResolve(ctx, m.Resolve)})
 	case *subscribe:
+		s.shared.events.subscribe(m.sub, m.afterSeq)
+		ctx.Respond(&subscribed{})
+	}
+}
+
+// whileEnding handles what the mailbox delivers between Stopping (or
+// Restarting) and the end of the incarnation. Proto.Actor goes on
+// delivering queued messages while it waits for the children to stop, and a
+// child spawned then (a prompt's interaction, a stream after a port was
+// found) would never be stopped, so the session would never reach Stopped.
+// So nothing is acted on: requests are refused with s.ending, children's
+// reports are dropped (the next incarnation reads agy afresh).
+func (s *session) whileEnding(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Stopped:
+		s.stopped()
+	case *frameReceived:
+		m.frame.Release()
+	case *turnNotSent:
+		ctx.Send(m.reply, &messages.TurnResult{Err: s.ending})
+	case *messages.SendTurn, *messages.Interrupt:
+		ctx.Respond(&messages.TurnResult{Err: s.ending})
+	case *messages.ResolveElicitation:
+		ctx.Respond(&messages.ResolveAccepted{Err: s.ending})
+	case *subscribe:
+		// The log is still whole: a late subscriber gets it, and its end.
 		s.shared.events.subscribe(m.sub, m.afterSeq)
 		ctx.Respond(&subscribed{})
 	}

@@ -45,10 +45,11 @@ func (d *turnDesk) hold(msg any, sender *actor.PID, deadline time.Time) {
 	d.held = append(d.held, heldRequest{msg: msg, sender: sender, deadline: deadline})
 }
 
-// refuseHeld answers every held request: the session ends.
-func (d *turnDesk) refuseHeld(ctx actor.Context) {
+// refuseHeld answers every held request with err: the session ends or
+// restarts.
+func (d *turnDesk) refuseHeld(ctx actor.Context, err error) {
 	for _, h := range d.held {
-		ctx.Send(h.sender, &messages.TurnResult{Err: ErrSessionEnded})
+		ctx.Send(h.sender, &messages.TurnResult{Err: err})
 	}
 	d.held = nil
 }

@@ -89,6 +89,7 @@ type driver struct {
 	inflight    int    // commands queued or running on the worker
 	eof         bool
 	detaching   bool
+	detachErr   error // the session did not stop when asked: run gives up on it
 	lastSigint  time.Time
 	errN        int
 
@@ -181,6 +182,9 @@ func (d *driver) run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.detach()
 			ctx = context.Background() // Done fires once; keep draining events
+		}
+		if d.detachErr != nil {
+			return d.detachErr
 		}
 	}
 }
@@ -521,6 +525,7 @@ func (d *driver) detach() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := d.sess.Detach(ctx); err != nil {
-		d.log.Warn("detach", "err", err)
+		// Waiting on would leave the CLI hanging with nothing to show for it.
+		d.detachErr = fmt.Errorf("the session did not stop: %w", err)
 	}
 }

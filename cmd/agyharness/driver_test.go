@@ -28,6 +28,7 @@ type scriptedSession struct {
 	refuse map[messages.CommandType]error
 	once   sync.Once
 	seq    uint64
+	stuck  error // Detach's error: the session does not stop
 }
 
 func newScriptedSession() *scriptedSession {
@@ -47,6 +48,9 @@ func (s *scriptedSession) Do(ctx context.Context, c messages.Command) error {
 }
 
 func (s *scriptedSession) Detach(ctx context.Context) error {
+	if s.stuck != nil {
+		return s.stuck
+	}
 	s.once.Do(func() { close(s.events) })
 	return nil
 }
@@ -136,6 +140,30 @@ func testDriverJSONCommands(t *testing.T) {
 		var ev messages.Event
 		require.NoError(t, json.Unmarshal([]byte(line), &ev), line)
 	}
+}
+
+// A session that does not stop when detached (its events never end) does
+// not leave the CLI hanging: run returns an error that says so.
+func TestDriverGivesUpOnASessionThatDoesNotStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sess := newScriptedSession()
+		sess.stuck = context.DeadlineExceeded
+		inR, inW := io.Pipe()
+		d := newDriver(driverConfig{json: true}, sess, &syncBuffer{}, inR, nil, slog.New(slog.DiscardHandler))
+		done := make(chan error, 1)
+		go func() { done <- d.run(context.Background()) }()
+		_, err := inW.Write([]byte(`{"type":"detach"}` + "\n"))
+		require.NoError(t, err)
+		select {
+		case err := <-done:
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Contains(t, err.Error(), "did not stop")
+		case <-time.After(time.Minute):
+			t.Fatal("the driver waits on a session that will not stop")
+		}
+		require.NoError(t, inW.Close())
+		close(sess.events)
+	})
 }
 
 func TestDriverAutoAnswersAndRunsTheScript(t *testing.T) {
