@@ -23,13 +23,24 @@ staticcheck:
 	$(GO) tool staticcheck $(PKGS)
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
-# CI runs it with the default 10 s a target.
+# CI runs it with the default 10 s a target. Go 1.26's fuzzing coordinator
+# can report its own -fuzztime deadline as a failure ("context deadline
+# exceeded", no input written: golang/go#75804, fixed in Go 1.27): such a
+# run is reported and passed over; any other failure, or one that wrote a
+# failing input under testdata/fuzz, fails.
 fuzz:
-	@set -e; for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
+	@set -e; log=$$(mktemp); trap 'rm -f $$log' EXIT; \
+	for f in $$(git grep -l '^func Fuzz' -- '*_test.go'); do \
 	  pkg=./$$(dirname $$f); \
 	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
 	    echo "fuzz $$pkg $$t"; \
-	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    rc=0; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1 || rc=$$?; \
+	    cat $$log; \
+	    if [ $$rc -ne 0 ]; then \
+	      if grep -qx '    context deadline exceeded' $$log && [ -z "$$(git status --porcelain -- $$pkg/testdata/fuzz/$$t)" ]; then \
+	        echo "fuzz $$pkg $$t: the fuzzing coordinator's own deadline (golang/go#75804), no failing input: passed over"; \
+	      else exit $$rc; fi; \
+	    fi; \
 	  done; \
 	done
 
