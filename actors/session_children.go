@@ -32,9 +32,11 @@ func (s *session) stopChild(ctx actor.Context, pid *actor.PID) {
 func (s *session) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, rs *actor.RestartStatistics, reason any, _ any) {
 	ctx := sup.(actor.Context)
 	kind, ours := s.kids[child.Id]
-	if !ours {
+	if !ours || s.ending != nil {
 		// A child already stopped (replaced after a re-discovery) failed on
-		// its way out: nothing to restart.
+		// its way out: nothing to restart. Nor while the session is ending
+		// (whileEnding): a replacement or a re-discovery spawned now would
+		// never be stopped, and the session would never end.
 		sup.StopChildren(child)
 		return
 	}
