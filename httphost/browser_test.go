@@ -403,6 +403,10 @@ func TestConsoleResumesACutStreamWithoutDuplicates(t *testing.T) {
 	// itself, with Last-Event-ID); answer the prompts as they come.
 	answered := map[string]bool{}
 	deadline := time.Now().Add(60 * time.Second)
+	// The page opens its stream after the session page shows: a count
+	// read before that would let the first cut's wait pass on the first
+	// opening, and the second cut land while no stream is open.
+	tb.waitJS("the session's event stream", `window.agyharnessConsole.opened() > 0`)
 	for i := 0; ; i++ {
 		// Each cut waits for the stream to be open again, so that the next
 		// one cuts it.
