@@ -31,6 +31,11 @@ var (
 	// resolved (by anyone) or withdrawn. Errors that wrap it wrap
 	// ErrUnknownElicitation too.
 	ErrElicitationResolved = errors.New("already resolved")
+	// ErrAnswerOnItsWay: an answer to the elicitation is already on its
+	// way to agy (an earlier Resolve's, or an interrupt's decline); a second
+	// one is not sent. Errors that wrap it wrap ErrElicitationResolved and
+	// ErrUnknownElicitation too.
+	ErrAnswerOnItsWay = fmt.Errorf("an answer to it is already on its way to agy (%w)", ErrElicitationResolved)
 	// ErrBadAnswer: the answer does not fit the prompt (an unknown option
 	// id, a missing answer, several options on a single-select question, a
 	// write-in where none is allowed, the wrong kind); nothing was sent.

@@ -82,6 +82,12 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	if !ok {
 		return fmt.Errorf("resolve: %w %q", ErrUnknownElicitation, r.ElicitationID)
 	}
+	rec := s.convs.reconcilerOf(r.ElicitationID)
+	if a := rec.InFlight(r.ElicitationID); a != "" {
+		// Sent once: a second answer would land on whatever agy asks next
+		// on that step, or be reported as the one agy took.
+		return fmt.Errorf("resolve: %w %q: %w", ErrUnknownElicitation, r.ElicitationID, ErrAnswerOnItsWay)
+	}
 	if err := r.ApplyChoice(); err != nil {
 		return fmt.Errorf("resolve: %w: %w", mapper.ErrInvalidResolve, err)
 	}
@@ -99,7 +105,6 @@ func (s *session) onResolve(ctx actor.Context, r messages.Resolve) error {
 	if !ok {
 		return ErrNotBound
 	}
-	rec := s.convs.reconcilerOf(r.ElicitationID)
 	rec.AnswerInFlight(r.ElicitationID, r.Action)
 	rec.ChoiceInFlight(r.ElicitationID, r.Choice)
 	if messages.ChoiceAlways(r.Choice) && rec == s.convs.root && s.link.terminal != nil && s.paneOwned() {

@@ -576,6 +576,9 @@ func (s *server) resolve(w http.ResponseWriter, r *http.Request, sess servedSess
 	// and whether the answer fits it.
 	err := sess.Do(r.Context(), messages.Command{Type: messages.CommandResolve, ElicitationID: eid, Action: req.Action, Answers: req.Answers, Choice: req.Choice})
 	switch {
+	case errors.Is(err, actors.ErrAnswerOnItsWay):
+		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %q is already answered: that answer is on its way to agy", eid))
+		return
 	case errors.Is(err, actors.ErrElicitationResolved):
 		writeError(w, http.StatusConflict, fmt.Sprintf("elicitation %q is already resolved", eid))
 		return

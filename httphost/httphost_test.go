@@ -753,6 +753,8 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 			return fmt.Errorf("resolve: %w %q: %w", actors.ErrUnknownElicitation, c.ElicitationID, actors.ErrElicitationResolved)
 		case "c1/prompt/2":
 			return nil
+		case "c1/prompt/4":
+			return fmt.Errorf("resolve: %w %q: %w", actors.ErrUnknownElicitation, c.ElicitationID, actors.ErrAnswerOnItsWay)
 		}
 		return fmt.Errorf("resolve: %w %q", actors.ErrUnknownElicitation, c.ElicitationID)
 	}}
@@ -771,9 +773,13 @@ func TestHostAsksTheSessionAboutItsPrompts(t *testing.T) {
 		"c1/prompt/1": http.StatusConflict, // resolved
 		"c1/prompt/2": http.StatusAccepted,
 		"c1/prompt/3": http.StatusNotFound, // never open
+		"c1/prompt/4": http.StatusConflict, // an answer on its way
 	} {
 		res, body := h.request(t, "POST", eidPath("s1", eid), `{"action":"accept"}`, nil)
 		assert.Equal(t, want, res.StatusCode, "%s: %s", eid, body)
+		if eid == "c1/prompt/4" {
+			assert.Contains(t, body, "already answered: that answer is on its way to agy")
+		}
 	}
 }
 

@@ -340,6 +340,15 @@ func (r *Reconciler) AnswerInFlight(elicitationID, action string) {
 	}
 }
 
+// InFlight is the action of the answer the harness is delivering to the
+// open prompt elicitationID (AnswerInFlight), "" when none is.
+func (r *Reconciler) InFlight(elicitationID string) string {
+	if p, ok := r.promptIDs[elicitationID]; ok && !p.closed {
+		return p.inFlight
+	}
+	return ""
+}
+
 // ChoiceInFlight records the permission choice (messages.Choice*) of the
 // answer AnswerInFlight records: the prompt's elicitation_resolved by the
 // harness carries it.
