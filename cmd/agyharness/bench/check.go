@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -262,8 +263,8 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 		idx := *ev.DeliveredStepIndex
 		if idx < 0 || idx >= len(steps) || !echoes(steps[idx], a) {
 			res.PromptsMisdelivered++
-			res.problem("%s: prompt %s (%s, accept=%v option=%q) resolved at step %d, where agy does not echo that answer%s",
-				tag, a.elicitationID, a.kind, a.accept, a.option, idx, truthSummary(steps))
+			res.problem("%s: prompt %s (%s, accept=%v option=%q) resolved at step %d, where agy does not echo that answer%s%s\n    events from its request on:%s",
+				tag, a.elicitationID, a.kind, a.accept, a.option, idx, recorded(steps, idx), truthSummary(steps), naming(evs, a.elicitationID))
 		}
 	}
 }
@@ -306,6 +307,35 @@ func askNumber(id string) int {
 		return 1
 	}
 	return n
+}
+
+// recorded shows the interactions agy recorded on step idx, for a
+// misdelivery report.
+func recorded(steps []wire.Step, idx int) string {
+	if idx < 0 || idx >= len(steps) {
+		return "\n    no such step"
+	}
+	var b strings.Builder
+	b.WriteString("\n    recorded on that step:")
+	for i, ci := range steps[idx].CompletedInteractions {
+		raw, err := json.Marshal(ci)
+		if err != nil {
+			raw = []byte(err.Error())
+		}
+		fmt.Fprintf(&b, "\n      %d %s", i+1, raw)
+	}
+	return b.String()
+}
+
+// naming is dumpTail of the events from the first that carries
+// elicitationID (or one of its re-asks, elicitationID.n) on, up to 30.
+func naming(evs []*messages.Event, elicitationID string) string {
+	for i, ev := range evs {
+		if ev.ElicitationID == elicitationID || strings.HasPrefix(ev.ElicitationID, elicitationID+".") {
+			return dumpTail(evs[i:min(len(evs), i+30)], 30)
+		}
+	}
+	return " none"
 }
 
 // truthSummary lists a conversation's ground truth, one step a line, for a
