@@ -530,6 +530,37 @@ func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
 // An interrupt that meets agy's port gone (agy moved) is carried out on
 // agy's new port once the session has found it: the prompt is declined and
 // the turn ends, as if agy had not moved.
+// A prompt that opens between the interrupt's decline and its cancel is
+// spared by agy's cancel: the interrupt declines it as soon as it sees it
+// and cancels again, with the same method, not after waiting out that
+// method's share of InterruptDeadline for the next one.
+func TestInterruptMeetingAPromptAsItOpensDeclinesItAtOnce(t *testing.T) {
+	sc := scenario(agytest.Say("Looking at the deployment first, then asking.", 20),
+		agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "deployed\n", NeedsApproval: true}), agytest.Say("Deployed.", 1))
+	cfg := testConfig()
+	cfg.InterruptDeadline = 40 * time.Second // each method's share: 10 s
+	r := newRigWith(t, cfg, agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: 2 * time.Millisecond}), actors.Spec{})
+	seq := r.turn("deploy it")
+	r.ev.waitFor(t, messages.EventOutputTextDelta, func(ev *messages.Event) bool { return ev.Seq > seq })
+	// The first cancel takes effect only once agy asks.
+	first := rpc.CancelMethods[0]
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: first, Count: 1, Duration: 600 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	assert.Equal(t, wire.RunIdle, r.srv.RunStatus(r.s.ConversationID()))
+	for _, m := range rpc.CancelMethods[1:] {
+		assert.Zero(t, r.srv.Calls(m), "%s: not needed", m)
+	}
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	res := r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == req.ElicitationID })
+	assert.NotEqual(t, messages.ActionAccept, res.Action)
+	r.ev.waitIdleAfter(t, res.Seq)
+	for _, ev := range r.ev.all() {
+		assert.False(t, ev.Type == messages.EventFunctionCallOutput && ev.Output == "deployed\n", "the declined command never ran")
+	}
+}
+
 func TestInterruptWhileAgyMovesToANewPortIsCarriedOut(t *testing.T) {
 	r, req := promptOpenWhenAgyMoves(t, "make deploy", "deployed\n")
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)

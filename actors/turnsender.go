@@ -234,8 +234,12 @@ func (ts *turnSender) interrupt(ctx context.Context, convs []messages.Conversati
 			}
 			continue
 		}
-		if err == nil && ts.waitIdle(ctx, per) {
-			return declined, nil
+		if err == nil {
+			idle, d := ts.settle(ctx, per, method, convs)
+			declined = append(declined, d...)
+			if idle {
+				return declined, nil
+			}
 		}
 	}
 	if ts.waitIdle(ctx, per) {
@@ -312,16 +316,44 @@ func (ts *turnSender) decline(ctx context.Context, conv string, p *mapper.Prompt
 	return false, fmt.Errorf("declining the prompt at step %d of %s: %w", idx, conv, err)
 }
 
+// settle waits up to d for the cascade to go IDLE after method's cancel.
+// agy's cancel spares a prompt it WAITs on, and one may open after the
+// decline before it (the step turned WAITING meanwhile, or asked again):
+// while the cascade runs, each look declines what WAITs and cancels with
+// method again, rather than waiting d out for the next method.
+func (ts *turnSender) settle(ctx context.Context, d time.Duration, method string, convs []messages.ConversationFrom) (idle bool, declined []declinedPrompt) {
+	clock := ts.cfg.Clock
+	deadline := clock.Now().Add(d)
+	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
+		if ts.isIdle(ctx) {
+			return true, declined
+		}
+		if dd, err := ts.declinePrompts(ctx, convs); err == nil && len(dd) > 0 {
+			declined = append(declined, dd...)
+			if err := ts.client.Cancel(ctx, method, ts.conv); err != nil || !clock.Now().Before(deadline) {
+				return false, declined
+			}
+			continue // look again at once
+		}
+		if clock.Now().Add(wait).After(deadline) || !sleep(ctx, clock, wait) {
+			return false, declined
+		}
+	}
+}
+
+// isIdle says whether agy reports the cascade IDLE (a failed read says no).
+func (ts *turnSender) isIdle(ctx context.Context) bool {
+	s, ok, err := ts.client.TrajectorySummaryOf(ctx, ts.conv)
+	return err == nil && ok && (s.Status == wire.RunIdle || s.Status == "")
+}
+
 // waitIdle polls the cascade's run status until IDLE or d elapses.
 func (ts *turnSender) waitIdle(ctx context.Context, d time.Duration) bool {
 	clock := ts.cfg.Clock
 	deadline := clock.Now().Add(d)
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, 200*time.Millisecond) {
-		s, ok, err := ts.client.TrajectorySummaryOf(ctx, ts.conv)
-		if err == nil {
-			if ok && (s.Status == wire.RunIdle || s.Status == "") {
-				return true
-			}
+		if ts.isIdle(ctx) {
+			return true
 		}
 		if clock.Now().Add(wait).After(deadline) || !sleep(ctx, clock, wait) {
 			return false
