@@ -53,8 +53,10 @@ type deliveryOutcome struct {
 	step      int
 	reasked   bool // the step asked again right after the answer
 	err       error
-	waitRetry bool // the prompt timed out or is not WAITING: wait for agy's retry
-	shape     bool // agy refused the payload for a step that is WAITING
+	waitRetry bool   // the prompt timed out or is not WAITING: wait for agy's retry
+	shape     bool   // agy refused the payload for a step that is WAITING
+	gone      bool   // the prompt's step no longer asks it (mapper.NoLongerAsked)
+	agyAnswer string // then: the action agy recorded for it ("" none)
 }
 
 type deliverAgain struct{}
@@ -105,6 +107,11 @@ func deliverOnce(ctx context.Context, c *rpc.Client, conv string, p *mapper.Prom
 	if err != nil {
 		return &deliveryOutcome{err: err}
 	}
+	if answer, gone := mapper.NoLongerAsked(p, steps, p.StepIndex); gone {
+		// Answered (an earlier attempt of ours may have landed, its reply
+		// lost with the port), cancelled, or rewound away: never sent on.
+		return &deliveryOutcome{step: p.StepIndex, gone: true, agyAnswer: answer}
+	}
 	idx, step, ok := mapper.FreshestWaiting(steps, p.StepIndex, p.Key)
 	if !ok || mapper.AskedSince(p, idx, step) {
 		// Not WAITING, or its step asks something later now (answered in
@@ -149,6 +156,14 @@ func (in *interaction) onOutcome(ctx actor.Context, o *deliveryOutcome) {
 	in.busy = false
 	id := in.prompt.ElicitationID
 	switch {
+	case o.gone && o.agyAnswer != "" && accepts(o.agyAnswer) == accepts(in.answer.Action):
+		// agy took this answer (most likely our own earlier attempt).
+		ctx.Send(ctx.Parent(), &messages.AnswerDelivered{Gen: in.gen, ElicitationID: id, Action: in.answer.Action, StepIndex: o.step})
+		in.answer = nil
+	case o.gone:
+		ctx.Send(ctx.Parent(), &messages.AnswerFailed{Gen: in.gen, ElicitationID: id,
+			Err: fmt.Errorf("agy no longer asks it (%s at step %d): the answer was not sent", goneHow(o.agyAnswer), o.step)})
+		in.answer = nil
 	case o.err == nil:
 		ctx.Send(ctx.Parent(), &messages.AnswerDelivered{Gen: in.gen, ElicitationID: id, Action: in.answer.Action, StepIndex: o.step, Reasked: o.reasked})
 		in.answer = nil
@@ -183,4 +198,16 @@ func (in *interaction) onOutcome(ctx actor.Context, o *deliveryOutcome) {
 		}
 		in.t.after(backoff(in.attempts, in.cfg.RestartBackoffMin, in.cfg.RestartBackoffMax), ctx.Self(), &deliverAgain{})
 	}
+}
+
+// accepts says whether an action lets the prompt's tool go on.
+func accepts(action string) bool { return action == messages.ActionAccept }
+
+// goneHow says how a prompt that agy no longer asks ended, from the
+// action agy recorded for it.
+func goneHow(agyAnswer string) string {
+	if agyAnswer == "" {
+		return "cancelled, or rewound away"
+	}
+	return "answered " + agyAnswer + " elsewhere"
 }

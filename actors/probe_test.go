@@ -323,7 +323,7 @@ func TestInteractionFollowsATimedOutPromptToItsRetry(t *testing.T) {
 	// The prompt as the driver saw it: at the step that expired.
 	p, ok := mapper.PendingInteraction(&retry, expired.Index())
 	require.True(t, ok)
-	p.ElicitationID = "e1"
+	p.ElicitationID, p.Created = "e1", expired.Metadata.CreatedAt
 	prompt := *p
 	cfg := testCfg()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {

@@ -527,6 +527,38 @@ func TestAnswerGivenWhileAgyMovesToANewPortIsDelivered(t *testing.T) {
 	itemsOnce(t, r.srv, r.s.ConversationID(), r.ev.all())
 }
 
+// An answer that reached agy, whose reply was lost as agy moved to a new
+// port, is not sent again on the new port: the next turn asks the same
+// command, and the answer would approve that one, which nobody did.
+func TestAnAnswerWhoseReplyWasLostIsNotGivenToTheNextSameAsk(t *testing.T) {
+	sc := scenario(agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "deployed\n", NeedsApproval: true}), agytest.Say("Done.", 2))
+	r := newRigPID(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond})
+	conv := r.s.ConversationID()
+	seq := r.turn("deploy")
+	first := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	// agy takes the answer; its reply comes late, and agy moves before it.
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlowReply, Method: rpc.MethodHandleCascadeUserInteraction, Duration: 5 * time.Second})
+	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: first.ElicitationID, Action: messages.ActionAccept}))
+	require.Eventually(t, func() bool { _, open := r.srv.OpenPrompt(conv); return !open }, waitLong, time.Millisecond, "agy took the answer")
+	_, err := r.srv.Restart()
+	require.NoError(t, err)
+	// Someone types the same request in agy's terminal: agy asks again.
+	require.NoError(t, r.srv.TypeTurn("deploy again"))
+	second := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > first.Seq })
+	require.NotEqual(t, first.ElicitationID, second.ElicitationID)
+	// The first answer's delivery has settled (it reports at its first
+	// look on the new port): one answer sent in all, and the second
+	// prompt still waits for someone.
+	r.ev.waitFor(t, messages.EventElicitationResolved, func(ev *messages.Event) bool { return ev.ElicitationID == first.ElicitationID })
+	assert.Never(t, func() bool { return r.srv.Calls(rpc.MethodHandleCascadeUserInteraction) > 1 }, time.Second, 10*time.Millisecond, "the first answer went out again")
+	st, open := r.srv.OpenPrompt(conv)
+	require.True(t, open, "the second ask is nobody's yet")
+	assert.True(t, strings.HasSuffix(second.ElicitationID, fmt.Sprintf("/prompt/%d", st.Index())), "%s waits at step %d", second.ElicitationID, st.Index())
+	for _, ev := range r.ev.all() {
+		assert.False(t, ev.Type == messages.EventError && strings.Contains(ev.Message, first.ElicitationID), "no failure reported for the answer agy took: %s", ev.Message)
+	}
+}
+
 // An interrupt that meets agy's port gone (agy moved) is carried out on
 // agy's new port once the session has found it: the prompt is declined and
 // the turn ends, as if agy had not moved.

@@ -22,6 +22,7 @@ type Prompt struct {
 	Answered      int                   // decisions of its step agy showed answered when it was asked (see AskedSince)
 	TrajectoryID  string                // the trajectory of its steps, for the interaction payload
 	StepIndex     int                   // the freshest WAITING step index seen for this prompt
+	Created       string                // metadata.createdAt of that step: its identity at that index ("" when agy gives none)
 	Questions     []messages.Question   // question prompts
 	Command       *messages.CommandLine // run_command permission prompts
 	Resource      *messages.Resource    // permission prompts: requestedInteraction.permission.resource
@@ -55,6 +56,7 @@ func promptOf(step *wire.Step, index int) (*Prompt, bool) {
 	p := &Prompt{
 		TrajectoryID: step.TrajectoryID(),
 		StepIndex:    index,
+		Created:      step.Metadata.CreatedAt,
 	}
 	if ri.AskQuestion == nil && ri.Permission == nil {
 		if !otherPrompt(step, p) {
@@ -223,6 +225,56 @@ func FreshestWaiting(steps []wire.Step, offset int, key string) (index int, step
 		}
 	}
 	return -1, nil, false
+}
+
+// NoLongerAsked reports whether p's own step, in a window of steps read
+// from trajectory index offset, no longer asks p, and what agy recorded as
+// its answer then ("" when none: cancelled, or the step is gone). It asks
+// p while WAITING on p's ask, and after timing out (ERROR: agy asks again
+// at a higher index, which FreshestWaiting finds). Any other status, a
+// WAITING step asking a later ask, a different step at p's index (a rewind
+// reused it) or none there: p was answered, by anyone, or went away, and an
+// answer to p must go nowhere: FreshestWaiting would find a later ask of
+// the same key (the next turn's same command) and answer it.
+func NoLongerAsked(p *Prompt, steps []wire.Step, offset int) (answer string, gone bool) {
+	if p == nil {
+		return "", false
+	}
+	at := Indexer(steps, offset)
+	for i := range steps {
+		if at(i) != p.StepIndex {
+			continue
+		}
+		s := &steps[i]
+		if p.Created != "" && s.Metadata.CreatedAt != "" && s.Metadata.CreatedAt != p.Created {
+			return "", true
+		}
+		switch {
+		case s.Status == wire.StatusWaiting && !AskedSince(p, p.StepIndex, s), s.Status == wire.StatusError:
+			return "", false
+		}
+		return answeredAs(s, p.Kind, p.Answered), true
+	}
+	if len(steps) == 0 {
+		return "", false // nothing read: not known to be gone
+	}
+	return "", true
+}
+
+// answeredAs is the action of the n-th (from 0) decision agy recorded on
+// step s, a prompt of kind: "" when it recorded none (a step that went on
+// to run, or ran to DONE, with no echo of its only decision was answered as
+// answeredAction reads it).
+func answeredAs(s *wire.Step, kind string, n int) string {
+	switch {
+	case n < len(s.CompletedInteractions):
+		upTo := *s
+		upTo.CompletedInteractions = s.CompletedInteractions[:n+1]
+		return answeredAction(&upTo, kind)
+	case n == 0 && (s.Status == wire.StatusDone || s.Status == wire.StatusRunning):
+		return answeredAction(s, kind)
+	}
+	return ""
 }
 
 // BuildInteraction turns a resolve command into the interaction payload of

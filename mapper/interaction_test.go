@@ -99,6 +99,60 @@ func TestFreshestWaiting(t *testing.T) {
 	assert.Equal(t, 3, i)
 }
 
+// A prompt's own step says whether an answer to it may still go out: not
+// once that step was answered, cancelled or replaced, where FreshestWaiting
+// alone would find a later ask of the same command.
+func TestNoLongerAsked(t *testing.T) {
+	waiting := commandStep(wire.StatusWaiting, "make")
+	waiting.Metadata.CreatedAt = "2026-12-02T10:00:00Z"
+	p, ok := PendingInteraction(&waiting, 3)
+	require.True(t, ok)
+	with := func(st wire.Step) []wire.Step {
+		st.Metadata.CreatedAt = waiting.Metadata.CreatedAt
+		return indexed([]wire.Step{userStep("x", ""), plannerStep(wire.StatusDone, "", ""), plannerStep(wire.StatusDone, "", ""), st,
+			userStep("again", ""), commandStep(wire.StatusWaiting, "make")})
+	}
+	answered := func(status wire.StepStatus, allow bool) wire.Step {
+		st := commandStep(status, "make")
+		st.CompletedInteractions = []wire.CompletedInteraction{{Request: waiting.RequestedInteraction,
+			Response: &wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: allow}}}}
+		return st
+	}
+	reasked := answered(wire.StatusWaiting, true)
+	reasked.RequestedInteraction = commandStep(wire.StatusWaiting, "make install").RequestedInteraction
+	replaced := commandStep(wire.StatusWaiting, "make")
+	for _, tc := range []struct {
+		name   string
+		steps  []wire.Step
+		answer string
+		gone   bool
+	}{
+		{"still WAITING", with(waiting), "", false},
+		{"timed out: agy asks again higher", with(commandStep(wire.StatusError, "make")), "", false},
+		{"allowed, running", with(answered(wire.StatusRunning, true)), messages.ActionAccept, true},
+		{"denied, done", with(answered(wire.StatusDone, false)), messages.ActionDecline, true},
+		{"allowed, and the step asks its next segment", with(reasked), messages.ActionAccept, true},
+		{"cancelled", with(commandStep(wire.StatusCanceled, "make")), "", true},
+		{"nothing read", nil, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			answer, gone := NoLongerAsked(p, tc.steps, 0)
+			assert.Equal(t, tc.gone, gone)
+			assert.Equal(t, tc.answer, answer)
+		})
+	}
+	// A rewind put another step at its index, WAITING on the same command.
+	steps := with(waiting)
+	steps[3] = replaced
+	steps[3].Metadata.CreatedAt = "2026-12-02T10:05:00Z"
+	_, gone := NoLongerAsked(p, steps, 0)
+	assert.True(t, gone, "another step at its index")
+	// Read from its own index on, the window names it by trajectory index.
+	answer, gone := NoLongerAsked(p, with(answered(wire.StatusDone, true))[3:], 3)
+	assert.True(t, gone)
+	assert.Equal(t, messages.ActionAccept, answer)
+}
+
 func TestCloseKeys(t *testing.T) {
 	q := questionStep(wire.StatusWaiting, qLang, qExtra)
 	qp, _ := PendingInteraction(&q, 5)

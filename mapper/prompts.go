@@ -31,7 +31,7 @@ func (r *Reconciler) prompt(index int, s *wire.Step, st *slot) {
 		if p := r.openPrompt(fresh.Key); p != nil {
 			st.prompt = p
 			if index > p.StepIndex {
-				p.StepIndex = index
+				p.StepIndex, p.Created = index, fresh.Created
 				if fresh.TrajectoryID != "" {
 					p.TrajectoryID = fresh.TrajectoryID
 				}
