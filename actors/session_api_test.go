@@ -41,16 +41,23 @@ func TestOpenElicitationsAndAResolvedOneRefused(t *testing.T) {
 	assert.ErrorIs(t, err, actors.ErrUnknownElicitation, "a resolved prompt is not open either")
 }
 
+// promptWithSlowAnswers runs a turn whose command (line, printing output)
+// asks for approval, and holds the next answer to agy up for 500 ms.
+func promptWithSlowAnswers(t *testing.T, line, output string) (*rig, *messages.Event) {
+	t.Helper()
+	sc := scenario(agytest.Run(agytest.CommandAction{Line: line, Output: output, NeedsApproval: true}), agytest.Say("Done.", 1))
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
+	seq := r.turn("run " + line)
+	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
+	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHandleCascadeUserInteraction, Count: 1, Duration: 500 * time.Millisecond})
+	return r, req
+}
+
 // A prompt takes one answer at a time: a second Resolve while the first is
 // on its way is refused, and the first is the one agy takes and the event
 // reports (else the second would be reported, or land on agy's next ask).
 func TestASecondAnswerWhileTheFirstIsOnItsWayIsRefused(t *testing.T) {
-	sc := scenario(agytest.Run(agytest.CommandAction{Line: "make", Output: "made\n", NeedsApproval: true}), agytest.Say("Made.", 1))
-	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
-	seq := r.turn("build it")
-	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
-	// The first answer's delivery is held up at agy.
-	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHandleCascadeUserInteraction, Count: 1, Duration: 500 * time.Millisecond})
+	r, req := promptWithSlowAnswers(t, "make", "made\n")
 
 	require.NoError(t, r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionAccept}))
 	err := r.resolve(messages.Resolve{ElicitationID: req.ElicitationID, Action: messages.ActionDecline})
@@ -68,11 +75,7 @@ func TestASecondAnswerWhileTheFirstIsOnItsWayIsRefused(t *testing.T) {
 // that decline is on its way is refused, not reported as the one agy took
 // (the bench found it reported by the harness on a step agy cancelled).
 func TestAnAnswerWhileAnInterruptDeclinesThePromptIsRefused(t *testing.T) {
-	sc := scenario(agytest.Run(agytest.CommandAction{Line: "make deploy", Output: "deployed\n", NeedsApproval: true}), agytest.Say("Deployed.", 1))
-	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
-	seq := r.turn("deploy it")
-	req := r.ev.waitFor(t, messages.EventElicitationRequest, func(ev *messages.Event) bool { return ev.Seq > seq })
-	r.srv.InjectFault(agytest.Fault{Kind: agytest.FaultSlow, Method: rpc.MethodHandleCascadeUserInteraction, Count: 1, Duration: 500 * time.Millisecond})
+	r, req := promptWithSlowAnswers(t, "make deploy", "deployed\n")
 
 	interrupted := make(chan error, 1)
 	go func() {
