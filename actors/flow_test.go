@@ -27,7 +27,7 @@ func TestPollerReadsARunningTurnOnlyWhileFramesDoNotFlow(t *testing.T) {
 			cfg.Clock, cfg.PollFast, cfg.PollActive, cfg.PollSlow = clock, time.Hour, time.Hour, 100*time.Hour
 			conv := srv.ConversationID()
 			r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-				p := newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, mode, 0).(*poller)
+				p := newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, mode, 0, nil).(*poller)
 				// As if told before it started: a turn runs, the stream is up
 				// and no frame came yet. Its first read is the one owed at
 				// start; the next is the turn's, a PollActive later.

@@ -89,8 +89,14 @@ type pollDone struct {
 // session's view can still change. Steps before it are terminal and mapped;
 // a session bound again to agy (a new port) need not read its whole
 // history again, which agy may send only a few hundred steps an answer.
-func newPoller(c child, mode ReadMode, from int) actor.Actor {
-	return &poller{child: c, mode: mode, window: trajectoryWindow{gen: c.gen, offset: from}}
+// newPoller reads c's conversation from trajectory index from on. known
+// is the createdAt of the steps the session knows, by index
+// (mapper.Reconciler.Identities): a rewind is then read from its cut
+// (trajectoryWindow.shorterStart) even where this poller read nothing yet.
+func newPoller(c child, mode ReadMode, from int, known map[int]string) actor.Actor {
+	w := trajectoryWindow{gen: c.gen, offset: from}
+	w.notePrintsOf(known)
+	return &poller{child: c, mode: mode, window: w}
 }
 
 // interval is the time to the next read; 0 means none (stream mode with

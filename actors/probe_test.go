@@ -344,7 +344,7 @@ func TestPollerReadsAgainWithTheStatusAfterReadNow(t *testing.T) {
 	cfg.PollSlow = time.Hour // no reconciliation reads during the test
 	conv := srv.ConversationID()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadBoth, 0)
+		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadBoth, 0, nil)
 	})
 	r.system.Root.Send(r.child, &messages.StreamState{Gen: 2, Up: true})
 	require.Eventually(t, func() bool { return srv.Calls(rpc.MethodGetCascadeTrajectorySteps) == 1 }, 10*time.Second, time.Millisecond)
@@ -370,7 +370,7 @@ func TestPollerInStreamModeReadsWhileATurnRuns(t *testing.T) {
 	cfg.Clock, cfg.PollFast, cfg.PollActive, cfg.PollSlow = clock, time.Hour, time.Hour, 2*time.Hour
 	conv := srv.ConversationID()
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		p := newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadStream, 0).(*poller)
+		p := newPoller(child{client: client, conv: conv, cfg: cfg, gen: 2, wg: wg}, ReadStream, 0, nil).(*poller)
 		p.streamUp = true // as if told before it started: its one read is the one owed at start
 		return p
 	})

@@ -121,8 +121,9 @@ func (s *session) spawnReaders(ctx actor.Context) {
 	if mode != ReadPoll {
 		s.link.stream = s.spawn(ctx, "stream", func() actor.Actor { return newStreamReader(c) })
 	}
-	from := s.convs.root.FirstLive() // taken now: a restarted poller must not read the session's state
-	s.link.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode, from) })
+	// Taken now: a restarted poller must not read the session's state.
+	from, known := s.convs.root.FirstLive(), s.convs.root.Identities()
+	s.link.poller = s.spawn(ctx, "poller", func() actor.Actor { return newPoller(c, mode, from, known) })
 	s.link.rotation = s.spawn(ctx, "rotation", func() actor.Actor { return newRotationWatcher(c, since) })
 	s.link.turns = s.spawn(ctx, "turns", func() actor.Actor { return newTurnSender(c) })
 	s.link.turnActive = false // the new poller knows of no turn

@@ -115,7 +115,7 @@ func TestPollerReadsAgainUntilItCanTell(t *testing.T) {
 	cfg := testCfg()
 	cfg.PollFast, cfg.PollSlow = 5*time.Millisecond, time.Hour
 	r := startProbe(t, func(wg *sync.WaitGroup) actor.Actor {
-		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 1, wg: wg}, ReadBoth, 0)
+		return newPoller(child{client: client, conv: conv, cfg: cfg, gen: 1, wg: wg}, ReadBoth, 0, nil)
 	})
 	// The stream comes up while the first read (owed from the start) runs.
 	r.system.Root.Send(r.child, &messages.StreamState{Gen: 1, Up: true})

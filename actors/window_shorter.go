@@ -25,11 +25,14 @@ const maxCreatedPrints = 1024
 var createdSeed = maphash.MakeSeed()
 
 // createdHash is a step's createdAt hashed; 0 for none.
-func createdHash(s *wire.Step) uint64 {
-	if s.Metadata.CreatedAt == "" {
+func createdHash(s *wire.Step) uint64 { return hashCreated(s.Metadata.CreatedAt) }
+
+// hashCreated is a createdAt hashed; 0 for "".
+func hashCreated(created string) uint64 {
+	if created == "" {
 		return 0
 	}
-	return maphash.String(createdSeed, s.Metadata.CreatedAt) | 1
+	return maphash.String(createdSeed, created) | 1
 }
 
 // notePrints records the createdAt of the steps a read handed on, from
@@ -53,6 +56,24 @@ func (w *trajectoryWindow) notePrints(steps []wire.Step, offset int) {
 			if i <= hi-maxCreatedPrints {
 				delete(w.prints, i)
 			}
+		}
+	}
+}
+
+// notePrintsOf records the createdAt of steps known by index (the
+// session's, where this window read nothing yet), the last
+// maxCreatedPrints of them.
+func (w *trajectoryWindow) notePrintsOf(known map[int]string) {
+	hi := -1
+	for i := range known {
+		hi = max(hi, i)
+	}
+	for i, created := range known {
+		if h := hashCreated(created); h != 0 && i > hi-maxCreatedPrints {
+			if w.prints == nil {
+				w.prints = make(map[int]uint64)
+			}
+			w.prints[i] = h
 		}
 	}
 }

@@ -246,6 +246,21 @@ func (r *Reconciler) LastModel() string { return r.lastModel }
 // Steps is the number of step slots known (the highest index seen + 1).
 func (r *Reconciler) Steps() int { return r.known }
 
+// Identities is the metadata.createdAt of each step in the reconciler's
+// window that agy gave one, by trajectory index: what a reader that starts
+// afresh (after agy moved to a new port) compares a shorter trajectory's
+// last step with, to read a rewind from its cut rather than from index 0.
+// A fresh map, the caller's.
+func (r *Reconciler) Identities() map[int]string {
+	out := make(map[int]string, len(r.slots))
+	for i, sl := range r.slots {
+		if sl.created != "" {
+			out[i] = sl.created
+		}
+	}
+	return out
+}
+
 // State is the last status state reported ("" before any).
 func (r *Reconciler) State() string { return r.state }
 
