@@ -89,8 +89,7 @@ type pollDone struct {
 // session's view can still change. Steps before it are terminal and mapped;
 // a session bound again to agy (a new port) need not read its whole
 // history again, which agy may send only a few hundred steps an answer.
-// newPoller reads c's conversation from trajectory index from on. known
-// is the createdAt of the steps the session knows, by index
+// known is the createdAt of the steps the session knows, by index
 // (mapper.Reconciler.Identities): a rewind is then read from its cut
 // (trajectoryWindow.shorterStart) even where this poller read nothing yet.
 func newPoller(c child, mode ReadMode, from int, known map[int]string) actor.Actor {

@@ -249,8 +249,7 @@ func NoLongerAsked(p *Prompt, steps []wire.Step, offset int) (answer string, gon
 		if p.Created != "" && s.Metadata.CreatedAt != "" && s.Metadata.CreatedAt != p.Created {
 			return "", true
 		}
-		switch {
-		case s.Status == wire.StatusWaiting && !AskedSince(p, p.StepIndex, s), s.Status == wire.StatusError:
+		if (s.Status == wire.StatusWaiting && !AskedSince(p, p.StepIndex, s)) || s.Status == wire.StatusError {
 			return "", false
 		}
 		return answeredAs(s, p.Kind, p.Answered), true
