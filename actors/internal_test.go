@@ -322,3 +322,40 @@ func TestASessionStopsWhateverItsMailboxHolds(t *testing.T) {
 		t.Fatal("the session did not stop")
 	}
 }
+
+// A request whose reply the session owes, queued behind the Poison (an
+// interrupt that met agy's port gone, a turn not sent), is refused, not
+// left to its caller's deadline.
+func TestASessionThatStopsRefusesTheRepliesItOwes(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{ChunkDelay: time.Millisecond})
+	host := NewHost(Config{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, host.Shutdown(ctx))
+	})
+	s, err := host.Attach(t.Context(), Spec{Port: srv.Port()})
+	require.NoError(t, err)
+	events, drained := s.Events(), make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range events {
+		}
+	}()
+	t.Cleanup(func() { <-drained })
+	root := s.shared.system.Root
+	interrupt, turn := actor.NewFuture(root.ActorSystem(), 5*time.Second), actor.NewFuture(root.ActorSystem(), 5*time.Second)
+	root.Poison(s.pid)
+	root.Send(s.pid, &interruptNotDone{gen: 1, reply: interrupt.PID()})
+	root.Send(s.pid, &turnNotSent{msg: &messages.RunTurn{Text: "hi"}, reply: turn.PID()})
+	for name, f := range map[string]*actor.Future{"interrupt": interrupt, "turn": turn} {
+		res, err := f.Result()
+		require.NoError(t, err, "%s: no reply", name)
+		require.ErrorIs(t, res.(*messages.TurnResult).Err, ErrSessionEnded, name)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the session did not stop")
+	}
+}

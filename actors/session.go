@@ -235,6 +235,8 @@ func (s *session) whileEnding(ctx actor.Context) {
 		m.frame.Release()
 	case *turnNotSent:
 		ctx.Send(m.reply, &messages.TurnResult{Err: s.ending})
+	case *interruptNotDone:
+		ctx.Send(m.reply, &messages.TurnResult{Err: s.ending})
 	case *messages.SendTurn, *messages.Interrupt:
 		ctx.Respond(&messages.TurnResult{Err: s.ending})
 	case *messages.ResolveElicitation:
