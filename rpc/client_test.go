@@ -483,3 +483,29 @@ func TestClosedProbeClientIsCollected(t *testing.T) {
 	}
 	require.Eventually(t, gone(probe(-1)), 5*time.Second, 20*time.Millisecond, "the closed client is still referenced")
 }
+
+// The fake's list, read twice into a SummaryCache: the second read, with
+// nothing changed, derives nothing again (the answer is read entry by
+// entry), and the cache holds what GetAllCascadeTrajectories decodes.
+func TestSummaryCacheReadsTheFakesListInPlace(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Conversation: true, EarlierRuns: 40, EarlierSubagents: true})
+	c, err := rpc.NewClient(rpc.Config{Port: srv.Port()})
+	require.NoError(t, err)
+	defer c.Close()
+	derived := 0
+	keep := func(_ string, s rpc.TrajectorySummary) rpc.TrajectorySummary { derived++; return s }
+	var l rpc.SummaryCache[rpc.TrajectorySummary]
+	require.NoError(t, rpc.ReadSummaries(ctxT(t), c, &l, keep))
+	assert.Equal(t, 41, derived)
+	derived = 0
+	require.NoError(t, rpc.ReadSummaries(ctxT(t), c, &l, keep))
+	assert.Zero(t, derived, "an unchanged entry is not decoded again")
+	all, err := c.GetAllCascadeTrajectories(ctxT(t))
+	require.NoError(t, err)
+	require.Equal(t, len(all.TrajectorySummaries), l.Len())
+	for id, s := range all.TrajectorySummaries {
+		got, ok := l.Get(id)
+		assert.True(t, ok, id)
+		assert.Equal(t, s, got, id)
+	}
+}
