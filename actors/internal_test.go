@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"runtime"
 	"testing"
 	"testing/synctest"
@@ -224,13 +226,32 @@ func TestMostRecentRootSkipsChildren(t *testing.T) {
 	require.Equal(t, "fresh", id)
 }
 
+// listedMap is a conversationList of a map.
+type listedMap map[string]listedConv
+
+func (m listedMap) Len() int { return len(m) }
+func (m listedMap) Get(conv string) (listedConv, bool) {
+	c, ok := m[conv]
+	return c, ok
+}
+func (m listedMap) All() iter.Seq2[string, listedConv] { return maps.All(m) }
+
+// listedAs is what the rotation watcher keeps of a read of all.
+func listedAs(all map[string]rpc.TrajectorySummary) listedMap {
+	m := listedMap{}
+	for id, s := range all {
+		m[id] = listedOf(id, s)
+	}
+	return m
+}
+
 func TestRotationRule(t *testing.T) {
 	w := &rotationWatcher{child: child{conv: "a"}}
 	first := map[string]rpc.TrajectorySummary{
 		"a":     summary("", "", "2026-01-02T00:00:00Z"),
 		"older": summary("", "", "2026-01-01T00:00:00Z"),
 	}
-	_, ok := w.rotationTarget(first)
+	_, ok := w.rotationTarget(listedAs(first))
 	require.False(t, ok, "nothing newer at the first read")
 
 	withChild := map[string]rpc.TrajectorySummary{
@@ -238,7 +259,7 @@ func TestRotationRule(t *testing.T) {
 		"older": first["older"],
 		"kid":   summary("a", "a", "2026-01-05T00:00:00Z"),
 	}
-	_, ok = w.rotationTarget(withChild)
+	_, ok = w.rotationTarget(listedAs(withChild))
 	require.False(t, ok, "a subagent child is never a rotation")
 
 	cleared := map[string]rpc.TrajectorySummary{
@@ -247,7 +268,7 @@ func TestRotationRule(t *testing.T) {
 		"kid":   withChild["kid"],
 		"fresh": summary("", "", ""), // just minted by /clear: no times yet
 	}
-	to, ok := w.rotationTarget(cleared)
+	to, ok := w.rotationTarget(listedAs(cleared))
 	require.True(t, ok)
 	require.Equal(t, "fresh", to)
 
@@ -259,10 +280,10 @@ func TestRotationRule(t *testing.T) {
 		"fresh": summary("", "", ""),
 		"a":     summary("", "", "2026-01-09T00:00:00Z"),
 	}
-	_, ok = w2.rotationTarget(active)
+	_, ok = w2.rotationTarget(listedAs(active))
 	require.False(t, ok, "activity before the binding is not a rotation back")
 	active["a"] = summary("", "", "2026-01-11T00:00:00Z")
-	to, ok = w2.rotationTarget(active)
+	to, ok = w2.rotationTarget(listedAs(active))
 	require.True(t, ok, "a root strictly more recently active than the binding rotates")
 	require.Equal(t, "a", to)
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"iter"
 	"time"
 
 	"github.com/agyharness/agyharness/messages"
@@ -22,7 +23,8 @@ import (
 //
 // agy lists every conversation it keeps on disk and every subagent child,
 // so one read costs as much as that list is long (docs/PERFORMANCE.md,
-// "Conversations agy lists"). It reads:
+// "Conversations agy lists"); an entry unchanged since the last read is
+// not decoded again (rpc.SummaryCache). It reads:
 //   - when it starts, and at once on *messages.ReadNow: the session sends
 //     one when a frame names another conversation (agy's stream names the
 //     active conversation after a /clear) or a turn is typed into a fresh
@@ -45,8 +47,12 @@ import (
 // A transient error waits for the next tick; a lost port is a failure.
 type rotationWatcher struct {
 	child
-	started  time.Time       // activity before this is history, not a rotation
-	known    map[string]bool // conversations present at the first read
+	started time.Time       // activity before this is history, not a rotation
+	known   map[string]bool // conversations present at the first read
+	// list is agy's list at the last read, what the rule needs of each
+	// entry; lent to the read running (nil meanwhile), it comes back with
+	// its rotationRead.
+	list     *rpc.SummaryCache[listedConv]
 	busy     bool
 	reported bool
 	// eager: a first turn was typed into a fresh agy (ReadNow without a
@@ -77,15 +83,33 @@ const (
 type rotationTick struct{ seq int }
 
 type rotationRead struct {
-	all *rpc.TrajectoriesResponse
-	err error
+	list *rpc.SummaryCache[listedConv]
+	err  error
+}
+
+// listedConv is what the rotation rule needs of a listed conversation.
+type listedConv struct {
+	root bool
+	act  time.Time // activity
+}
+
+func listedOf(id string, s rpc.TrajectorySummary) listedConv {
+	return listedConv{root: isRoot(id, s), act: activity(s)}
+}
+
+// conversationList is what the rotation rule reads of agy's list
+// (*rpc.SummaryCache[listedConv]).
+type conversationList interface {
+	Len() int
+	Get(conv string) (listedConv, bool)
+	All() iter.Seq2[string, listedConv]
 }
 
 // newRotationWatcher watches for a rotation away from conv ("" for agy's
 // first conversation), counting activity after since (the moment conv was
 // bound; zero: when the watcher starts).
 func newRotationWatcher(c child, since time.Time) actor.Actor {
-	return &rotationWatcher{child: c, started: since}
+	return &rotationWatcher{child: c, started: since, list: new(rpc.SummaryCache[listedConv])}
 }
 
 // Receive reads on ticks and reports a rotation once.
@@ -122,12 +146,12 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 			w.read(ctx)
 		}
 	case *rotationRead:
-		w.busy = false
+		w.busy, w.list = false, m.list
 		if m.err != nil {
 			if errors.Is(m.err, rpc.ErrPortGone) {
 				fail("rotation", m.err)
 			}
-		} else if to, ok := w.rotationTarget(m.all.TrajectorySummaries); ok && !w.reported {
+		} else if to, ok := w.rotationTarget(m.list); ok && !w.reported {
 			w.reported = true
 			ctx.Send(ctx.Parent(), &messages.ConversationRotated{Gen: w.gen, From: w.conv, To: to})
 			return
@@ -163,36 +187,39 @@ func (w *rotationWatcher) read(ctx actor.Context) {
 		return
 	}
 	w.busy = true
-	self := ctx.Self()
+	self, list, client := ctx.Self(), w.list, w.client
+	w.list = nil
 	w.t.run(func(c context.Context) {
-		all, err := w.client.GetAllCascadeTrajectories(c)
-		w.t.send(self, &rotationRead{all, err})
+		// Entries unchanged since the last read are not decoded again.
+		err := rpc.ReadSummaries(c, client, list, listedOf)
+		w.t.send(self, &rotationRead{list, err})
 	})
 }
 
 // rotationTarget applies the rotation rule to one read.
-func (w *rotationWatcher) rotationTarget(all map[string]rpc.TrajectorySummary) (string, bool) {
+func (w *rotationWatcher) rotationTarget(all conversationList) (string, bool) {
 	first := w.known == nil
 	if first {
-		w.known = make(map[string]bool, len(all))
-		for id := range all {
+		w.known = make(map[string]bool, all.Len())
+		for id := range all.All() {
 			w.known[id] = true
 		}
 	}
 	// The bound conversation counts as active from the moment it was bound
 	// (a conversation just minted by /clear has no times yet), so only
 	// activity after that elsewhere is a rotation.
-	bound := activity(all[w.conv])
+	b, _ := all.Get(w.conv)
+	bound := b.act
 	if w.started.After(bound) {
 		bound = w.started
 	}
 	var best string
 	var bestAct = bound
-	for id, s := range all {
-		if id == w.conv || !isRoot(id, s) {
+	for id, c := range all.All() {
+		if id == w.conv || !c.root {
 			continue
 		}
-		act := activity(s)
+		act := c.act
 		newer := act.After(bound)
 		appeared := !first && !w.known[id]
 		if !newer && !appeared {
