@@ -275,12 +275,16 @@ func TestStatusListPrintsItsFigures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds fakeagy")
 	}
-	defer func(d time.Duration) { bindingSettle = d }(bindingSettle)
-	bindingSettle = 50 * time.Millisecond
+	defer func(d, a time.Duration) { bindingSettle, attachSpread = d, a }(bindingSettle, attachSpread)
+	bindingSettle, attachSpread = 50*time.Millisecond, 400*time.Millisecond
 	args := []string{"--sessions", "2", "--status-list", "2,40", "--idle-cpu-window", "200ms", "--duration", "300ms",
 		"--chunk-delay", "2ms", "--faults", "none", "--frame-cost=false"}
 	var out, errOut bytes.Buffer
+	began := time.Now()
 	require.Equal(t, 0, Main(context.Background(), append(args, "--json"), &out, &errOut), errOut.String())
+	// Each round attaches its second session half an attachSpread after
+	// its first.
+	assert.GreaterOrEqual(t, time.Since(began), 2*statusListPairs*attachSpread/2, "attaches paced")
 	var res map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &res), out.String())
 	for _, key := range []string{"status_list_cpu_ratio_idle", "status_list_cpu_ratio_streaming"} {

@@ -27,6 +27,17 @@ const essayChunks = 100
 // second.
 var bindingSettle = 3 * time.Second // a variable for the tests
 
+// attachSpread is how long a round takes to attach its sessions, one at
+// each Sessions-th of it: the actors' default PollSlow, so that each idle
+// session's reconciliation read falls at its own point of any window that
+// long, at whatever count. Attached back to back, the sessions' reads bunch
+// as closely as attaches follow one another, and an attach takes longer as
+// the list grows (discovery decodes it whole): the short list's reads came
+// in one burst, the long list's spread over seconds, and a read costs this
+// process less in a burst (one wake for many), which the idle ratio showed
+// as the list's cost.
+var attachSpread = 10 * time.Second // a variable for the tests
+
 // StatusListCPU is one count of listed conversations' CPU per session per
 // second, in µs, for each round (in the order run) and their median.
 type StatusListCPU struct {
@@ -41,7 +52,8 @@ type StatusListCPU struct {
 // process of Sessions fresh fakes each listing N conversations (its own
 // and N-1 of earlier runs, one in four of those a subagent child); rounds
 // alternate the counts, ABBA (10, 1000, 1000, 10, ...). A round attaches
-// a session to each fake with the actors' default intervals, waits for the
+// a session to each fake with the actors' default intervals, evenly over
+// attachSpread, waits for the
 // reads of a binding to pass (bindingSettle), measures this process's CPU
 // over IdleCPUWindow with every session idle, then has each send essay
 // turns one after another (starts spread over half an essay, so each
@@ -123,7 +135,13 @@ func statusListRound(ctx context.Context, o Options, n int) (idle, streaming flo
 		idle chan struct{} // an idle status came (capacity 1)
 	}
 	var sessions []attached
-	for _, f := range e.fakes {
+	start := time.Now()
+	for i, f := range e.fakes {
+		select { // this session's place in attachSpread (none when overrun)
+		case <-time.After(time.Until(start.Add(time.Duration(i) * attachSpread / time.Duration(len(e.fakes))))):
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		}
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		s, aerr := host.Attach(actx, actors.Spec{Port: f.port, ConversationID: f.conv, ReadMode: o.ReadMode})
 		cancel()
