@@ -10,7 +10,7 @@ import (
 
 // BenchmarkSummaryOf1000 is one status read's decode of a list of 1,000
 // conversations: the entry alone (findSummary), the whole list, or the
-// list again into a SummaryCache with one entry changed.
+// list again into a SummaryCache, unchanged or with one entry changed.
 func BenchmarkSummaryOf1000(b *testing.B) {
 	const conv = "0b5c2a9e-7d1f-4c3e-9a8b-1f2e3d4c5b6a"
 	all := TrajectoriesResponse{TrajectorySummaries: map[string]TrajectorySummary{conv: {Status: wire.RunIdle, StepCount: 4}}}
@@ -36,6 +36,17 @@ func BenchmarkSummaryOf1000(b *testing.B) {
 		for b.Loop() {
 			var all TrajectoriesResponse
 			if err := wire.Unmarshal(data, &all); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// A safety read of agy's list at rest: the last answer again.
+	b.Run("unchanged", func(b *testing.B) {
+		var l SummaryCache[TrajectorySummary]
+		keep := func(_ string, s TrajectorySummary) TrajectorySummary { return s }
+		b.SetBytes(int64(len(data)))
+		for b.Loop() {
+			if err := l.update(data, keep); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -26,6 +26,11 @@ type SummaryCache[T any] struct {
 	gen     uint64 // the read that last listed an entry
 	seed    maphash.Seed
 	seeded  bool
+	// answer is the print of the last answer read without error (valid
+	// set): an answer the same to the byte holds what it held, and is not
+	// scanned again (agy's list at rest, read by a safety read).
+	answer uint64
+	valid  bool
 }
 
 type cachedSummary[T any] struct {
@@ -67,7 +72,8 @@ func (l *SummaryCache[T]) All() iter.Seq2[string, T] {
 // read derives every entry again). What l holds after a read is what
 // deriving each entry of GetAllCascadeTrajectories' answer would give
 // (TestSummaryCacheMatchesTheWholeDecode), short of a collision of two
-// entries' 64-bit prints.
+// entries' 64-bit prints (or of two answers': an answer the same as the
+// last one is not read again).
 func ReadSummaries[T any](ctx context.Context, c *Client, l *SummaryCache[T], keep func(conv string, s TrajectorySummary) T) error {
 	return c.callRead(ctx, c.cfg.UnaryTimeout, MethodGetAllCascadeTrajectories, Empty{}, func(body io.Reader) error {
 		buf := listBuffers.Get().(*bytes.Buffer)
@@ -78,7 +84,7 @@ func ReadSummaries[T any](ctx context.Context, c *Client, l *SummaryCache[T], ke
 			}
 		}()
 		if _, err := buf.ReadFrom(body); err != nil {
-			l.entries = nil
+			l.entries, l.valid = nil, false
 			return err
 		}
 		// Nothing kept slices the buffer: keep gets decoded strings.
@@ -86,12 +92,25 @@ func ReadSummaries[T any](ctx context.Context, c *Client, l *SummaryCache[T], ke
 	})
 }
 
-// update takes one answer: entry by entry when its shape is certain (see
-// scan), else by decoding it whole.
+// update takes one answer: not at all when it is the last one again, to
+// the byte; else entry by entry when its shape is certain (see scan), else
+// by decoding it whole.
 func (l *SummaryCache[T]) update(data []byte, keep func(string, TrajectorySummary) T) error {
 	if !l.seeded {
 		l.seed, l.seeded = maphash.MakeSeed(), true
 	}
+	answer := maphash.Bytes(l.seed, data)
+	if l.valid && answer == l.answer {
+		return nil // the last answer again: what it gave stands
+	}
+	l.valid = false
+	err := l.derive(data, keep)
+	l.answer, l.valid = answer, err == nil
+	return err
+}
+
+// derive takes an answer other than the last one.
+func (l *SummaryCache[T]) derive(data []byte, keep func(string, TrajectorySummary) T) error {
 	l.gen++
 	if l.scan(data, keep) {
 		for id, e := range l.entries {

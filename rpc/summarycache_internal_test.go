@@ -102,7 +102,20 @@ func TestSummaryCacheFollowsAnyRunOfAnswers(t *testing.T) {
 		fields := []string{`"stepCount":"1"`, `"stepCount":"2"`, `"status":"CASCADE_RUN_STATUS_IDLE"`,
 			`"lastModifiedTime":"2026-12-01T10:00:00Z"`, `"trajectoryMetadata":{"parentConversationId":"a"}`, `"StepCount":"3"`}
 		var l SummaryCache[TrajectorySummary]
+		var last string
 		for range rapid.IntRange(1, 8).Draw(t, "reads") {
+			if last != "" && rapid.IntRange(0, 3).Draw(t, "again") == 0 {
+				// The last answer again, to the byte.
+				want, wantErr := wholeDecode(last)
+				err := l.update([]byte(last), identity)
+				if wantErr != (err != nil) {
+					t.Fatalf("%s again: error %v, whole decode fails: %v", last, err, wantErr)
+				}
+				if got := cacheOf(&l); !maps.Equal(want, got) {
+					t.Fatalf("%s again:\n got %v\nwant %v", last, got, want)
+				}
+				continue
+			}
 			var b strings.Builder
 			b.WriteString(`{"trajectorySummaries":{`)
 			n := rapid.IntRange(0, 6).Draw(t, "entries")
@@ -129,6 +142,7 @@ func TestSummaryCacheFollowsAnyRunOfAnswers(t *testing.T) {
 			}
 			b.WriteString("}}")
 			body := b.String()
+			last = body
 			want, wantErr := wholeDecode(body)
 			err := l.update([]byte(body), identity)
 			if wantErr != (err != nil) {
@@ -188,4 +202,27 @@ func TestSummaryCacheDerivesOnlyWhatChanged(t *testing.T) {
 	}
 	small, large := body(10, 4), body(1000, 4)
 	assert.LessOrEqual(t, allocs(large), allocs(small)+2) // -race may add one
+}
+
+// An answer the same to the byte as the last one read without error is
+// not scanned again (a scan allocates its decoder); one read after an
+// error, or one that differs, is.
+func TestSummaryCacheSkipsTheLastAnswerAgain(t *testing.T) {
+	list := []byte(`{"trajectorySummaries":{"a":{"stepCount":"1"},"b":{"stepCount":"2"}}}`)
+	changed := []byte(`{"trajectorySummaries":{"a":{"stepCount":"1"},"b":{"stepCount":"3"}}}`)
+	broken := []byte(`{"trajectorySummaries":{"a":{`)
+	var l SummaryCache[TrajectorySummary]
+	require.NoError(t, l.update(list, identity))
+	assert.Zero(t, testing.AllocsPerRun(10, func() { require.NoError(t, l.update(list, identity)) }), "the last answer again")
+	assert.NotZero(t, testing.AllocsPerRun(10, func() {
+		require.NoError(t, l.update(changed, identity))
+		require.NoError(t, l.update(list, identity))
+	}), "answers that differ are scanned")
+
+	require.Error(t, l.update(broken, identity))
+	require.Error(t, l.update(broken, identity), "a failed answer again fails again")
+	assert.Zero(t, l.Len())
+	require.NoError(t, l.update(list, identity))
+	want, _ := wholeDecode(string(list))
+	assert.Equal(t, want, cacheOf(&l))
 }
