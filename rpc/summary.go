@@ -20,27 +20,36 @@ import (
 // result GetAllCascadeTrajectories would give.
 func (c *Client) TrajectorySummaryOf(ctx context.Context, conv string) (found TrajectorySummary, present bool, err error) {
 	err = c.callRead(ctx, c.cfg.UnaryTimeout, MethodGetAllCascadeTrajectories, Empty{}, func(body io.Reader) error {
-		buf := listBuffers.Get().(*bytes.Buffer)
-		defer func() {
-			if buf.Cap() <= maxPooledList {
-				buf.Reset()
-				listBuffers.Put(buf)
+		return readList(body, func(data []byte) error {
+			// Nothing decoded keeps a slice of data: strings are copied.
+			s, ok, rerr := summaryIn(data, conv)
+			if rerr == nil {
+				found, present = s, ok
 			}
-		}()
-		if _, rerr := buf.ReadFrom(body); rerr != nil {
 			return rerr
-		}
-		// Nothing decoded keeps a slice of the buffer: strings are copied.
-		s, ok, rerr := summaryIn(buf.Bytes(), conv)
-		if rerr == nil {
-			found, present = s, ok
-		}
-		return rerr
+		})
 	})
 	return found, present, err
 }
 
-// listBuffers hold the answers TrajectorySummaryOf reads, so that a long
+// readList reads an answer of GetAllCascadeTrajectories whole into a
+// buffer of listBuffers and hands it to use, which must keep no slice of
+// it.
+func readList(body io.Reader, use func(data []byte) error) error {
+	buf := listBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledList {
+			buf.Reset()
+			listBuffers.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(body); err != nil {
+		return err
+	}
+	return use(buf.Bytes())
+}
+
+// listBuffers hold the answers readList reads, so that a long
 // list is read into room already made, not into a buffer grown again (and
 // thrown away) on every read. Buffers over maxPooledList are dropped.
 var listBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}

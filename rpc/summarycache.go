@@ -76,19 +76,14 @@ func (l *SummaryCache[T]) All() iter.Seq2[string, T] {
 // last one is not read again).
 func ReadSummaries[T any](ctx context.Context, c *Client, l *SummaryCache[T], keep func(conv string, s TrajectorySummary) T) error {
 	return c.callRead(ctx, c.cfg.UnaryTimeout, MethodGetAllCascadeTrajectories, Empty{}, func(body io.Reader) error {
-		buf := listBuffers.Get().(*bytes.Buffer)
-		defer func() {
-			if buf.Cap() <= maxPooledList {
-				buf.Reset()
-				listBuffers.Put(buf)
-			}
-		}()
-		if _, err := buf.ReadFrom(body); err != nil {
-			l.entries, l.valid = nil, false
-			return err
+		err := readList(body, func(data []byte) error {
+			// Nothing kept slices data: keep gets decoded strings.
+			return l.update(data, keep)
+		})
+		if err != nil {
+			l.entries, l.valid = nil, false // the answer may have been cut short
 		}
-		// Nothing kept slices the buffer: keep gets decoded strings.
-		return l.update(buf.Bytes(), keep)
+		return err
 	})
 }
 
