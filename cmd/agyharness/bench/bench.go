@@ -202,14 +202,20 @@ type Result struct {
 	// Latency from the fake to the consumer, on text deltas (see
 	// docs/PERFORMANCE.md): streaming sessions from the frame's write,
 	// poll-only sessions from the step's change.
-	LatencyP50Ms       float64 `json:"latency_p50_ms"`
-	LatencyP99Ms       float64 `json:"latency_p99_ms"`
-	LatencyMaxMs       float64 `json:"latency_max_ms"`
-	LatencySamples     int     `json:"latency_samples"`
-	PollLatencyP50Ms   float64 `json:"poll_latency_p50_ms"`
-	PollLatencyP99Ms   float64 `json:"poll_latency_p99_ms"`
-	PollLatencyMaxMs   float64 `json:"poll_latency_max_ms"`
-	PollLatencySamples int     `json:"poll_latency_samples"`
+	LatencyP50Ms   float64 `json:"latency_p50_ms"`
+	LatencyP99Ms   float64 `json:"latency_p99_ms"`
+	LatencyMaxMs   float64 `json:"latency_max_ms"`
+	LatencySamples int     `json:"latency_samples"`
+	// StreamedLatency is Latency of the streaming sessions' deltas whose
+	// text version the fake wrote on the stream (Latency also counts those a
+	// read delivered first, from the step's change).
+	StreamedLatencyP50Ms   float64 `json:"streamed_latency_p50_ms"`
+	StreamedLatencyP99Ms   float64 `json:"streamed_latency_p99_ms"`
+	StreamedLatencySamples int     `json:"streamed_latency_samples"`
+	PollLatencyP50Ms       float64 `json:"poll_latency_p50_ms"`
+	PollLatencyP99Ms       float64 `json:"poll_latency_p99_ms"`
+	PollLatencyMaxMs       float64 `json:"poll_latency_max_ms"`
+	PollLatencySamples     int     `json:"poll_latency_samples"`
 	// InternalLatency is arrival minus the event's Time (when the harness
 	// read the frame): the harness's own share, every event, every session.
 	InternalLatencyP50Ms float64 `json:"internal_latency_p50_ms"`

@@ -579,14 +579,16 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	res.DurationS = time.Since(start).Seconds()
 	res.HarnessCPUS = (cpuTime() - cpuBefore).Seconds()
 
-	var lat, streamLat []time.Duration
+	var lat, streamLat, streamedLat []time.Duration
 	var frameBytes int64
 	for _, d := range drivers {
 		lat = append(lat, d.latencies...)
 		fr, b := d.srv.FramesWritten()
 		res.Frames += fr
 		frameBytes += b
-		streamLat = append(streamLat, fakeLatencies(d, d.srv.TextTimes())...)
+		all, streamed := fakeLatencies(d, d.srv.TextTimes())
+		streamLat = append(streamLat, all...)
+		streamedLat = append(streamedLat, streamed...)
 	}
 	res.perFrame(frameBytes)
 	if o.ClusterProfile != "" {
@@ -600,6 +602,8 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	res.InternalLatencyP50Ms, res.InternalLatencyP99Ms, _ = percentiles(lat)
 	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(streamLat)
 	res.LatencySamples = len(streamLat)
+	res.StreamedLatencyP50Ms, res.StreamedLatencyP99Ms, _ = percentiles(streamedLat)
+	res.StreamedLatencySamples = len(streamedLat)
 	stopProfile() // its goroutine is not the campaign's
 	res.GoroutinesAfter = settleGoroutines(res.GoroutinesBefore, 5*time.Second)
 	return res, nil

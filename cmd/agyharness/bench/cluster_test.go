@@ -36,6 +36,8 @@ func TestShortClusterCampaign(t *testing.T) {
 	assert.Positive(t, res.Turns)
 	assert.Positive(t, res.Cluster.CommandSamples)
 	assert.Positive(t, res.LatencySamples)
+	assert.Positive(t, res.StreamedLatencySamples)
+	assert.LessOrEqual(t, res.StreamedLatencySamples, res.LatencySamples)
 	assert.Equal(t, res.ItemsExpected, res.ItemsEmitted)
 	assert.Positive(t, res.Cluster.TurnLatencyP99Ms, "turns are timed apart")
 	var text bytes.Buffer

@@ -39,11 +39,12 @@ func textVersion(ev *messages.Event) (agytest.TextVersion, bool) {
 // poll-only session from the fake's change of the step to that version (no
 // frame is written to it; the change is when a stream would have been
 // written). Deltas whose version the fake never streamed (a poll read
-// overtook the frame) are measured from the change.
-func fakeLatencies(d *driver, times map[agytest.TextVersion]agytest.VersionTimes) []time.Duration {
+// overtook the frame) are measured from the change. streamed holds the
+// latencies measured from a frame's write alone: what the stream's path
+// takes, without the reads'.
+func fakeLatencies(d *driver, times map[agytest.TextVersion]agytest.VersionTimes) (all, streamed []time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var out []time.Duration
 	for _, da := range d.deltas {
 		vt, ok := times[da.v]
 		if !ok {
@@ -52,11 +53,13 @@ func fakeLatencies(d *driver, times map[agytest.TextVersion]agytest.VersionTimes
 		from := vt.Written
 		if d.mode == actors.ReadPoll || from.IsZero() || da.at.Before(from) {
 			from = vt.Changed
+		} else {
+			streamed = append(streamed, da.at.Sub(from))
 		}
 		if from.IsZero() {
 			continue
 		}
-		out = append(out, max(0, da.at.Sub(from)))
+		all = append(all, max(0, da.at.Sub(from)))
 	}
-	return out
+	return all, streamed
 }

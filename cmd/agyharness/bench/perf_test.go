@@ -50,15 +50,23 @@ func TestFakeLatenciesStreamFromWritePollFromChange(t *testing.T) {
 	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1)}
 	d.receive(ev, t0.Add(5*time.Millisecond))
 	d.receive(&messages.Event{Type: messages.EventError, Seq: 2}, t0)
-	assert.Equal(t, []time.Duration{3 * time.Millisecond}, fakeLatencies(d, times))
+	all, streamed := fakeLatencies(d, times)
+	assert.Equal(t, []time.Duration{3 * time.Millisecond}, all)
+	assert.Equal(t, all, streamed, "measured from the frame's write")
 	d.mode = actors.ReadPoll
-	assert.Equal(t, []time.Duration{5 * time.Millisecond}, fakeLatencies(d, times))
+	all, streamed = fakeLatencies(d, times)
+	assert.Equal(t, []time.Duration{5 * time.Millisecond}, all)
+	assert.Empty(t, streamed)
 	// A stream session that got the version from a read before the frame
-	// is measured from the change.
+	// is measured from the change, and is not among the streamed.
 	d.mode = actors.ReadBoth
 	d.deltas[0].at = t0.Add(time.Millisecond)
-	assert.Equal(t, []time.Duration{time.Millisecond}, fakeLatencies(d, times))
-	assert.Empty(t, fakeLatencies(d, nil), "no times, no samples")
+	all, streamed = fakeLatencies(d, times)
+	assert.Equal(t, []time.Duration{time.Millisecond}, all)
+	assert.Empty(t, streamed)
+	all, streamed = fakeLatencies(d, nil)
+	assert.Empty(t, all, "no times, no samples")
+	assert.Empty(t, streamed)
 }
 
 func TestFrameCostIsMeasuredAtEverySize(t *testing.T) {
@@ -83,6 +91,8 @@ func TestStreamAndPollSessionsSideBySide(t *testing.T) {
 	assert.True(t, res.CPUIncludesFakes)
 	assert.Equal(t, 2, res.PollSessions)
 	assert.Positive(t, res.LatencySamples)
+	assert.Positive(t, res.StreamedLatencySamples)
+	assert.LessOrEqual(t, res.StreamedLatencySamples, res.LatencySamples, "the streamed are some of the streaming sessions' deltas")
 	assert.Positive(t, res.PollLatencySamples)
 	assert.Positive(t, res.PollLatencyP50Ms)
 	assert.Positive(t, res.Frames)

@@ -331,7 +331,7 @@ func (b *bench) campaignFigures(drivers []*driver) error {
 			return err
 		}
 	}
-	var lat, streamLat, pollLat []time.Duration
+	var lat, streamLat, streamedLat, pollLat []time.Duration
 	for _, d := range drivers {
 		lat = append(lat, d.latencies...)
 		dt := times
@@ -341,16 +341,20 @@ func (b *bench) campaignFigures(drivers []*driver) error {
 			frameBytes += n
 			dt = d.srv.TextTimes()
 		}
+		all, streamed := fakeLatencies(d, dt)
 		if d.mode == actors.ReadPoll {
-			pollLat = append(pollLat, fakeLatencies(d, dt)...)
+			pollLat = append(pollLat, all...)
 		} else {
-			streamLat = append(streamLat, fakeLatencies(d, dt)...)
+			streamLat = append(streamLat, all...)
+			streamedLat = append(streamedLat, streamed...)
 		}
 	}
 	res.perFrame(frameBytes)
 	res.InternalLatencyP50Ms, res.InternalLatencyP99Ms, _ = percentiles(lat)
 	res.LatencyP50Ms, res.LatencyP99Ms, res.LatencyMaxMs = percentiles(streamLat)
 	res.LatencySamples = len(streamLat)
+	res.StreamedLatencyP50Ms, res.StreamedLatencyP99Ms, _ = percentiles(streamedLat)
+	res.StreamedLatencySamples = len(streamedLat)
 	res.PollLatencyP50Ms, res.PollLatencyP99Ms, res.PollLatencyMaxMs = percentiles(pollLat)
 	res.PollLatencySamples = len(pollLat)
 	return nil
