@@ -29,13 +29,11 @@ var bindingSettle = 3 * time.Second // a variable for the tests
 
 // attachSpread is how long a round takes to attach its sessions, one at
 // each Sessions-th of it: the actors' default PollSlow, so that each idle
-// session's reconciliation read falls at its own point of any window that
-// long, at whatever count. Attached back to back, the sessions' reads bunch
-// as closely as attaches follow one another, and an attach takes longer as
-// the list grows (discovery decodes it whole): the short list's reads came
-// in one burst, the long list's spread over seconds, and a read costs this
-// process less in a burst (one wake for many), which the idle ratio showed
-// as the list's cost.
+// session's reconciliation read falls at its own point of the grid at any
+// list length. Attached back to back, the reads bunch as closely as the
+// attaches come, and an attach is slower the longer agy's list (discovery
+// decodes it whole): the bunching, and so the wake-ups' cost, would differ
+// with the count being measured.
 var attachSpread = 10 * time.Second // a variable for the tests
 
 // StatusListCPU is one count of listed conversations' CPU per session per
@@ -53,14 +51,14 @@ type StatusListCPU struct {
 // and N-1 of earlier runs, one in four of those a subagent child); rounds
 // alternate the counts, ABBA (10, 1000, 1000, 10, ...). A round attaches
 // a session to each fake with the actors' default intervals, evenly over
-// attachSpread, waits for the
-// reads of a binding to pass (bindingSettle), measures this process's CPU
-// over IdleCPUWindow with every session idle, then has each send essay
-// turns one after another (starts spread over half an essay, so each
-// session's turn ends once in a window of an essay's length) and measures
-// over Duration, then interrupts the turns and detaches. The figures: µs of CPU
-// per session per second at each count, and the median over the pairs of
-// the largest count's over the smallest's (status_list_cpu_ratio_*).
+// attachSpread, waits for the reads of a binding to pass (bindingSettle),
+// measures this process's CPU over IdleCPUWindow with every session idle,
+// then has each send essay turns one after another (starts spread over
+// half an essay, so each session's turn ends once in a window of an
+// essay's length) and measures over Duration, then interrupts the turns
+// and detaches. The figures: µs of CPU per session per second at each
+// count, and the median over the pairs of the largest count's over the
+// smallest's (status_list_cpu_ratio_*).
 func runStatusList(ctx context.Context, o Options) (*Result, error) {
 	res := newResult(o)
 	res.ExternalFakes, res.GroundTruthChecked, res.CPUIncludesFakes = true, false, false
