@@ -290,6 +290,7 @@ func TestConsoleBoardShowsSessionsLive(t *testing.T) {
 	// board once the browser has reopened it.
 	c.attach(t, "b2")
 	tb.waitJS("the second session's row", `document.querySelector('#board li[data-id="b2"]')`)
+	tb.waitJS("the board's stream", `window.agyharnessConsole.live() > 0`)
 	before := eval[int](tb, `window.agyharnessConsole.resumed()`)
 	c.ln.cut()
 	res, body = c.request(t, "DELETE", "/v1/sessions/b2", "", nil)
@@ -403,17 +404,19 @@ func TestConsoleResumesACutStreamWithoutDuplicates(t *testing.T) {
 	// itself, with Last-Event-ID); answer the prompts as they come.
 	answered := map[string]bool{}
 	deadline := time.Now().Add(60 * time.Second)
-	// The page opens its stream after the session page shows: a count
-	// read before that would let the first cut's wait pass on the first
-	// opening, and the second cut land while no stream is open.
-	tb.waitJS("the session's event stream", `window.agyharnessConsole.opened() > 0`)
+	// The page opens its stream after the session page shows, and the
+	// board's stream, opened before, counts in opened(): a count read
+	// before the session's stream is open would let the first cut's wait
+	// pass on its first opening, and the second cut land while no stream
+	// is open.
+	tb.waitJS("the session's event stream", `window.agyharnessConsole.live() > 0`)
 	for i := 0; ; i++ {
 		// Each cut waits for the stream to be open again, so that the next
 		// one cuts it.
 		if i%2 == 0 {
 			before := eval[int](tb, `window.agyharnessConsole.opened()`)
 			tb.js(`window.agyharnessConsole.dropStreams()`)
-			tb.waitJS("the page's reopening", fmt.Sprintf(`window.agyharnessConsole.opened() > %d`, before))
+			tb.waitJS("the page's reopening", fmt.Sprintf(`window.agyharnessConsole.opened() > %d && window.agyharnessConsole.live() > 0`, before))
 		} else {
 			before := eval[int](tb, `window.agyharnessConsole.resumed()`)
 			c.ln.cut()

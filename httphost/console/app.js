@@ -128,6 +128,8 @@ function setConn(text) { $("#conn").textContent = text; }
 // For tests and the benchmark: cut the event streams as a network would.
 window.agyharnessConsole = {
   dropStreams: () => streams.forEach((s) => s.drop()), opened: () => opened, resumed: () => resumed,
+  // the page's event streams open now
+  live: () => streams.filter((s) => s.es && s.es.readyState === EventSource.OPEN).length,
 };
 
 // ---- routing ----
