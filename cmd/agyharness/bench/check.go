@@ -3,7 +3,9 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -141,17 +143,13 @@ func (d *driver) check(res *Result) {
 		res.SeqErrors++
 		res.problem("%s: %s", tag, e)
 	}
-	ids := map[string]int{}
-	for _, ev := range evs {
-		if isItem(ev.Type) || ev.Type == messages.EventError && ev.Code != "" {
-			ids[ev.ID]++
-		}
-	}
-	for id, n := range ids {
-		if n > 1 {
-			res.Duplicated += n - 1
-			res.problem("%s: item %s emitted %d times", tag, id, n)
-		}
+	d.mu.Lock()
+	doubled := maps.Clone(d.doubled)
+	d.mu.Unlock()
+	for _, id := range slices.Sorted(maps.Keys(doubled)) {
+		n := doubled[id]
+		res.Duplicated += n - 1
+		res.problem("%s: item %s emitted %d times", tag, id, n)
 	}
 
 	if d.srv == nil {

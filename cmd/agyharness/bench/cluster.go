@@ -582,7 +582,7 @@ func runCluster(ctx context.Context, o Options) (*Result, error) {
 	var lat, streamLat, streamedLat []time.Duration
 	var frameBytes int64
 	for _, d := range drivers {
-		lat = append(lat, d.latencies...)
+		lat = append(lat, d.latencies.xs...)
 		fr, b := d.srv.FramesWritten()
 		res.Frames += fr
 		frameBytes += b

@@ -95,7 +95,7 @@ func writeLatencies(dir string, drivers []*driver, start time.Time) error {
 	for _, d := range drivers {
 		times := d.srv.TextTimes()
 		d.mu.Lock()
-		for _, da := range d.deltas {
+		for _, da := range d.deltas.xs {
 			vt, ok := times[da.v]
 			if !ok || vt.Written.IsZero() || da.at.Before(vt.Written) {
 				continue

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -55,16 +56,22 @@ type driver struct {
 	// when each arrived and the text version it brought: keeping every
 	// event would grow this process's heap as fast as events come, and
 	// the page faults of that growth would be charged to the harness's CPU
-	// per frame.
+	// per frame. A lean driver (its fake's ground truth is in another
+	// process) keeps only the events its checks read, a sample of the
+	// latencies, and a hash of each item's id: a long run's heap is then
+	// the harness's, give or take some 20 bytes an item.
 	mu        sync.Mutex
-	evs       []*messages.Event // every event but text deltas
-	deltas    []deltaArrival    // text deltas that name a text version
-	received  int               // events received
-	last      uint64            // seq of the last event
-	seqErrors []string          // events whose seq was not above the one before
-	lastIdle  uint64            // seq of the last idle status
+	lean      bool
+	evs       []*messages.Event // every event but text deltas (lean: those notable says)
+	items     map[uint64]bool   // items and coded errors seen, by the hash of their id (itemSeed)
+	doubled   map[string]int    // ids seen more than once: how many times
+	deltas    sample[deltaArrival]
+	received  int      // events received
+	last      uint64   // seq of the last event
+	seqErrors []string // events whose seq was not above the one before
+	lastIdle  uint64   // seq of the last idle status
 	wake      chan struct{}
-	latencies []time.Duration // arrival minus the event's Time (the harness's own share)
+	latencies sample[time.Duration] // arrival minus the event's Time (the harness's own share)
 
 	cold                                  bool // no conversation until the first turn: none to be idle before it
 	turns, turnsFailed, interrupts, stuck int
@@ -190,6 +197,9 @@ func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int,
 	}
 	d := &driver{i: i, turnWait: o.TurnTimeout, fault: fault, mode: mode, kinds: o.TurnKinds, rng: newRand(o.Seed, i), srv: f.srv, fake: f, s: s, cold: f.live.coldStart,
 		reqs: make(chan *messages.Event, 64), wake: make(chan struct{}, 1)}
+	if f.srv == nil {
+		d.leanen(newRand(o.Seed, 2_000_000+i))
+	}
 	slowBy := time.Duration(0)
 	if fault == FaultSlowConsumer {
 		slowBy = time.Duration(1+d.rng.IntN(3)) * time.Millisecond
@@ -197,6 +207,13 @@ func newDriver(ctx context.Context, host *actors.Host, o Options, f fake, i int,
 	d.consum.Add(1)
 	go d.consume(s.Events(), slowBy)
 	return d, nil
+}
+
+// leanen makes d lean (before its consumer starts): rng draws its
+// samples.
+func (d *driver) leanen(rng *rand.Rand) {
+	d.lean = true
+	d.deltas, d.latencies = newSample[deltaArrival](leanSample, rng), newSample[time.Duration](leanSample, rng)
 }
 
 // consume reads the session's events until the channel closes (at host
@@ -222,12 +239,15 @@ func (d *driver) receive(ev *messages.Event, now time.Time) {
 	d.last = ev.Seq
 	if isDelta(ev) {
 		if v, ok := textVersion(ev); ok {
-			d.deltas = append(d.deltas, deltaArrival{v: v, at: now})
+			d.deltas.add(deltaArrival{v: v, at: now})
 		}
 	} else {
-		d.evs = append(d.evs, ev)
+		d.countItem(ev)
+		if !d.lean || notable(ev) {
+			d.evs = append(d.evs, ev)
+		}
 	}
-	d.latencies = append(d.latencies, now.Sub(ev.Time))
+	d.latencies.add(now.Sub(ev.Time))
 	if ev.Type == messages.EventStatus && ev.State == messages.StateIdle && ev.ConversationID == d.s.ConversationID() {
 		d.lastIdle = ev.Seq
 	}
@@ -492,6 +512,72 @@ func (d *driver) waitSettled(deadline time.Time) {
 		select {
 		case <-d.wake:
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// countItem counts ev's id if it is an item's or a coded error's (the
+// duplicates the check reports). Ids are counted by a 64-bit hash: two ids
+// of one session's run would share one with odds below 1e-7 even at a
+// million items, and would then be reported as one item doubled, never
+// hide one.
+func (d *driver) countItem(ev *messages.Event) {
+	if !isItem(ev.Type) && (ev.Type != messages.EventError || ev.Code == "") {
+		return
+	}
+	if d.items == nil {
+		d.items = make(map[uint64]bool)
+	}
+	if h := maphash.String(itemSeed, ev.ID); !d.items[h] {
+		d.items[h] = true
+		return
+	}
+	if d.doubled == nil {
+		d.doubled = make(map[string]int)
+	}
+	d.doubled[ev.ID] = max(d.doubled[ev.ID], 1) + 1
+}
+
+var itemSeed = maphash.MakeSeed()
+
+// notable says whether a lean driver keeps ev: the checks without the
+// ground truth read these alone (conversation_rewound, the background
+// task's reply, prompts' resolutions and the errors that name them).
+func notable(ev *messages.Event) bool {
+	switch ev.Type {
+	case messages.EventConversationRewound, messages.EventElicitationResolved, messages.EventError:
+		return true
+	case messages.EventMessage:
+		return ev.Text == backgroundReply
+	}
+	return false
+}
+
+// leanSample is how many latencies, and deltas, a lean driver keeps: a
+// uniform sample of its session's.
+const leanSample = 4096
+
+// sample keeps every value added, or, with limit > 0, a uniform sample
+// of limit of them (reservoir sampling).
+type sample[T any] struct {
+	limit int
+	n     int // values added
+	xs    []T
+	rng   *rand.Rand
+}
+
+func newSample[T any](limit int, rng *rand.Rand) sample[T] {
+	return sample[T]{limit: limit, rng: rng}
+}
+
+func (s *sample[T]) add(x T) {
+	s.n++
+	switch {
+	case s.limit <= 0 || len(s.xs) < s.limit:
+		s.xs = append(s.xs, x)
+	default:
+		if j := s.rng.IntN(s.n); j < s.limit {
+			s.xs[j] = x
 		}
 	}
 }

@@ -45,7 +45,7 @@ func textVersion(ev *messages.Event) (agytest.TextVersion, bool) {
 func fakeLatencies(d *driver, times map[agytest.TextVersion]agytest.VersionTimes) (all, streamed []time.Duration) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, da := range d.deltas {
+	for _, da := range d.deltas.xs {
 		vt, ok := times[da.v]
 		if !ok {
 			continue

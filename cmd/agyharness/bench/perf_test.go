@@ -60,7 +60,7 @@ func TestFakeLatenciesStreamFromWritePollFromChange(t *testing.T) {
 	// A stream session that got the version from a read before the frame
 	// is measured from the change, and is not among the streamed.
 	d.mode = actors.ReadBoth
-	d.deltas[0].at = t0.Add(time.Millisecond)
+	d.deltas.xs[0].at = t0.Add(time.Millisecond)
 	all, streamed = fakeLatencies(d, times)
 	assert.Equal(t, []time.Duration{time.Millisecond}, all)
 	assert.Empty(t, streamed)

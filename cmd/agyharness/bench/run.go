@@ -333,7 +333,7 @@ func (b *bench) campaignFigures(drivers []*driver) error {
 	}
 	var lat, streamLat, streamedLat, pollLat []time.Duration
 	for _, d := range drivers {
-		lat = append(lat, d.latencies...)
+		lat = append(lat, d.latencies.xs...)
 		dt := times
 		if d.srv != nil {
 			fr, n := d.srv.FramesWritten()

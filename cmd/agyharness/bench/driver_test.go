@@ -1,0 +1,103 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+)
+
+func TestTheCheckReportsEachDoubledItemOnce(t *testing.T) {
+	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1)}
+	now := time.Now()
+	seq := uint64(0)
+	for _, ev := range []messages.Event{
+		{Type: messages.EventMessage, ID: "c/1/message"},
+		{Type: messages.EventFunctionCall, ID: "c/2/call"},
+		{Type: messages.EventMessage, ID: "c/1/message"},
+		{Type: messages.EventMessage, ID: "c/1/message"},
+		{Type: messages.EventError, ID: "c/3/error", Code: "quota"},
+		{Type: messages.EventError, ID: "c/3/error", Code: "quota"},
+		{Type: messages.EventError, ID: "e", Message: "not sent"}, // uncoded errors may repeat
+		{Type: messages.EventError, ID: "e", Message: "not sent"},
+		{Type: messages.EventOutputTextDelta, ID: "c/1/text@0", ItemID: "c/1/message", ConversationID: "c", Delta: "a"},
+		{Type: messages.EventOutputTextDelta, ID: "c/1/text@0", ItemID: "c/1/message", ConversationID: "c", Delta: "a"},
+	} {
+		seq++
+		ev.Seq = seq
+		d.receive(&ev, now)
+	}
+	var res Result
+	d.check(&res)
+	assert.Equal(t, 3, res.Duplicated, "c/1/message twice more, c/3/error once more")
+	problems := strings.Join(res.Problems, "\n")
+	assert.Contains(t, problems, "item c/1/message emitted 3 times")
+	assert.Contains(t, problems, "item c/3/error emitted 2 times")
+	assert.NotContains(t, problems, "c/2/call")
+}
+
+func TestALeanDriverKeepsWhatItsChecksReadAndSamplesTheRest(t *testing.T) {
+	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1), rewinds: 1}
+	d.leanen(newRand(1, 1))
+	now := time.Now()
+	seq := uint64(0)
+	receive := func(ev messages.Event) {
+		seq++
+		ev.Seq, ev.Time = seq, now.Add(-time.Duration(seq)*time.Microsecond)
+		d.receive(&ev, now)
+	}
+	n := 3 * leanSample
+	for i := range n {
+		receive(messages.Event{Type: messages.EventMessage, ID: fmt.Sprintf("c/%d/message", i), Text: "an essay"})
+		receive(messages.Event{Type: messages.EventOutputTextDelta, ID: fmt.Sprintf("c/%d/text@0", i), ItemID: fmt.Sprintf("c/%d/message", i), ConversationID: "c", Delta: "a"})
+	}
+	receive(messages.Event{Type: messages.EventConversationRewound, ConversationID: "c"})
+	receive(messages.Event{Type: messages.EventMessage, ID: "c/x/message", Text: backgroundReply})
+	receive(messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "p1"})
+	receive(messages.Event{Type: messages.EventMessage, ID: "c/0/message", Text: "again"})
+
+	kept := d.events()
+	require.Equal(t, 3, len(kept), "the rewind, the background reply and the resolution")
+	assert.Equal(t, messages.EventConversationRewound, kept[0].Type)
+	assert.Len(t, d.latencies.xs, leanSample, "a sample of the latencies")
+	assert.Len(t, d.deltas.xs, leanSample, "a sample of the deltas")
+	assert.Equal(t, 2*n+4, d.received)
+
+	var res Result
+	d.check(&res)
+	assert.Equal(t, 1, res.Wakes)
+	assert.Zero(t, res.RewindsUnreported)
+	assert.Equal(t, 1, res.Duplicated, "items are counted though not kept")
+	assert.Equal(t, 2*n+4, res.Events)
+}
+
+func TestASampleIsUniform(t *testing.T) {
+	s := newSample[int](1000, newRand(7, 0))
+	const n = 100_000
+	for i := range n {
+		s.add(i)
+	}
+	require.Len(t, s.xs, 1000)
+	sum, late := 0, 0
+	for _, x := range s.xs {
+		sum += x
+		if x >= n/2 {
+			late++
+		}
+	}
+	mean := float64(sum) / float64(len(s.xs))
+	assert.InDelta(t, n/2, mean, n*0.05, "the mean of a uniform sample of 0..n-1")
+	assert.InDelta(t, 500, late, 80, "half the sample from the second half")
+
+	all := newSample[int](0, nil)
+	for i := range 5000 {
+		all.add(i)
+	}
+	assert.Len(t, all.xs, 5000, "no limit: every value")
+}
