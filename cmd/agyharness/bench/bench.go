@@ -256,11 +256,15 @@ type Result struct {
 	Problems             []string           `json:"problems,omitempty"`
 	Cluster              *ClusterFigures    `json:"cluster,omitempty"`
 	// HeapPeakBytes and HeapEndBytes are this process's heap in use over
-	// the campaign: the highest sampled while the drivers run, and after a
-	// GC when they stop (the sessions still attached). They include the
-	// fakes' when the fakes run in this process (CPUIncludesFakes).
-	HeapPeakBytes uint64 `json:"heap_peak_bytes,omitempty"`
-	HeapEndBytes  uint64 `json:"heap_end_bytes,omitempty"`
+	// the campaign: the highest sampled while the drivers run (garbage
+	// not yet collected included), and after a GC when they stop (the
+	// sessions still attached). HeapLivePeakBytes is the highest that a
+	// collection found live while they ran: what a heap profile counts.
+	// They include the fakes' when the fakes run in this process
+	// (CPUIncludesFakes).
+	HeapPeakBytes     uint64 `json:"heap_peak_bytes,omitempty"`
+	HeapLivePeakBytes uint64 `json:"heap_live_peak_bytes,omitempty"`
+	HeapEndBytes      uint64 `json:"heap_end_bytes,omitempty"`
 	// HeapBytesPerActiveSession is a long-sessions run's figure
 	// (Options.LongSessions), on conversations of HistorySteps steps
 	// before TurnsPerSession turns.

@@ -130,7 +130,7 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 		fmt.Fprintf(&b, "idle session: %.0f heap bytes, %.1f goroutines\n", *r.HeapBytesPerIdle, *r.GoroutinesPerIdle)
 	}
 	if r.HeapPeakBytes > 0 {
-		fmt.Fprintf(&b, "heap: %d bytes peak, %d at the end\n", r.HeapPeakBytes, r.HeapEndBytes)
+		fmt.Fprintf(&b, "heap: %d bytes peak (%d live), %d at the end\n", r.HeapPeakBytes, r.HeapLivePeakBytes, r.HeapEndBytes)
 	}
 	if r.HeapBytesPerActiveSession != nil {
 		fmt.Fprintf(&b, "active session: %.0f heap bytes after %d turns on %d history steps\n", *r.HeapBytesPerActiveSession, r.TurnsPerSession, r.HistorySteps)

@@ -160,27 +160,36 @@ func (b *bench) longSessions(ctx context.Context) error {
 	return nil
 }
 
-// heapSampler records the peak of the heap in use while it runs: its
-// objects' bytes, read from runtime/metrics (no stop of the world) every
-// interval.
+// heapSampler records the peaks of the heap while it runs, read from
+// runtime/metrics (no stop of the world) every interval: its objects'
+// bytes, garbage not yet collected included, and the bytes the last
+// collection found live (what a heap profile counts).
 type heapSampler struct {
 	stop chan struct{}
-	done chan uint64
+	done chan heapPeaks
 }
 
-const heapObjects = "/memory/classes/heap/objects:bytes"
+type heapPeaks struct{ objects, live uint64 }
+
+const (
+	heapObjects = "/memory/classes/heap/objects:bytes"
+	heapLive    = "/gc/heap/live:bytes"
+)
 
 func startHeapSampler(interval time.Duration) *heapSampler {
-	h := &heapSampler{stop: make(chan struct{}), done: make(chan uint64, 1)}
+	h := &heapSampler{stop: make(chan struct{}), done: make(chan heapPeaks, 1)}
 	go func() {
-		sample := []metrics.Sample{{Name: heapObjects}}
-		peak := uint64(0)
+		sample := []metrics.Sample{{Name: heapObjects}, {Name: heapLive}}
+		var peak heapPeaks
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			metrics.Read(sample)
 			if sample[0].Value.Kind() == metrics.KindUint64 {
-				peak = max(peak, sample[0].Value.Uint64())
+				peak.objects = max(peak.objects, sample[0].Value.Uint64())
+			}
+			if sample[1].Value.Kind() == metrics.KindUint64 {
+				peak.live = max(peak.live, sample[1].Value.Uint64())
 			}
 			select {
 			case <-t.C:
@@ -193,8 +202,8 @@ func startHeapSampler(interval time.Duration) *heapSampler {
 	return h
 }
 
-// peak stops the sampler and returns the highest heap it saw.
-func (h *heapSampler) peak() uint64 {
+// peaks stops the sampler and returns the highest heap it saw.
+func (h *heapSampler) peaks() heapPeaks {
 	close(h.stop)
 	return <-h.done
 }

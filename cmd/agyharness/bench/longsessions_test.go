@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -52,4 +54,17 @@ func TestLongSessionsOptionsAreChecked(t *testing.T) {
 		assert.Equal(t, 2, Main(context.Background(), args, &out, &errb), args)
 		assert.NotEmpty(t, errb.String(), args)
 	}
+}
+
+func TestTheHeapSamplerSeesTheLiveHeap(t *testing.T) {
+	big := make([]byte, 64<<20)
+	for i := range big {
+		big[i] = byte(i) // in use, not only reserved
+	}
+	runtime.GC()
+	// The sampler reads once as it starts, before it can see the stop.
+	p := startHeapSampler(time.Hour).peaks()
+	runtime.KeepAlive(big)
+	assert.GreaterOrEqual(t, p.live, uint64(64<<20), "the live heap holds the 64 MiB")
+	assert.GreaterOrEqual(t, p.objects, uint64(64<<20), "and so do its objects")
 }

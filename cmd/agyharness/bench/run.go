@@ -259,7 +259,8 @@ func (b *bench) drive(ctx context.Context) ([]*driver, error) {
 	// Turns run for Duration after every session is attached.
 	sampler := startHeapSampler(time.Second)
 	res.driveAll(ctx, drivers, o.Duration)
-	res.HeapPeakBytes, res.HeapEndBytes = sampler.peak(), heapNow()
+	peaks := sampler.peaks()
+	res.HeapPeakBytes, res.HeapLivePeakBytes, res.HeapEndBytes = peaks.objects, peaks.live, heapNow()
 	if o.HeapProfileEnd != "" {
 		runtime.GC()
 		if err := writeHeapProfile(o.HeapProfileEnd); err != nil {
