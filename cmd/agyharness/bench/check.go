@@ -110,15 +110,14 @@ func (d *driver) check(res *Result) {
 	}
 	res.TurnsFailedClearly += d.turnsFailed
 	res.Rewinds += d.rewinds
-	if n := len(ofType(evs, messages.EventConversationRewound)); n != d.rewinds {
-		res.RewindsUnreported += max(n-d.rewinds, d.rewinds-n)
-		res.problem("session %d: %d rewinds, %d conversation_rewound events", d.i, d.rewinds, n)
+	d.mu.Lock()
+	rewound, wakes, doubled := d.rewound, d.wakes, maps.Clone(d.doubled)
+	d.mu.Unlock()
+	if rewound != d.rewinds {
+		res.RewindsUnreported += max(rewound-d.rewinds, d.rewinds-rewound)
+		res.problem("session %d: %d rewinds, %d conversation_rewound events", d.i, d.rewinds, rewound)
 	}
-	for _, ev := range ofType(evs, messages.EventMessage) {
-		if ev.Text == backgroundReply {
-			res.Wakes++
-		}
-	}
+	res.Wakes += wakes
 	res.StuckTurns += d.stuck
 	res.Events += d.received
 	tag := fmt.Sprintf("session %d (fault %q, fake seed %d%s)", d.i, d.fault, res.Seed+int64(d.i), d.fake.live)
@@ -143,9 +142,6 @@ func (d *driver) check(res *Result) {
 		res.SeqErrors++
 		res.problem("%s: %s", tag, e)
 	}
-	d.mu.Lock()
-	doubled := maps.Clone(d.doubled)
-	d.mu.Unlock()
 	for _, id := range slices.Sorted(maps.Keys(doubled)) {
 		n := doubled[id]
 		res.Duplicated += n - 1
@@ -413,14 +409,4 @@ func errorNames(evs []*messages.Event, elicitationID string) bool {
 		}
 	}
 	return false
-}
-
-func ofType(evs []*messages.Event, t messages.EventType) []*messages.Event {
-	var out []*messages.Event
-	for _, ev := range evs {
-		if ev.Type == t {
-			out = append(out, ev)
-		}
-	}
-	return out
 }

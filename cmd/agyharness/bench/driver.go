@@ -57,15 +57,20 @@ type driver struct {
 	// event would grow this process's heap as fast as events come, and
 	// the page faults of that growth would be charged to the harness's CPU
 	// per frame. A lean driver (its fake's ground truth is in another
-	// process) keeps only the events its checks read, a sample of the
-	// latencies, and a hash of each item's id: a long run's heap is then
-	// the harness's, give or take some 20 bytes an item.
-	mu        sync.Mutex
-	lean      bool
-	evs       []*messages.Event // every event but text deltas (lean: those notable says)
-	items     map[uint64]bool   // items and coded errors seen, by the hash of their id (itemSeed)
-	doubled   map[string]int    // ids seen more than once: how many times
-	deltas    sample[deltaArrival]
+	// process, so the checks that read the events do not run) keeps no
+	// event, a sample of the latencies, and a hash of each item's id: a
+	// long run's heap is then the harness's, give or take some 20 bytes
+	// an item. Its problems name no events.
+	mu          sync.Mutex
+	lean        bool
+	evs         []*messages.Event // every event but text deltas (none if lean)
+	items       map[uint64]bool   // items and coded errors seen, by the hash of their id (itemSeed)
+	doubled     map[string]int    // ids seen more than once: how many times
+	rewound     int               // conversation_rewound events
+	lastRewound uint64            // the seq of the last
+	wakes       int               // replies of a background task's wake (backgroundReply)
+	lastWake    uint64            // the seq of the last
+	deltas      sample[deltaArrival]
 	received  int      // events received
 	last      uint64   // seq of the last event
 	seqErrors []string // events whose seq was not above the one before
@@ -243,7 +248,15 @@ func (d *driver) receive(ev *messages.Event, now time.Time) {
 		}
 	} else {
 		d.countItem(ev)
-		if !d.lean || notable(ev) {
+		switch {
+		case ev.Type == messages.EventConversationRewound:
+			d.rewound++
+			d.lastRewound = ev.Seq
+		case ev.Type == messages.EventMessage && ev.Text == backgroundReply:
+			d.wakes++
+			d.lastWake = ev.Seq
+		}
+		if !d.lean {
 			d.evs = append(d.evs, ev)
 		}
 	}
@@ -328,10 +341,11 @@ func (d *driver) waitWake(ctx context.Context) {
 	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
 	defer cancel()
 	for {
-		for _, ev := range d.events() {
-			if ev.Seq > d.lastTurnSeq && ev.Type == messages.EventMessage && ev.Text == backgroundReply {
-				return
-			}
+		d.mu.Lock()
+		woke := d.lastWake > d.lastTurnSeq
+		d.mu.Unlock()
+		if woke {
+			return
 		}
 		select {
 		case <-d.wake:
@@ -540,19 +554,6 @@ func (d *driver) countItem(ev *messages.Event) {
 
 var itemSeed = maphash.MakeSeed()
 
-// notable says whether a lean driver keeps ev: the checks without the
-// ground truth read these alone (conversation_rewound, the background
-// task's reply, prompts' resolutions and the errors that name them).
-func notable(ev *messages.Event) bool {
-	switch ev.Type {
-	case messages.EventConversationRewound, messages.EventElicitationResolved, messages.EventError:
-		return true
-	case messages.EventMessage:
-		return ev.Text == backgroundReply
-	}
-	return false
-}
-
 // leanSample is how many latencies, and deltas, a lean driver keeps: a
 // uniform sample of its session's.
 const leanSample = 4096
@@ -660,10 +661,7 @@ func (d *driver) rewind(ctx context.Context, settle time.Duration) {
 
 // sawRewind says whether a conversation_rewound came after seq.
 func (d *driver) sawRewind(seq uint64) bool {
-	for _, ev := range d.events() {
-		if ev.Seq > seq && ev.Type == messages.EventConversationRewound {
-			return true
-		}
-	}
-	return false
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.lastRewound > seq
 }

@@ -42,7 +42,7 @@ func TestTheCheckReportsEachDoubledItemOnce(t *testing.T) {
 	assert.NotContains(t, problems, "c/2/call")
 }
 
-func TestALeanDriverKeepsWhatItsChecksReadAndSamplesTheRest(t *testing.T) {
+func TestALeanDriverKeepsNoEventAndSamplesTheLatencies(t *testing.T) {
 	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1), rewinds: 1}
 	d.leanen(newRand(1, 1))
 	now := time.Now()
@@ -58,16 +58,17 @@ func TestALeanDriverKeepsWhatItsChecksReadAndSamplesTheRest(t *testing.T) {
 		receive(messages.Event{Type: messages.EventOutputTextDelta, ID: fmt.Sprintf("c/%d/text@0", i), ItemID: fmt.Sprintf("c/%d/message", i), ConversationID: "c", Delta: "a"})
 	}
 	receive(messages.Event{Type: messages.EventConversationRewound, ConversationID: "c"})
+	rewoundAt := seq
 	receive(messages.Event{Type: messages.EventMessage, ID: "c/x/message", Text: backgroundReply})
 	receive(messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "p1"})
 	receive(messages.Event{Type: messages.EventMessage, ID: "c/0/message", Text: "again"})
 
-	kept := d.events()
-	require.Equal(t, 3, len(kept), "the rewind, the background reply and the resolution")
-	assert.Equal(t, messages.EventConversationRewound, kept[0].Type)
+	assert.Empty(t, d.events(), "no event kept")
 	assert.Len(t, d.latencies.xs, leanSample, "a sample of the latencies")
 	assert.Len(t, d.deltas.xs, leanSample, "a sample of the deltas")
 	assert.Equal(t, 2*n+4, d.received)
+	assert.True(t, d.sawRewind(rewoundAt-1))
+	assert.False(t, d.sawRewind(rewoundAt))
 
 	var res Result
 	d.check(&res)
