@@ -217,8 +217,14 @@ func (s *session) Receive(ctx actor.Context) {
 	case *subscribe:
 		s.shared.events.subscribe(m.sub, m.afterSeq)
 		ctx.Respond(&subscribed{})
+	case *countReconcilers:
+		ctx.Respond(len(s.convs.children) + 1)
 	}
 }
+
+// countReconcilers asks the session how many reconcilers it keeps: its
+// root's and its subagents' (an int; for the tests).
+type countReconcilers struct{}
 
 // whileEnding handles what the mailbox delivers between Stopping (or
 // Restarting) and the end of the incarnation. Proto.Actor goes on

@@ -19,7 +19,7 @@ type conversations struct {
 	root         *mapper.Reconciler
 	rootConv     string
 	models       map[string]wire.ModelInfo
-	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler
+	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler, until mirrored to the end
 	childrenDone map[string]bool               // subagents mirrored to the end
 	orphans      map[string]bool               // children of a root left by a rotation
 
@@ -139,7 +139,7 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 		s.record("frame", conv, captureFrame(m.frame), m.received)
 	}
 	if up.ConversationID != "" && up.ConversationID != s.conv() {
-		if _, child := s.convs.children[up.ConversationID]; !child {
+		if _, child := s.convs.children[up.ConversationID]; !child && !s.convs.childrenDone[up.ConversationID] {
 			// The frame names another conversation: agy may have rotated.
 			s.lookForConversation(ctx)
 		}
@@ -257,12 +257,15 @@ func (s *session) syncSubagents(ctx actor.Context) {
 		return
 	}
 	for _, c := range s.convs.root.Children() {
+		if s.convs.childrenDone[c.ConversationID] {
+			continue
+		}
 		if _, ok := s.convs.children[c.ConversationID]; !ok {
 			s.convs.children[c.ConversationID] = mapper.NewReconciler(mapper.Config{
 				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.convs.models, Window: s.cfg.StepWindow,
 			})
 		}
-		if _, ok := s.convs.mirrors[c.ConversationID]; ok || s.convs.childrenDone[c.ConversationID] {
+		if _, ok := s.convs.mirrors[c.ConversationID]; ok {
 			continue
 		}
 		sc := s.childOf(c.ConversationID)
@@ -284,5 +287,11 @@ func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
 		s.stopChild(ctx, pid)
 		delete(s.convs.mirrors, conv)
 		s.convs.childrenDone[conv] = true
+		// Nothing more is read of it: its reconciler goes (a session that
+		// runs many subagents would otherwise keep one for each), unless a
+		// prompt of it is somehow still open.
+		if r, ok := s.convs.children[conv]; ok && len(r.OpenPrompts()) == 0 {
+			delete(s.convs.children, conv)
+		}
 	}
 }

@@ -333,6 +333,34 @@ func TestSubagentMirrored(t *testing.T) {
 	itemsOnce(t, r.srv, root, r.ev.all())
 }
 
+// A session keeps no reconciler for a subagent mirrored to its end: one that
+// runs subagent after subagent does not grow with them.
+func TestASubagentMirroredToItsEndKeepsNoReconciler(t *testing.T) {
+	sc := scenario(
+		agytest.Subagents(2, "look around", agytest.Say("Child done.", 2)),
+		agytest.Say("Both children finished.", 2),
+	)
+	r := newRig(t, agytest.Options{Conversation: true, Scenario: sc}, actors.Spec{})
+	const turns = 4
+	for range turns {
+		r.ev.waitIdleAfter(t, r.turn("delegate"))
+	}
+	root := r.s.ConversationID()
+	children := r.conversationsBut(root)
+	require.Len(t, children, 2*turns)
+	for _, child := range children {
+		r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
+		itemsOnce(t, r.srv, child, r.ev.all())
+	}
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+		defer cancel()
+		n, err := actors.Reconcilers(ctx, r.s)
+		return err == nil && n == 1
+	}, waitLong, 5*time.Millisecond, "only the root's reconciler left")
+	itemsOnce(t, r.srv, root, r.ev.all())
+}
+
 func TestInterruptDuringGeneration(t *testing.T) {
 	long := strings.Repeat("This answer will be cut short. ", 200)
 	r := newRig(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say(long, 2000)), ChunkDelay: 3 * time.Millisecond}, actors.Spec{})
