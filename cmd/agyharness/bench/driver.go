@@ -71,12 +71,12 @@ type driver struct {
 	wakes       int               // replies of a background task's wake (backgroundReply)
 	lastWake    uint64            // the seq of the last
 	deltas      sample[deltaArrival]
-	received  int      // events received
-	last      uint64   // seq of the last event
-	seqErrors []string // events whose seq was not above the one before
-	lastIdle  uint64   // seq of the last idle status
-	wake      chan struct{}
-	latencies sample[time.Duration] // arrival minus the event's Time (the harness's own share)
+	received    int      // events received
+	last        uint64   // seq of the last event
+	seqErrors   []string // events whose seq was not above the one before
+	lastIdle    uint64   // seq of the last idle status
+	wake        chan struct{}
+	latencies   sample[time.Duration] // arrival minus the event's Time (the harness's own share)
 
 	cold                                  bool // no conversation until the first turn: none to be idle before it
 	turns, turnsFailed, interrupts, stuck int
