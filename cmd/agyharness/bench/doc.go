@@ -11,7 +11,9 @@
 // fake's frame write to the session's consumer for streaming and poll-only
 // sessions (--poll-sessions), frames per second, the harness's CPU per
 // frame (exactly its own with --external-fakes, which hosts the fakes in a
-// `fakeagy --servers N` process), heap and goroutines per idle session
+// `fakeagy --servers N` process; the drivers then keep no event, only
+// samples of the latencies, so the heap is the harness's too), the heap's
+// peaks over the run, heap and goroutines per idle session
 // (--idle-sessions), and one frame's cost as the trajectory grows. A floor
 // run (--floor) reads the same streams with the rpc package alone, no
 // harness, so the two CPU figures side by side say what the harness adds;
