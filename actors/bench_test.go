@@ -19,7 +19,11 @@ const benchConv = "c0ffee00-0000-4000-8000-000000000000"
 
 // benchHistory is a finished trajectory of n steps as a snapshot decodes
 // it: turns, answers, commands and checkpoints in turn.
-func benchHistory(tb testing.TB, n int) []wire.Step {
+func benchHistory(tb testing.TB, n int) []wire.Step { return benchHistoryOf(tb, n, 0) }
+
+// benchHistoryOf is benchHistory with its first subagents checkpoints
+// INVOKE_SUBAGENT steps instead, each of one child conversation.
+func benchHistoryOf(tb testing.TB, n, subagents int) []wire.Step {
 	var b strings.Builder
 	b.WriteString("[")
 	for i := range n {
@@ -35,7 +39,12 @@ func benchHistory(tb testing.TB, n int) []wire.Step {
 			b.WriteString(`{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE",` + meta + `,"plannerResponse":{"thinking":"Thinking.","modifiedResponse":"` + text + `","response":"` + text + `"}}`)
 		case 2:
 			b.WriteString(`{"type":"CORTEX_STEP_TYPE_RUN_COMMAND","status":"CORTEX_STEP_STATUS_DONE",` + meta + `,"runCommand":{"commandLine":"ls","cwd":"/w","combinedOutput":{"full":"a\nb\n"}}}`)
-		default:
+		case 3:
+			if i/4 < subagents {
+				b.WriteString(`{"type":"CORTEX_STEP_TYPE_INVOKE_SUBAGENT","status":"CORTEX_STEP_STATUS_DONE",` + meta +
+					`,"invokeSubagent":{"subagents":[{"role":"helper"}],"results":[{"conversationId":"child-` + strconv.Itoa(i) + `"}]}}`)
+				break
+			}
 			b.WriteString(`{"type":"CORTEX_STEP_TYPE_CHECKPOINT","status":"CORTEX_STEP_STATUS_DONE",` + meta + `}`)
 		}
 	}
@@ -108,6 +117,56 @@ func BenchmarkSessionFrame(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			bs.stop()
+		})
+	}
+}
+
+// BenchmarkSessionFrameAfterSubagents is BenchmarkSessionFrame on a
+// 4,000-step history that ran that many subagents, each
+// mirrored to its end: the cost per frame must not grow with them.
+func BenchmarkSessionFrameAfterSubagents(b *testing.B) {
+	const n, versions = 4001, 256
+	for _, k := range []int{0, 1000} {
+		b.Run(fmt.Sprintf("subagents=%d", k), func(b *testing.B) {
+			wires := make([][]byte, versions)
+			text := ""
+			for v := range wires {
+				text += "A streamed chunk of text. "
+				wires[v] = benchFrame(b, n-1, text)
+			}
+			bs := newBenchSession(benchHistoryOf(b, n-1, k))
+			s := bs.s
+			client, err := rpc.NewClient(rpc.Config{Port: 1}) // never called: the children are done
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer client.Close()
+			s.link.client = client
+			children := s.convs.root.Children()
+			if len(children) != k {
+				b.Fatalf("%d children, want %d", len(children), k)
+			}
+			for _, c := range children {
+				s.convs.childrenDone[c.ConversationID] = true
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				v := i % versions
+				if v == 0 && i > 0 {
+					b.StopTimer()
+					bs.fresh()
+					b.StartTimer()
+				}
+				f, err := rpc.DecodeFrame(wires[v])
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.onFrame(nil, &frameReceived{frame: f, received: time.Now()})
+			}
+			b.StopTimer()
+			s.link.client = nil
 			bs.stop()
 		})
 	}

@@ -24,6 +24,7 @@ type conversations struct {
 	orphans      map[string]bool               // children of a root left by a rotation
 
 	mirrors map[string]*actor.PID // child conversation -> its Subagent
+	synced  int                   // the root's children syncSubagents has seen, this incarnation
 }
 
 func newConversations() conversations {
@@ -35,7 +36,7 @@ func newConversations() conversations {
 }
 
 // newIncarnation forgets the previous incarnation's Subagent actors.
-func (c *conversations) newIncarnation() { c.mirrors = make(map[string]*actor.PID) }
+func (c *conversations) newIncarnation() { c.mirrors, c.synced = make(map[string]*actor.PID), 0 }
 
 // all are the root's reconciler and every subagent child's.
 func (c *conversations) all() []*mapper.Reconciler {
@@ -84,7 +85,7 @@ func (s *session) bindConversation(conv string) {
 	if s.convs.root != nil && s.convs.rootConv == conv {
 		return
 	}
-	s.convs.rootConv = conv
+	s.convs.rootConv, s.convs.synced = conv, 0
 	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, Window: s.cfg.StepWindow, PaneOwned: s.paneOwned()})
 	for _, tt := range s.desk.typed {
 		s.convs.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
@@ -251,12 +252,16 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 	}
 }
 
-// syncSubagents mirrors every child conversation the root has spawned.
+// syncSubagents mirrors every child conversation the root has spawned. It
+// runs on every apply of the root, so it looks only at the children that
+// appeared since it last ran (each is mirrored, or done, from then on).
 func (s *session) syncSubagents(ctx actor.Context) {
 	if s.link.client == nil {
 		return
 	}
-	for _, c := range s.convs.root.Children() {
+	added, n := s.convs.root.ChildrenSince(s.convs.synced)
+	s.convs.synced = n
+	for _, c := range added {
 		if s.convs.childrenDone[c.ConversationID] {
 			continue
 		}
@@ -275,10 +280,8 @@ func (s *session) syncSubagents(ctx actor.Context) {
 
 func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
 	parentDone := s.convs.orphans[conv]
-	for _, c := range s.convs.root.Children() {
-		if c.ConversationID == conv && c.ParentTerminal {
-			parentDone = true
-		}
+	if c, ok := s.convs.root.Child(conv); ok && c.ParentTerminal {
+		parentDone = true
 	}
 	if !parentDone {
 		return

@@ -68,6 +68,25 @@ func (r *Reconciler) Children() []Child {
 	return append([]Child(nil), r.children...)
 }
 
+// ChildrenSince lists the children after the first n (those that appeared
+// since Children or ChildrenSince returned n of them: the list only grows),
+// and how many there are now.
+func (r *Reconciler) ChildrenSince(n int) ([]Child, int) {
+	if n >= len(r.children) {
+		return nil, len(r.children)
+	}
+	return append([]Child(nil), r.children[n:]...), len(r.children)
+}
+
+// Child is the child conversation id, if the reconciler has seen it.
+func (r *Reconciler) Child(id string) (Child, bool) {
+	i, ok := r.childAt[id]
+	if !ok {
+		return Child{}, false
+	}
+	return r.children[i], true
+}
+
 // childTitles gives each child an INVOKE_SUBAGENT step names its title:
 // the role of the subagent at the same position in invokeSubagent.subagents
 // (agy 1.1.9 fills results in positionally), else its type name.
