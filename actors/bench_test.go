@@ -85,56 +85,61 @@ func benchFrame(tb testing.TB, index int, text string) []byte {
 // consumer draining the subscription. The cost per frame must not grow
 // with the trajectory.
 func BenchmarkSessionFrame(b *testing.B) {
-	const versions = 256
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("steps=%d", n), func(b *testing.B) {
-			hist := benchHistory(b, n-1)
-			wires := make([][]byte, versions)
-			text := ""
-			for v := range wires {
-				text += "A streamed chunk of text. "
-				wires[v] = benchFrame(b, n-1, text)
-			}
-			bs := newBenchSession(hist)
-			s, core, fresh := bs.s, bs.s.shared, bs.fresh
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				v := i % versions
-				if v == 0 && i > 0 {
-					b.StopTimer()
-					fresh()
-					b.StartTimer()
-				}
-				f, err := rpc.DecodeFrame(wires[v])
-				if err != nil {
-					b.Fatal(err)
-				}
-				before := core.events.seq
-				s.onFrame(nil, &frameReceived{frame: f, received: time.Now()})
-				if core.events.seq == before {
-					b.Fatalf("frame %d published nothing", v)
-				}
-			}
-			b.StopTimer()
+			bs := newBenchSession(benchHistory(b, n-1))
+			feedFrames(b, bs, streamedFrames(b, n-1))
 			bs.stop()
 		})
 	}
+}
+
+// streamedFrames are the wire JSON of 256 frames of the live planner step
+// at index, its text one chunk longer in each.
+func streamedFrames(tb testing.TB, index int) [][]byte {
+	wires := make([][]byte, 256)
+	text := ""
+	for v := range wires {
+		text += "A streamed chunk of text. "
+		wires[v] = benchFrame(tb, index, text)
+	}
+	return wires
+}
+
+// feedFrames times b.N frames through bs's session, the wires in turn (the
+// history applied anew to a fresh reconciler before each round): each must
+// publish an event.
+func feedFrames(b *testing.B, bs *benchSession, wires [][]byte) {
+	s, core := bs.s, bs.s.shared
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v := i % len(wires)
+		if v == 0 && i > 0 {
+			b.StopTimer()
+			bs.fresh()
+			b.StartTimer()
+		}
+		f, err := rpc.DecodeFrame(wires[v])
+		if err != nil {
+			b.Fatal(err)
+		}
+		before := core.events.seq
+		s.onFrame(nil, &frameReceived{frame: f, received: time.Now()})
+		if core.events.seq == before {
+			b.Fatalf("frame %d published nothing", v)
+		}
+	}
+	b.StopTimer()
 }
 
 // BenchmarkSessionFrameAfterSubagents is BenchmarkSessionFrame on a
 // 4,000-step history that ran that many subagents, each
 // mirrored to its end: the cost per frame must not grow with them.
 func BenchmarkSessionFrameAfterSubagents(b *testing.B) {
-	const n, versions = 4001, 256
+	const n = 4001
 	for _, k := range []int{0, 1000} {
 		b.Run(fmt.Sprintf("subagents=%d", k), func(b *testing.B) {
-			wires := make([][]byte, versions)
-			text := ""
-			for v := range wires {
-				text += "A streamed chunk of text. "
-				wires[v] = benchFrame(b, n-1, text)
-			}
 			bs := newBenchSession(benchHistoryOf(b, n-1, k))
 			s := bs.s
 			client, err := rpc.NewClient(rpc.Config{Port: 1}) // never called: the children are done
@@ -150,22 +155,7 @@ func BenchmarkSessionFrameAfterSubagents(b *testing.B) {
 			for _, c := range children {
 				s.convs.childrenDone[c.ConversationID] = true
 			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				v := i % versions
-				if v == 0 && i > 0 {
-					b.StopTimer()
-					bs.fresh()
-					b.StartTimer()
-				}
-				f, err := rpc.DecodeFrame(wires[v])
-				if err != nil {
-					b.Fatal(err)
-				}
-				s.onFrame(nil, &frameReceived{frame: f, received: time.Now()})
-			}
-			b.StopTimer()
+			feedFrames(b, bs, streamedFrames(b, n-1))
 			s.link.client = nil
 			bs.stop()
 		})
