@@ -555,7 +555,8 @@ func (d *driver) countItem(ev *messages.Event) {
 var itemSeed = maphash.MakeSeed()
 
 // leanSample is how many latencies, and deltas, a lean driver keeps: a
-// uniform sample of its session's.
+// uniform sample of its session's (so in a run's percentiles each
+// session's sample weighs the same, whatever its count of events).
 const leanSample = 4096
 
 // sample keeps every value added, or, with limit > 0, a uniform sample
