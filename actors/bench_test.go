@@ -153,7 +153,7 @@ func BenchmarkSessionFrameAfterSubagents(b *testing.B) {
 				b.Fatalf("%d children, want %d", len(children), k)
 			}
 			for _, c := range children {
-				s.convs.childrenDone[c.ConversationID] = true
+				s.convs.markDone(c.ConversationID)
 			}
 			feedFrames(b, bs, streamedFrames(b, n-1))
 			s.link.client = nil

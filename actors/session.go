@@ -218,12 +218,13 @@ func (s *session) Receive(ctx actor.Context) {
 		s.shared.events.subscribe(m.sub, m.afterSeq)
 		ctx.Respond(&subscribed{})
 	case *countReconcilers:
-		ctx.Respond(len(s.convs.children) + 1)
+		ctx.Respond([2]int{len(s.convs.children) + 1, len(s.convs.root.Children())})
 	}
 }
 
-// countReconcilers asks the session how many reconcilers it keeps: its
-// root's and its subagents' (an int; for the tests).
+// countReconcilers asks the session how many reconcilers it keeps (its
+// root's and its subagents'), and how many subagents its root keeps a
+// record of (a [2]int; for the tests).
 type countReconcilers struct{}
 
 // whileEnding handles what the mailbox delivers between Stopping (or

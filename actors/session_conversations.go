@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strings"
 
@@ -20,7 +21,7 @@ type conversations struct {
 	rootConv     string
 	models       map[string]wire.ModelInfo
 	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler, until mirrored to the end
-	childrenDone map[string]bool               // subagents mirrored to the end
+	childrenDone map[uint64]struct{}           // subagents mirrored to the end: their ids' hashes (doneKey)
 	orphans      map[string]bool               // children of a root left by a rotation
 
 	mirrors map[string]*actor.PID // child conversation -> its Subagent
@@ -30,9 +31,24 @@ type conversations struct {
 func newConversations() conversations {
 	return conversations{
 		children:     make(map[string]*mapper.Reconciler),
-		childrenDone: make(map[string]bool),
+		childrenDone: make(map[uint64]struct{}),
 		orphans:      make(map[string]bool),
 	}
+}
+
+// doneSeed hashes the ids of the subagents mirrored to the end: a session
+// that runs many keeps 8 bytes of each.
+var doneSeed = maphash.MakeSeed()
+
+// done tells whether the subagent conv was mirrored to its end.
+func (c *conversations) done(conv string) bool {
+	_, ok := c.childrenDone[maphash.String(doneSeed, conv)]
+	return ok
+}
+
+// markDone records that the subagent conv was mirrored to its end.
+func (c *conversations) markDone(conv string) {
+	c.childrenDone[maphash.String(doneSeed, conv)] = struct{}{}
 }
 
 // newIncarnation forgets the previous incarnation's Subagent actors.
@@ -140,7 +156,7 @@ func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
 		s.record("frame", conv, captureFrame(m.frame), m.received)
 	}
 	if up.ConversationID != "" && up.ConversationID != s.conv() {
-		if _, child := s.convs.children[up.ConversationID]; !child && !s.convs.childrenDone[up.ConversationID] {
+		if _, child := s.convs.children[up.ConversationID]; !child && !s.convs.done(up.ConversationID) {
 			// The frame names another conversation: agy may have rotated.
 			s.lookForConversation(ctx)
 		}
@@ -262,7 +278,7 @@ func (s *session) syncSubagents(ctx actor.Context) {
 	added, n := s.convs.root.ChildrenSince(s.convs.synced)
 	s.convs.synced = n
 	for _, c := range added {
-		if s.convs.childrenDone[c.ConversationID] {
+		if s.convs.done(c.ConversationID) {
 			continue
 		}
 		if _, ok := s.convs.children[c.ConversationID]; !ok {
@@ -289,7 +305,8 @@ func (s *session) maybeStopSubagent(ctx actor.Context, conv string) {
 	if pid, ok := s.convs.mirrors[conv]; ok {
 		s.stopChild(ctx, pid)
 		delete(s.convs.mirrors, conv)
-		s.convs.childrenDone[conv] = true
+		s.convs.markDone(conv)
+		s.convs.root.ForgetChild(conv)
 		// Nothing more is read of it: its reconciler goes (a session that
 		// runs many subagents would otherwise keep one for each), unless a
 		// prompt of it is somehow still open.

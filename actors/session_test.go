@@ -355,9 +355,9 @@ func TestASubagentMirroredToItsEndKeepsNoReconciler(t *testing.T) {
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 		defer cancel()
-		n, err := actors.Reconcilers(ctx, r.s)
-		return err == nil && n == 1
-	}, waitLong, 5*time.Millisecond, "only the root's reconciler left")
+		n, records, err := actors.Reconcilers(ctx, r.s)
+		return err == nil && n == 1 && records == 0
+	}, waitLong, 5*time.Millisecond, "only the root's reconciler left, and no child's record in it")
 	itemsOnce(t, r.srv, root, r.ev.all())
 }
 

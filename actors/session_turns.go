@@ -204,7 +204,7 @@ func (s *session) interrupt(ctx actor.Context, m *messages.Interrupt, sender *ac
 	stop := &messages.StopRun{Deadline: m.Deadline,
 		Conversations: []messages.ConversationFrom{{ConversationID: s.conv(), From: s.convs.root.FirstLive()}}}
 	for conv, r := range s.convs.children {
-		if !s.convs.childrenDone[conv] {
+		if !s.convs.done(conv) {
 			stop.Conversations = append(stop.Conversations, messages.ConversationFrom{ConversationID: conv, From: r.FirstLive()})
 		}
 	}

@@ -2,6 +2,7 @@ package mapper
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -185,4 +186,38 @@ func BenchmarkToolDetail(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkChildMemory reports the heap a reconciler holds for each
+// subagent child whose parent step is done: kept whole, or forgotten once
+// mirrored to its end (ForgetChild, as the session does).
+func BenchmarkChildMemory(b *testing.B) {
+	for _, forget := range []bool{false, true} {
+		b.Run(fmt.Sprintf("forgotten=%v", forget), func(b *testing.B) {
+			const n = 10000
+			ids := make([]string, n)
+			for i := range ids {
+				ids[i] = fmt.Sprintf("%08x-1111-2222-3333-444455556666", i)
+			}
+			var perChild float64
+			for b.Loop() {
+				var before, after runtime.MemStats
+				runtime.GC()
+				runtime.ReadMemStats(&before)
+				r := newTestReconciler()
+				for i, id := range ids {
+					s := subagentStep(wire.StatusDone, strings.Clone(id))
+					r.noteChildren(i, &s)
+					if forget {
+						r.ForgetChild(id)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perChild = float64(after.HeapAlloc-before.HeapAlloc) / n
+				runtime.KeepAlive(r)
+			}
+			b.ReportMetric(perChild, "B/child")
+		})
+	}
 }

@@ -33,7 +33,8 @@
 //
 // # Memory
 //
-// A reconciler's memory is bounded whatever agy sends. It keeps whole (a
+// A reconciler's memory is bounded whatever agy sends (but for subagent
+// children its caller does not forget: below). It keeps whole (a
 // slot: what it emitted for a step, the base of its next delta) the steps
 // of the last Config.Window indices (DefaultWindow), and older ones that
 // can still change: live, or asking an open prompt. A finished step older
@@ -52,7 +53,10 @@
 // end are dropped once they outnumber the window twice (a later copy of one
 // implies nothing either). Closed prompts are let go of; command lines
 // (for COMMAND_STATUS titles) and unknown step types reported are bounded
-// too. Footprint counts what is held.
+// too. The children of INVOKE_SUBAGENT steps are kept whole until their
+// caller has mirrored each to its end and forgets it (ForgetChild, as the
+// session does): a hash of its id stays, 8 bytes, for up to
+// Config.Fingerprints children. Footprint counts what is held.
 //
 // # Event ids
 //

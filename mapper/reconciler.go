@@ -69,9 +69,14 @@ type Reconciler struct {
 	unknown      map[wire.StepType]bool
 	commands     map[string]string // commandId -> command line, of the latest commands that ran
 	commandOrder []string          // the keys of commands, oldest first
-	children     []Child
-	childAt      map[string]int
-	statusIDs    map[statusKey]int
+	// The subagent children (subagent.go): records from childBase on (a
+	// forgotten one leaves a hole until those before it go), and a hash of
+	// each child forgotten (ForgetChild), up to maxPast.
+	children  []Child
+	childBase int
+	childAt   map[string]int // id -> index in the children seen, from 0
+	forgotten map[uint64]struct{}
+	statusIDs map[statusKey]int
 
 	totalIn, totalOut int64
 

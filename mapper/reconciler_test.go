@@ -460,6 +460,46 @@ func TestObservationEdges(t *testing.T) {
 	})
 }
 
+// A child forgotten once mirrored to its end keeps nothing but its id's
+// hash: it is not listed, is reported with its parent terminal, and no
+// copy of its step (a new stream's first frame) brings it back; the count
+// of children seen goes on. Past the fingerprints' bound, a child is kept.
+func TestForgottenChildren(t *testing.T) {
+	r := NewReconciler(Config{ConversationID: testConv, Models: testModels, Fingerprints: 3})
+	steps := []wire.Step{userStep("x", ""), subagentStep(wire.StatusRunning, "a", "b")}
+	r.Apply(snapshot(0, "", steps...))
+	r.ForgetChild("a")
+	assert.Equal(t, []Child{{ConversationID: "a", ParentStepIndex: 1}, {ConversationID: "b", ParentStepIndex: 1}}, r.Children(),
+		"a child whose parent step runs is kept")
+
+	steps[1] = subagentStep(wire.StatusDone, "a", "b")
+	r.Apply(snapshot(1, "", steps...))
+	r.ForgetChild("a")
+	assert.Equal(t, []Child{{ConversationID: "b", ParentStepIndex: 1, ParentTerminal: true}}, r.Children())
+	c, ok := r.Child("a")
+	assert.True(t, ok)
+	assert.Equal(t, Child{ConversationID: "a", ParentTerminal: true}, c)
+	steps[1] = subagentStep(wire.StatusDone, "a", "b", "e") // agy fills a child in after DONE
+	r.Apply(snapshot(2, "", steps...))
+	added, n := r.ChildrenSince(0)
+	assert.Equal(t, []Child{{ConversationID: "b", ParentStepIndex: 1, ParentTerminal: true}, {ConversationID: "e", ParentStepIndex: 1, ParentTerminal: true}}, added,
+		"a copy of its step does not bring it back")
+	assert.Equal(t, 3, n)
+
+	r.ForgetChild("e")
+	r.ForgetChild("b")
+	assert.Empty(t, r.Children())
+	steps = append(steps, subagentStep(wire.StatusDone, "c", "d"))
+	r.Apply(snapshot(3, "", steps...))
+	added, n = r.ChildrenSince(n)
+	assert.Equal(t, []Child{{ConversationID: "c", ParentStepIndex: 2, ParentTerminal: true}, {ConversationID: "d", ParentStepIndex: 2, ParentTerminal: true}}, added)
+	assert.Equal(t, 5, n)
+	r.ForgetChild("d")
+	assert.Equal(t, []Child{{ConversationID: "c", ParentStepIndex: 2, ParentTerminal: true}, {ConversationID: "d", ParentStepIndex: 2, ParentTerminal: true}}, r.Children(), "three forgotten at most here")
+	_, ok = r.Child("z")
+	assert.False(t, ok)
+}
+
 func TestChildren(t *testing.T) {
 	r := newTestReconciler()
 	r.Apply(snapshot(0, "", userStep("x", ""), subagentStep(wire.StatusRunning, "a", "", "a")))

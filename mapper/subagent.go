@@ -1,6 +1,7 @@
 package mapper
 
 import (
+	"hash/maphash"
 	"strings"
 
 	"github.com/agyharness/agyharness/wire"
@@ -41,51 +42,108 @@ func ChildConversations(step *wire.Step) []string {
 }
 
 // noteChildren records the children of an INVOKE_SUBAGENT step at index.
+// A child forgotten (ForgetChild) stays forgotten: every copy of its step
+// names it again, and a new stream's first frame carries every step.
 func (r *Reconciler) noteChildren(index int, step *wire.Step) {
 	terminal := step.Status.Terminal()
 	for _, id := range ChildConversations(step) {
 		if i, ok := r.childAt[id]; ok {
 			if terminal {
-				r.children[i].ParentTerminal = true
+				r.children[i-r.childBase].ParentTerminal = true
 			}
 			continue
 		}
-		r.childAt[id] = len(r.children)
+		if r.isForgotten(id) {
+			continue
+		}
+		r.childAt[id] = r.childBase + len(r.children)
 		r.children = append(r.children, Child{ConversationID: id, Title: childTitles(step)[id], ParentStepIndex: index, ParentTerminal: terminal})
 	}
 	if terminal {
 		for i := range r.children {
-			if r.children[i].ParentStepIndex == index {
+			if r.children[i].ParentStepIndex == index && r.children[i].ConversationID != "" {
 				r.children[i].ParentTerminal = true
 			}
 		}
 	}
 }
 
-// Children lists the subagent child conversations seen so far, in the order
-// they appeared.
+// Children lists the subagent child conversations seen so far and not
+// forgotten, in the order they appeared.
 func (r *Reconciler) Children() []Child {
-	return append([]Child(nil), r.children...)
+	return r.childrenFrom(0)
 }
 
-// ChildrenSince lists the children after the first n (those that appeared
-// since Children or ChildrenSince returned n of them: the list only grows),
-// and how many there are now.
-func (r *Reconciler) ChildrenSince(n int) ([]Child, int) {
-	if n >= len(r.children) {
-		return nil, len(r.children)
+// childrenFrom is Children after the first n seen.
+func (r *Reconciler) childrenFrom(n int) []Child {
+	var out []Child
+	for _, c := range r.children[max(n-r.childBase, 0):] {
+		if c.ConversationID != "" {
+			out = append(out, c)
+		}
 	}
-	return append([]Child(nil), r.children[n:]...), len(r.children)
+	return out
 }
 
-// Child is the child conversation id, if the reconciler has seen it.
+// ChildrenSince lists the children seen after the first n (those that
+// appeared since Children or ChildrenSince returned n: the count of those
+// seen only grows), leaving out those forgotten, and how many have been
+// seen now.
+func (r *Reconciler) ChildrenSince(n int) ([]Child, int) {
+	seen := r.childBase + len(r.children)
+	if n >= seen {
+		return nil, seen
+	}
+	return r.childrenFrom(n), seen
+}
+
+// Child is the child conversation id, if the reconciler has seen it. A
+// child forgotten is reported with its parent step terminal, and nothing
+// else.
 func (r *Reconciler) Child(id string) (Child, bool) {
 	i, ok := r.childAt[id]
 	if !ok {
+		if r.isForgotten(id) {
+			return Child{ConversationID: id, ParentTerminal: true}, true
+		}
 		return Child{}, false
 	}
-	return r.children[i], true
+	return r.children[i-r.childBase], true
 }
+
+// ForgetChild lets go of what the reconciler keeps of a child whose parent
+// step is terminal, once nothing more is to be read of it (its caller has
+// mirrored it to its end): what stays is a hash of its id, so that it is
+// not taken for a new child when its step comes again. Up to
+// Config.Fingerprints children are forgotten; past that, a child is kept
+// whole. A child whose parent step is not terminal is kept.
+func (r *Reconciler) ForgetChild(id string) {
+	i, ok := r.childAt[id]
+	if !ok || !r.children[i-r.childBase].ParentTerminal || len(r.forgotten) >= r.maxPast {
+		return
+	}
+	if r.forgotten == nil {
+		r.forgotten = make(map[uint64]struct{})
+	}
+	r.forgotten[childPrint(id)] = struct{}{}
+	delete(r.childAt, id)
+	r.children[i-r.childBase] = Child{}
+	// Let go of the holes at the front.
+	k := 0
+	for k < len(r.children) && r.children[k].ConversationID == "" {
+		k++
+	}
+	r.children, r.childBase = r.children[k:], r.childBase+k
+}
+
+// isForgotten tells whether ForgetChild let go of the child id.
+func (r *Reconciler) isForgotten(id string) bool {
+	_, ok := r.forgotten[childPrint(id)]
+	return ok
+}
+
+// childPrint is what a forgotten child keeps: its id's hash.
+func childPrint(id string) uint64 { return maphash.String(typeSeed, id) }
 
 // childTitles gives each child an INVOKE_SUBAGENT step names its title:
 // the role of the subagent at the same position in invokeSubagent.subagents

@@ -75,14 +75,18 @@ type Footprint struct {
 	Prompts      int // prompts held (open ones, and closed ones not yet let go)
 	Commands     int // command lines kept for COMMAND_STATUS titles
 	StatusIDs    int // status ids kept to number repeats
+	Children     int // subagent children kept whole (and holes among them: ForgetChild)
+	Forgotten    int // subagent children forgotten: a hash each
 }
 
 // Footprint counts what the reconciler holds: bounded by the window and
-// the fingerprints, whatever the trajectory's length.
+// the fingerprints, whatever the trajectory's length, but for the subagent
+// children not forgotten (ForgetChild).
 func (r *Reconciler) Footprint() Footprint {
 	return Footprint{
 		Slots: len(r.slots), Fingerprints: len(r.past), Prompts: len(r.prompts),
 		Commands: len(r.commands), StatusIDs: len(r.statusIDs),
+		Children: len(r.children), Forgotten: len(r.forgotten),
 	}
 }
 
