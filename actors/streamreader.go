@@ -86,9 +86,9 @@ func (r *streamReader) read(self, session *actor.PID) {
 			return
 		}
 		defer st.Close()
-		flow := &flowWatch{t: r.t, clock: r.cfg.Clock, quiet: r.cfg.PollActive, tell: func(flowing bool) {
+		flow := newFlowWatch(r.t, r.cfg.Clock, r.cfg.PollActive, func(flowing bool) {
 			r.t.send(session, &messages.StreamState{Gen: r.gen, Up: true, Flowing: flowing})
-		}}
+		})
 		defer flow.stop()
 		skipped := false
 		for {
@@ -118,19 +118,27 @@ func (r *streamReader) read(self, session *actor.PID) {
 // first frame heard, tell(false) once none has been heard for quiet, and
 // tell(true) again with the next. Its tells are sent in that order, never
 // two alike in a row, and none after stop. The stream's goroutine calls
-// heard; a timer on the incarnation's clock (at most one pending, firing
-// about once per quiet while frames flow, never per frame) checks.
+// heard, which sets an alarm on the incarnation's clock a quiet from then
+// (rounded up to the shared grid, alignedDelay): while frames flow the
+// alarm is moved on, and fires only once they stop. (A check fired once a
+// quiet while frames flowed, a timer's goroutine each time: for a host of
+// hundreds of streaming sessions, a sixth of its CPU; docs/PERFORMANCE.md.)
 type flowWatch struct {
-	t     *tasks
+	tell  func(flowing bool)
 	clock Clock
 	quiet time.Duration
-	tell  func(flowing bool)
 
 	mu      sync.Mutex
+	alarm   *alarm
 	last    time.Time // when the latest frame was heard
 	flowing bool
-	armed   bool // a check is pending
 	stopped bool
+}
+
+func newFlowWatch(t *tasks, clock Clock, quiet time.Duration, tell func(flowing bool)) *flowWatch {
+	w := &flowWatch{tell: tell, clock: clock, quiet: quiet}
+	w.alarm = t.newAlarm(w.check)
+	return w
 }
 
 // heard records a frame heard at t.
@@ -145,32 +153,30 @@ func (w *flowWatch) heard(t time.Time) {
 		w.flowing = true
 		w.tell(true)
 	}
-	if !w.armed {
-		w.armed = true
-		w.t.afterFunc(alignedDelay(t, w.quiet), w.check)
-	}
+	w.alarm.set(alignedDelay(t, w.quiet))
 }
 
 // check tells that frames stopped when none came for quiet, else looks again
-// when that would be.
+// when that would be (the alarm fired as a frame set it again).
 func (w *flowWatch) check() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.stopped {
+	if w.stopped || !w.flowing {
 		return
 	}
 	now := w.clock.Now()
 	if wait := w.last.Add(w.quiet).Sub(now); wait > 0 {
-		w.t.afterFunc(alignedDelay(now, wait), w.check)
+		w.alarm.set(alignedDelay(now, wait))
 		return
 	}
-	w.armed, w.flowing = false, false
+	w.flowing = false
 	w.tell(false)
 }
 
 // stop ends the watch: nothing is told after it returns.
 func (w *flowWatch) stop() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.stopped = true
-	w.mu.Unlock()
+	w.alarm.stop()
 }

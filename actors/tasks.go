@@ -75,6 +75,60 @@ func (t *tasks) afterFunc(d time.Duration, f func()) {
 	t.timers[tm] = struct{}{}
 }
 
+// alarm is a call of f that its owner sets again and again, one pending at
+// most, stopped with the incarnation (flowWatch's). Each set moves the
+// pending call rather than making another, so setting it often costs no
+// timer fired: it fires only when it was not set again for its delay.
+type alarm struct {
+	t  *tasks
+	f  func()
+	tm Timer // nil until the first set
+}
+
+// newAlarm returns an alarm that calls f, in a goroutine of the clock's.
+// f must not block.
+func (t *tasks) newAlarm(f func()) *alarm { return &alarm{t: t, f: f} }
+
+// resettable is a Timer that can be moved (the machine clock's): an alarm
+// of another Clock is stopped and made anew each time it is set.
+type resettable interface{ Reset(d time.Duration) bool }
+
+// set has the alarm call f after d on the clock, in place of any call
+// pending; once the incarnation stopped, it does nothing.
+func (a *alarm) set(d time.Duration) {
+	t := a.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx.Err() != nil {
+		return
+	}
+	if a.tm != nil {
+		if r, ok := a.tm.(resettable); ok {
+			r.Reset(d)
+			return
+		}
+		a.tm.Stop()
+		delete(t.timers, a.tm)
+	}
+	a.tm = t.clock.AfterFunc(d, a.f)
+	if t.timers == nil {
+		t.timers = make(map[Timer]struct{})
+	}
+	t.timers[a.tm] = struct{}{}
+}
+
+// stop cancels the pending call, if any.
+func (a *alarm) stop() {
+	t := a.t
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a.tm != nil {
+		a.tm.Stop()
+		delete(t.timers, a.tm)
+		a.tm = nil
+	}
+}
+
 // tick is after for a periodic read. The moment it fires is rounded up to a
 // grid shared by every actor of the process (alignedDelay), so the reads of
 // many sessions fall due together: a host of hundreds of idle sessions wakes
