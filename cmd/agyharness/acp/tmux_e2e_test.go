@@ -49,7 +49,9 @@ func TestNewThreadOnAFreshAgyInTmux(t *testing.T) {
 	var logs syncBuffer
 	r := startRigOn(t, agytest.Options{}, func(_ *agytest.Server, o *Options) {
 		o.AttachPort, o.Launcher, o.SessionDir = 0, tm, filepath.Join(dir, "sessions")
-		o.AttachTimeout = 30 * time.Second
+		// A first turn typed while agy checks the account is typed again
+		// (the gate's probe and retry delay: 5 s): as startupRig, room for that.
+		o.AttachTimeout, o.RequestTimeout = 30*time.Second, 30*time.Second
 		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
 
