@@ -85,10 +85,10 @@ func (r *Reconciler) childrenFrom(n int) []Child {
 	return out
 }
 
-// ChildrenSince lists the children seen after the first n (those that
-// appeared since Children or ChildrenSince returned n: the count of those
-// seen only grows), leaving out those forgotten, and how many have been
-// seen now.
+// ChildrenSince lists the children seen after the first n, leaving out
+// those forgotten, and how many have been seen now (a count that only
+// grows, forgotten ones included): given the count it returned, it lists
+// the children that appeared since.
 func (r *Reconciler) ChildrenSince(n int) ([]Child, int) {
 	seen := r.childBase + len(r.children)
 	if n >= seen {
