@@ -25,10 +25,14 @@ func TestHumanSimAndReplayShowAHostileAgyVisibly(t *testing.T) {
 		shown.WriteString(a.shown)
 	}
 	x := attack.String()
+	// The command asks first: the session has bound agy's conversation by
+	// the time it answers, so the thinking after it is seen live. (A planner
+	// step first seen finished, as when a fresh agy's first turn outruns the
+	// binding, gives its message and not its thinking: mapper.planner.)
 	scenario := map[string]any{"name": "hostile", "turns": []any{map[string]any{"actions": []any{
+		map[string]any{"run_command": map[string]any{"line": "L1 " + x, "cwd": "/w/C1 " + x, "output": "O1 " + x + "\nsecond\n", "needs_approval": true, "chunks": 3}},
 		map[string]any{"think": "T1 " + x},
 		map[string]any{"say": "S1 " + x, "chunks": 7},
-		map[string]any{"run_command": map[string]any{"line": "L1 " + x, "cwd": "/w/C1 " + x, "output": "O1 " + x + "\nsecond\n", "needs_approval": true, "chunks": 3}},
 		map[string]any{"ask": map[string]any{"questions": []any{map[string]any{"question": "Q1 " + x, "options": []string{"P1 " + x, "plain"}}}}},
 		map[string]any{"tool": map[string]any{"name": "list_dir", "target": "/w/F1 " + x, "result": "R1 " + x}},
 		map[string]any{"edit": map[string]any{"path": "/w/E1 " + x, "chunks": []any{map[string]any{"old": "a", "new": "N1 " + x, "line": 1}}}},
