@@ -21,7 +21,7 @@ type conversations struct {
 	rootConv     string
 	models       map[string]wire.ModelInfo
 	children     map[string]*mapper.Reconciler // subagent conversation -> its reconciler, until mirrored to the end
-	childrenDone map[uint64]struct{}           // subagents mirrored to the end: their ids' hashes (doneKey)
+	childrenDone map[uint64]struct{}           // subagents mirrored to the end: their ids' hashes (done, markDone)
 	orphans      map[string]bool               // children of a root left by a rotation
 
 	mirrors map[string]*actor.PID // child conversation -> its Subagent
@@ -37,7 +37,7 @@ func newConversations() conversations {
 }
 
 // doneSeed hashes the ids of the subagents mirrored to the end: a session
-// that runs many keeps 8 bytes of each.
+// that runs many keeps a 64-bit hash of each, not its id.
 var doneSeed = maphash.MakeSeed()
 
 // done tells whether the subagent conv was mirrored to its end.

@@ -114,7 +114,9 @@ func (r *Reconciler) Child(id string) (Child, bool) {
 // ForgetChild lets go of what the reconciler keeps of a child whose parent
 // step is terminal, once nothing more is to be read of it (its caller has
 // mirrored it to its end): what stays is a hash of its id, so that it is
-// not taken for a new child when its step comes again. Up to
+// not taken for a new child when its step comes again (a new child whose
+// id shared that hash would be taken for it: odds below 1e-7 even at a
+// million children). Up to
 // Config.Fingerprints children are forgotten; past that, a child is kept
 // whole. A child whose parent step is not terminal is kept.
 func (r *Reconciler) ForgetChild(id string) {
