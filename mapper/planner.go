@@ -11,7 +11,10 @@ import (
 
 // planner maps a PLANNER_RESPONSE step: reasoning and text deltas while it is
 // live, then (at its terminal copy) the last delta, the message and usage.
-// A step first seen terminal (a replay) yields the message and usage only.
+// A step first seen terminal yields the message and usage only, and its
+// thinking whole before them when the step is live (Reconciler.live: a late
+// binding or a stream down let it finish unseen); in the history the
+// session found there, thinking is not replayed.
 func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	if st.committed {
 		return
@@ -40,6 +43,9 @@ func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	}
 	if !terminal {
 		return
+	}
+	if first && !st.streamed && pr.Thinking != "" && r.live(index) {
+		r.advance(index, &st.live().thinking, pr.Thinking, false, "reasoning")
 	}
 	final := pr.Response
 	if final == "" {

@@ -53,6 +53,11 @@ type Reconciler struct {
 
 	expected  []expectedTurn // turns this session sent, not yet seen
 	lastModel string
+	// liveFrom is the first step index the session saw happen (-1 until
+	// known): that of a turn it sent, else the end of its first
+	// observation. A planner step from there on that is first seen finished
+	// still gives its thinking (planner).
+	liveFrom int
 
 	state  string // the last status state emitted ("" before any)
 	resume bool   // MarkResolved closed the last prompt: report running next
@@ -197,6 +202,7 @@ func NewReconciler(cfg Config) *Reconciler {
 		statusIDs: make(map[statusKey]int),
 		rewinds:   newRewindState(),
 		hold:      newRunHold(),
+		liveFrom:  -1,
 	}
 	if r.window <= 0 {
 		r.window = DefaultWindow
@@ -334,8 +340,15 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 	}
 	r.runStatus()
 	r.letGoOfClosedPrompts()
+	if r.liveFrom < 0 && (obs.Kind == Snapshot || len(obs.Steps) > 0) {
+		r.liveFrom = r.known // what the first read found was there before
+	}
 	return r.out
 }
+
+// live reports whether the step at index happened while the session
+// watched (liveFrom).
+func (r *Reconciler) live(index int) bool { return r.liveFrom >= 0 && index >= r.liveFrom }
 
 // step maps one copy of the step at index.
 func (r *Reconciler) step(index int, s *wire.Step) {
@@ -562,6 +575,9 @@ func (r *Reconciler) userInput(index int, s *wire.Step, st *slot) {
 		e.Origin = messages.OriginTerminal
 		if r.takeExpected(text) {
 			e.Origin = messages.OriginHarness
+			if r.liveFrom < 0 || index < r.liveFrom {
+				r.liveFrom = index
+			}
 		}
 		r.emit(e)
 	}

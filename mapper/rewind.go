@@ -174,6 +174,9 @@ func (r *Reconciler) rewind(to int) {
 	}
 	r.closingTurn = false
 	r.known = to
+	if r.liveFrom > to {
+		r.liveFrom = to // the steps after a rewind are new
+	}
 	r.rewindHold(to)
 	r.pruneRetired()
 	if r.obs.Kind == Snapshot {
