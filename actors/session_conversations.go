@@ -284,6 +284,7 @@ func (s *session) syncSubagents(ctx actor.Context) {
 		if _, ok := s.convs.children[c.ConversationID]; !ok {
 			s.convs.children[c.ConversationID] = mapper.NewReconciler(mapper.Config{
 				ConversationID: c.ConversationID, ParentConversationID: s.conv(), Models: s.convs.models, Window: s.cfg.StepWindow,
+				Live: s.convs.root.Watched(c.ParentStepIndex),
 			})
 		}
 		if _, ok := s.convs.mirrors[c.ConversationID]; ok {

@@ -333,6 +333,35 @@ func TestSubagentMirrored(t *testing.T) {
 	itemsOnce(t, r.srv, root, r.ev.all())
 }
 
+// A subagent spawned by a turn the session watched is watched from its
+// first step: its thinking is mirrored even when the child's first read
+// finds its planner step already finished. Here the session polls only,
+// slowly, so it learns of the children after they ran.
+func TestASubagentsThinkingIsMirrored(t *testing.T) {
+	sc := scenario(
+		agytest.Subagents(2, "look around", agytest.Think("Child thinking."), agytest.Say("Child done.", 2)),
+		agytest.Say("Both children finished.", 2),
+	)
+	cfg := testConfig()
+	cfg.PollFast = 300 * time.Millisecond
+	r := newRigWith(t, cfg, agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond}), actors.Spec{ReadMode: actors.ReadPoll})
+	r.ev.waitIdleAfter(t, r.turn("delegate"))
+	root := r.s.ConversationID()
+	children := r.conversationsBut(root)
+	require.Len(t, children, 2)
+	for _, child := range children {
+		r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == child })
+		thinking := ""
+		for _, ev := range r.ev.all() {
+			if ev.Type == messages.EventReasoningDelta && ev.ConversationID == child {
+				thinking += ev.Delta
+			}
+		}
+		require.Equal(t, "Child thinking.", thinking, "child %s", child)
+		itemsOnce(t, r.srv, child, r.ev.all())
+	}
+}
+
 // A session keeps no reconciler for a subagent mirrored to its end: one that
 // runs subagent after subagent does not grow with them.
 func TestASubagentMirroredToItsEndKeepsNoReconciler(t *testing.T) {

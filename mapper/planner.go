@@ -12,7 +12,7 @@ import (
 // planner maps a PLANNER_RESPONSE step: reasoning and text deltas while it is
 // live, then (at its terminal copy) the last delta, the message and usage.
 // A step first seen terminal yields the message and usage only, and its
-// thinking whole before them when the step is live (Reconciler.live: a late
+// thinking whole before them when the step is live (Reconciler.Watched: a late
 // binding or a stream down let it finish unseen); in the history the
 // session found there, thinking is not replayed.
 func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
@@ -44,7 +44,7 @@ func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	if !terminal {
 		return
 	}
-	if first && !st.streamed && pr.Thinking != "" && r.live(index) {
+	if first && !st.streamed && pr.Thinking != "" && r.Watched(index) {
 		r.advance(index, &st.live().thinking, pr.Thinking, false, "reasoning")
 	}
 	final := pr.Response

@@ -75,6 +75,23 @@ func TestThinkingOfALiveStepFirstSeenFinished(t *testing.T) {
 		assert.Equal(t, "New thinking.", text, "the deltas add up to the thinking, nothing twice")
 	})
 
+	t.Run("a conversation watched from its start (Config.Live)", func(t *testing.T) {
+		r := NewReconciler(Config{ConversationID: testConv, Live: true})
+		evs := r.Apply(snapshot(0, wire.RunIdle, userStep("task", "MODEL_M20"), done("Child thinking.", "Child answer.")))
+		text, _ := reasoning(evs)
+		assert.Equal(t, "Child thinking.", text, "none of it is history")
+	})
+
+	t.Run("Watched", func(t *testing.T) {
+		r := newTestReconciler()
+		assert.False(t, r.Watched(0), "nothing is known before the first read")
+		r.ExpectTurn("new")
+		r.Apply(snapshot(0, wire.RunRunning, userStep("old", "MODEL_M20"), done("", "Old."), userStep("new", "MODEL_M20")))
+		assert.False(t, r.Watched(1), "the history before the session's turn")
+		assert.True(t, r.Watched(2), "the session's turn")
+		assert.True(t, r.Watched(3), "what follows it")
+	})
+
 	t.Run("after a rewind below the first read", func(t *testing.T) {
 		r := newTestReconciler()
 		hist := []wire.Step{userStep("a", "MODEL_M20"), done("A thinking.", "A."), userStep("b", "MODEL_M20"), done("B thinking.", "B.")}

@@ -29,6 +29,10 @@ type Config struct {
 	// permission request also offers agy's two "always" rows, which only
 	// its dialog can give (messages.ChoiceAllowAlways*).
 	PaneOwned bool
+	// Live: every step of the conversation happens while the session
+	// watches, from its first (a subagent spawned by a step the parent's
+	// reconciler reports Watched), so none is history (see liveFrom).
+	Live bool
 }
 
 // Reconciler maps the observations of one conversation to events, each
@@ -210,6 +214,9 @@ func NewReconciler(cfg Config) *Reconciler {
 	if r.maxPast <= 0 {
 		r.maxPast = DefaultFingerprints
 	}
+	if cfg.Live {
+		r.liveFrom = 0
+	}
 	return r
 }
 
@@ -346,9 +353,10 @@ func (r *Reconciler) AppendApply(dst []messages.Event, obs Observation) []messag
 	return r.out
 }
 
-// live reports whether the step at index happened while the session
-// watched (liveFrom).
-func (r *Reconciler) live(index int) bool { return r.liveFrom >= 0 && index >= r.liveFrom }
+// Watched reports whether the step at index happened while the session
+// watched: at or after its own turn, or after what its first observation
+// found. A subagent spawned by such a step is Config.Live.
+func (r *Reconciler) Watched(index int) bool { return r.liveFrom >= 0 && index >= r.liveFrom }
 
 // step maps one copy of the step at index.
 func (r *Reconciler) step(index int, s *wire.Step) {

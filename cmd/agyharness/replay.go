@@ -256,6 +256,7 @@ func (p *replayer) applyTo(conv string, obs mapper.Observation) {
 		if _, ok := p.recs[c.ConversationID]; !ok {
 			p.recs[c.ConversationID] = mapper.NewReconciler(mapper.Config{
 				ConversationID: c.ConversationID, ParentConversationID: p.root, Models: p.models,
+				Live: r.Watched(c.ParentStepIndex),
 			})
 		}
 	}
