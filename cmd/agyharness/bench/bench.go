@@ -165,14 +165,19 @@ type Result struct {
 	// AgyErrors: ERROR_MESSAGE steps agy wrote (quota turns), each to be
 	// an error event with a code; Rewinds: RevertToCascadeStep calls agy
 	// took, each to be a conversation_rewound.
-	AgyErrors            int `json:"agy_errors"`
-	Rewinds              int `json:"rewinds"`
-	RewindsUnreported    int `json:"rewinds_unreported"` // rewinds without a conversation_rewound, or the other way round
-	Wakes                int `json:"wakes"`              // runs nobody typed (a background task's wake) the sessions reported
-	WindowedSessions     int `json:"windowed_sessions"`
-	ItemsExpected        int `json:"items_expected"`
-	ItemsEmitted         int `json:"items_emitted"`
-	Lost                 int `json:"lost"`
+	AgyErrors         int `json:"agy_errors"`
+	Rewinds           int `json:"rewinds"`
+	RewindsUnreported int `json:"rewinds_unreported"` // rewinds without a conversation_rewound, or the other way round
+	Wakes             int `json:"wakes"`              // runs nobody typed (a background task's wake) the sessions reported
+	WindowedSessions  int `json:"windowed_sessions"`
+	ItemsExpected     int `json:"items_expected"`
+	ItemsEmitted      int `json:"items_emitted"`
+	Lost              int `json:"lost"`
+	// Thinking: planner steps with thinking in the ground truth;
+	// ThinkingLost: those whose reasoning deltas do not add up to it
+	// (counted in Failed, apart from Lost's items).
+	Thinking             int `json:"thinking"`
+	ThinkingLost         int `json:"thinking_lost"`
 	Duplicated           int `json:"duplicated"`
 	OutOfOrder           int `json:"out_of_order"`
 	SeqErrors            int `json:"seq_errors"`
@@ -282,11 +287,11 @@ type Result struct {
 }
 
 // Failed says whether the campaign found a fault in the harness: anything
-// lost, doubled, out of order or misdelivered, unresolved or stuck, or a
+// lost (thinking too), doubled, out of order or misdelivered, unresolved or stuck, or a
 // goroutine leak; in a floor run, any problem (a reader that failed).
 func (r *Result) Failed() bool {
 	return r.Floor && len(r.Problems) > 0 ||
-		r.Lost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
+		r.Lost > 0 || r.ThinkingLost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
 		r.PromptsMisdelivered > 0 || r.PromptsUnresolved > 0 || r.StuckTurns > 0 || r.RewindsUnreported > 0 ||
 		r.GoroutinesAfter > r.GoroutinesBefore
 }

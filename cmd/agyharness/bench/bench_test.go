@@ -42,6 +42,8 @@ func TestShortCampaign(t *testing.T) {
 		seed, res.Turns, res.ItemsEmitted, res.Prompts, res.Rewinds, res.FaultsInjected, res.Restarts, res.LatencyP50Ms, res.LatencyP99Ms)
 	problems := "seed " + strconv.FormatInt(seed, 10) + ":\n" + strings.Join(res.Problems, "\n")
 	assert.Zero(t, res.Lost, problems)
+	assert.Positive(t, res.Thinking, "the campaign's turns think")
+	assert.Zero(t, res.ThinkingLost, problems)
 	assert.Zero(t, res.Duplicated, problems)
 	assert.Zero(t, res.OutOfOrder, problems)
 	assert.Zero(t, res.SeqErrors, problems)
@@ -89,7 +91,7 @@ func TestMainJSONAndUsage(t *testing.T) {
 
 func TestFailedReportsEveryKindOfFault(t *testing.T) {
 	assert.False(t, (&Result{GoroutinesBefore: 5, GoroutinesAfter: 5}).Failed())
-	for _, r := range []Result{{Lost: 1}, {Duplicated: 1}, {OutOfOrder: 1}, {PromptsMisdelivered: 1}, {PromptsUnresolved: 1}, {StuckTurns: 1}, {GoroutinesAfter: 1}} {
+	for _, r := range []Result{{Lost: 1}, {ThinkingLost: 1}, {Duplicated: 1}, {OutOfOrder: 1}, {PromptsMisdelivered: 1}, {PromptsUnresolved: 1}, {StuckTurns: 1}, {GoroutinesAfter: 1}} {
 		assert.True(t, r.Failed(), "%+v", r)
 	}
 }

@@ -186,6 +186,7 @@ func (d *driver) check(res *Result) {
 			res.Lost += errSteps - shown
 			res.problem("%s: conversation %s: agy wrote %d ERROR_MESSAGE steps, the session emitted %d errors with a code", tag, conv, errSteps, shown)
 		}
+		d.checkThinking(res, steps, conv, tag)
 		for _, t := range itemTypes {
 			res.ItemsExpected += want[t]
 			res.ItemsEmitted += got[t]
@@ -196,6 +197,53 @@ func (d *driver) check(res *Result) {
 		}
 	}
 	d.checkPrompts(res, evs, tag)
+}
+
+// checkThinking checks that every committed planner step of conv with
+// thinking has its thinking told: the reasoning deltas of one item add up
+// to it (a snapshot starts the text over; the driver keeps their text,
+// d.thinking). The ground truth is in commit order, where a rewind makes
+// a step's index no key, so the texts are matched as a multiset. The
+// campaign's conversations start empty, so every step is one the session
+// watched happen (docs/EVENTS.md, reasoning_delta).
+func (d *driver) checkThinking(res *Result, steps []wire.Step, conv, tag string) {
+	told := map[string]int{}
+	prefix := conv + "/"
+	d.mu.Lock()
+	for id, text := range d.thinking {
+		if strings.HasPrefix(id, prefix) {
+			told[text]++
+		}
+	}
+	d.mu.Unlock()
+	for _, st := range steps {
+		if st.Type != wire.StepPlannerResponse || !st.Status.Terminal() || st.Status == wire.StatusCleared ||
+			st.PlannerResponse == nil || st.PlannerResponse.Thinking == "" {
+			continue
+		}
+		res.Thinking++
+		thinking := st.PlannerResponse.Thinking
+		if told[thinking] > 0 {
+			told[thinking]--
+			continue
+		}
+		res.ThinkingLost++
+		res.problem("%s: conversation %s: the thinking %q of step %s was never told in reasoning deltas", tag, conv,
+			clip(thinking), stepIndexOf(st))
+	}
+}
+
+// stepIndexOf is a step's metadata stepIndex as text.
+func stepIndexOf(st wire.Step) string {
+	return strconv.Itoa(int(st.Metadata.SourceTrajectoryStepInfo.StepIndex))
+}
+
+// clip is s cut to 80 bytes for a problem line.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
 
 // checkPrompts checks every answer we gave: resolved by the harness at the

@@ -64,6 +64,7 @@ type driver struct {
 	mu          sync.Mutex
 	lean        bool
 	evs         []*messages.Event // every event but text deltas (none if lean)
+	thinking    map[string]string // the reasoning deltas' text by item id (none if lean)
 	items       map[uint64]bool   // items and coded errors seen, by the hash of their id (itemSeed)
 	doubled     map[string]int    // ids seen more than once: how many times
 	rewound     int               // conversation_rewound events
@@ -245,6 +246,16 @@ func (d *driver) receive(ev *messages.Event, now time.Time) {
 	if isDelta(ev) {
 		if v, ok := textVersion(ev); ok {
 			d.deltas.add(deltaArrival{v: v, at: now})
+		}
+		if ev.Type == messages.EventReasoningDelta && !d.lean {
+			if d.thinking == nil {
+				d.thinking = make(map[string]string)
+			}
+			if ev.Snapshot != "" {
+				d.thinking[ev.ItemID] = ev.Snapshot
+			} else {
+				d.thinking[ev.ItemID] += ev.Delta
+			}
 		}
 	} else {
 		d.countItem(ev)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/wire"
 )
 
 func TestTheCheckReportsEachDoubledItemOnce(t *testing.T) {
@@ -101,4 +102,40 @@ func TestASampleIsUniform(t *testing.T) {
 		all.add(i)
 	}
 	assert.Len(t, all.xs, 5000, "no limit: every value")
+}
+
+// The check finds a committed step's thinking in the reasoning deltas of
+// one item (a snapshot starting it over), whatever its index after a
+// rewind, and counts each step whose thinking was never told.
+func TestTheCheckFindsEveryStepsThinking(t *testing.T) {
+	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1)}
+	seq := uint64(0)
+	for _, ev := range []messages.Event{
+		{Type: messages.EventReasoningDelta, ItemID: "c/1/reasoning", Delta: "Think"},
+		{Type: messages.EventReasoningDelta, ItemID: "c/1/reasoning", Delta: "ing."},
+		{Type: messages.EventReasoningDelta, ItemID: "c/r1/1/reasoning", Delta: "Oops"},
+		{Type: messages.EventReasoningDelta, ItemID: "c/r1/1/reasoning", Snapshot: "Again."},
+		{Type: messages.EventReasoningDelta, ItemID: "other/1/reasoning", Delta: "Lost."},
+	} {
+		seq++
+		ev.Seq = seq
+		d.receive(&ev, time.Now())
+	}
+	planner := func(status wire.StepStatus, thinking string) wire.Step {
+		return wire.Step{Type: wire.StepPlannerResponse, Status: status, PlannerResponse: &wire.PlannerResponse{Thinking: thinking}}
+	}
+	steps := []wire.Step{
+		planner(wire.StatusDone, "Thinking."),
+		planner(wire.StatusCleared, "Thinking."), // rewound away: committed before, not again
+		planner(wire.StatusDone, "Again."),       // the same index, after the rewind
+		planner(wire.StatusDone, "Lost."),        // told in another conversation only
+		planner(wire.StatusGenerating, "Live."),  // not committed
+		planner(wire.StatusDone, ""),
+	}
+	var res Result
+	d.checkThinking(&res, steps, "c", "session 0")
+	assert.Equal(t, 3, res.Thinking)
+	assert.Equal(t, 1, res.ThinkingLost)
+	require.Len(t, res.Problems, 1)
+	assert.Contains(t, res.Problems[0], `"Lost."`)
 }
