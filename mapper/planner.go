@@ -11,10 +11,10 @@ import (
 
 // planner maps a PLANNER_RESPONSE step: reasoning and text deltas while it is
 // live, then (at its terminal copy) the last delta, the message and usage.
-// A step first seen terminal yields the message and usage only, and its
-// thinking whole before them when the step is live (Reconciler.Watched: a late
-// binding or a stream down let it finish unseen); in the history the
-// session found there, thinking is not replayed.
+// A step first seen terminal yields the message and usage, and before them
+// its whole thinking when the session watched it happen (Reconciler.Watched:
+// a late binding or a stream down let it finish unseen); the history the
+// session's first read found gives no thinking.
 func (r *Reconciler) planner(index int, s *wire.Step, st *slot, first bool) {
 	if st.committed {
 		return
