@@ -183,7 +183,7 @@ func newBenchSession(hist []wire.Step) *benchSession {
 	bs.s = newSession(core).incarnate().(*session)
 	bs.fresh = func() {
 		bs.s.convs.root = nil
-		bs.s.bindConversation(benchConv)
+		bs.s.bindConversation(benchConv, false)
 		bs.s.apply(nil, benchConv, mapper.FromSnapshot(hist, wire.RunRunning, time.Now()))
 	}
 	bs.fresh()
@@ -204,7 +204,7 @@ func TestSessionFrameBenchmarkPath(t *testing.T) {
 	core := newSessionShared(Spec{SessionID: "bench"}, Config{}.withDefaults(), &wg, &pumps{abandon: make(chan struct{})}, nil)
 	sub := core.firstSubscription()
 	s := newSession(core).incarnate().(*session)
-	s.bindConversation(benchConv)
+	s.bindConversation(benchConv, false)
 	s.apply(nil, benchConv, mapper.FromSnapshot(benchHistory(t, 9), wire.RunRunning, time.Now()))
 	text := ""
 	for range 3 {

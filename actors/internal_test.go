@@ -251,7 +251,7 @@ func TestRotationRule(t *testing.T) {
 		"a":     summary("", "", "2026-01-02T00:00:00Z"),
 		"older": summary("", "", "2026-01-01T00:00:00Z"),
 	}
-	_, ok := w.rotationTarget(listedAs(first))
+	_, _, ok := w.rotationTarget(listedAs(first))
 	require.False(t, ok, "nothing newer at the first read")
 
 	withChild := map[string]rpc.TrajectorySummary{
@@ -259,7 +259,7 @@ func TestRotationRule(t *testing.T) {
 		"older": first["older"],
 		"kid":   summary("a", "a", "2026-01-05T00:00:00Z"),
 	}
-	_, ok = w.rotationTarget(listedAs(withChild))
+	_, _, ok = w.rotationTarget(listedAs(withChild))
 	require.False(t, ok, "a subagent child is never a rotation")
 
 	cleared := map[string]rpc.TrajectorySummary{
@@ -268,9 +268,10 @@ func TestRotationRule(t *testing.T) {
 		"kid":   withChild["kid"],
 		"fresh": summary("", "", ""), // just minted by /clear: no times yet
 	}
-	to, ok := w.rotationTarget(listedAs(cleared))
+	to, isNew, ok := w.rotationTarget(listedAs(cleared))
 	require.True(t, ok)
 	require.Equal(t, "fresh", to)
+	require.True(t, isNew, "it appeared after the first read: all of it happened while watched")
 
 	// Bound to a conversation just minted (no times): older activity
 	// elsewhere is history, newer activity is a rotation.
@@ -280,12 +281,13 @@ func TestRotationRule(t *testing.T) {
 		"fresh": summary("", "", ""),
 		"a":     summary("", "", "2026-01-09T00:00:00Z"),
 	}
-	_, ok = w2.rotationTarget(listedAs(active))
+	_, _, ok = w2.rotationTarget(listedAs(active))
 	require.False(t, ok, "activity before the binding is not a rotation back")
 	active["a"] = summary("", "", "2026-01-11T00:00:00Z")
-	to, ok = w2.rotationTarget(listedAs(active))
+	to, isNew, ok = w2.rotationTarget(listedAs(active))
 	require.True(t, ok, "a root strictly more recently active than the binding rotates")
 	require.Equal(t, "a", to)
+	require.False(t, isNew, "a conversation known from the first read has a history")
 }
 
 func TestRecommendedModel(t *testing.T) {

@@ -151,9 +151,9 @@ func (w *rotationWatcher) Receive(ctx actor.Context) {
 			if errors.Is(m.err, rpc.ErrPortGone) {
 				fail("rotation", m.err)
 			}
-		} else if to, ok := w.rotationTarget(m.list); ok && !w.reported {
+		} else if to, isNew, ok := w.rotationTarget(m.list); ok && !w.reported {
 			w.reported = true
-			ctx.Send(ctx.Parent(), &messages.ConversationRotated{Gen: w.gen, From: w.conv, To: to})
+			ctx.Send(ctx.Parent(), &messages.ConversationRotated{Gen: w.gen, From: w.conv, To: to, New: isNew})
 			return
 		}
 		w.arm(ctx, w.next())
@@ -196,8 +196,9 @@ func (w *rotationWatcher) read(ctx actor.Context) {
 	})
 }
 
-// rotationTarget applies the rotation rule to one read.
-func (w *rotationWatcher) rotationTarget(all conversationList) (string, bool) {
+// rotationTarget applies the rotation rule to one read. isNew: the target
+// appeared after the watcher's first read (ConversationRotated.New).
+func (w *rotationWatcher) rotationTarget(all conversationList) (to string, isNew, ok bool) {
 	first := w.known == nil
 	if first {
 		w.known = make(map[string]bool, all.Len())
@@ -229,5 +230,5 @@ func (w *rotationWatcher) rotationTarget(all conversationList) (string, bool) {
 			best, bestAct = id, act
 		}
 	}
-	return best, best != ""
+	return best, best != "" && !w.known[best], best != ""
 }

@@ -168,7 +168,7 @@ func (s *session) Receive(ctx actor.Context) {
 		}
 	case *messages.ConversationRotated:
 		if m.Gen == s.link.gen && m.From == s.conv() {
-			s.rotate(ctx, m.To)
+			s.rotate(ctx, m.To, m.New)
 		}
 	case *messages.SubagentDone:
 		if m.Gen == s.link.gen {
@@ -261,7 +261,7 @@ func (s *session) started(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.t = newTasks(s.shared.wg, s.cfg.Clock, s.shared.system.Root)
 	if s.convs.root == nil && s.shared.spec.ConversationID != "" {
-		s.bindConversation(s.shared.spec.ConversationID)
+		s.bindConversation(s.shared.spec.ConversationID, false)
 	}
 	if term := s.shared.spec.Terminal; term != nil {
 		c := s.childOf("")

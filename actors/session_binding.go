@@ -73,7 +73,7 @@ func (s *session) onPortFound(ctx actor.Context, m *messages.PortFound) {
 		// The port the user named: from now on only this certificate is agy's.
 		s.link.pin = m.Pin
 	}
-	s.bindConversation(m.ConversationID)
+	s.bindConversation(m.ConversationID, false)
 	if s.link.everBound {
 		s.shared.publishView(func(v *sessionView) { v.rebinds++ })
 	}
@@ -202,8 +202,9 @@ func NoConversationEvent(t time.Time) *messages.Event {
 }
 
 // rotate follows agy into a new root conversation (/clear), or into its
-// first (from "": the conversation agy minted for the first turn typed).
-func (s *session) rotate(ctx actor.Context, to string) {
+// first (from "": the conversation agy minted for the first turn typed);
+// isNew: to appeared while the session watched (ConversationRotated.New).
+func (s *session) rotate(ctx actor.Context, to string, isNew bool) {
 	from := s.conv()
 	t := s.now()
 	if from != "" {
@@ -225,7 +226,7 @@ func (s *session) rotate(ctx actor.Context, to string) {
 		s.convs.orphans[conv] = true
 	}
 	s.link.gen++
-	s.bindConversation(to)
+	s.bindConversation(to, isNew)
 	s.link.boundAt = time.Now() // compared with agy's times: the machine's clock
 	s.markBound(to, s.link.client.Port())
 	s.spawnReaders(ctx)

@@ -96,19 +96,22 @@ func (s *session) paneOwned() bool {
 }
 
 // bindConversation makes conv the session's root conversation, with a fresh
-// reconciler unless it is already the bound one.
-func (s *session) bindConversation(conv string) {
+// reconciler unless it is already the bound one. live: every step of conv
+// happened while the session watched (mapper.Config.Live).
+func (s *session) bindConversation(conv string, live bool) {
 	if s.convs.root != nil && s.convs.rootConv == conv {
 		return
 	}
 	s.convs.rootConv, s.convs.synced = conv, 0
-	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, Window: s.cfg.StepWindow, PaneOwned: s.paneOwned()})
+	s.convs.root = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: s.convs.models, Window: s.cfg.StepWindow, PaneOwned: s.paneOwned(), Live: live})
 	for _, tt := range s.desk.typed {
 		s.convs.root.ExpectTypedTurn(tt.text) // typed before this conversation was bound
 	}
 	var bound any
-	if s.paneOwned() {
-		bound = map[string]bool{"pane_owned": true} // its permission requests offer agy's "always" rows
+	if s.paneOwned() || live {
+		// pane_owned: its permission requests offer agy's "always" rows;
+		// live: none of it is history.
+		bound = map[string]bool{"pane_owned": s.paneOwned(), "live": live}
 	}
 	s.record("bind", conv, bound, s.now()) // "": agy's port, no conversation yet
 }

@@ -311,6 +311,33 @@ func TestClearRotatesToNewConversation(t *testing.T) {
 	itemsOnce(t, r.srv, from, r.ev.all())
 }
 
+// A conversation agy minted while the session watched (a /clear's) is
+// watched from its first step: a turn typed into it that finished before
+// the session followed gives its thinking. Here the session polls only and
+// reads agy's list seldom, so it follows the /clear after the turn ran.
+func TestATurnFinishedBeforeAClearIsFollowedKeepsItsThinking(t *testing.T) {
+	cfg := testConfig()
+	cfg.RotationInterval = 400 * time.Millisecond
+	sc := scenario(agytest.Think("Thinking it over."), agytest.Say("Fresh start.", 2))
+	r := newRigWith(t, cfg, agytest.Start(t, agytest.Options{Conversation: true, Scenario: sc, ChunkDelay: time.Millisecond}), actors.Spec{ReadMode: actors.ReadPoll})
+	r.ev.waitIdleAfter(t, r.turn("before")) // the rotation watcher has read agy's list by now
+	to := r.srv.Clear()
+	require.NoError(t, r.srv.TypeTurn("typed in agy's terminal"))
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.srv.WaitIdle(ctx, to))
+	msg := r.ev.waitFor(t, messages.EventMessage, func(ev *messages.Event) bool { return ev.ConversationID == to })
+	require.Equal(t, "Fresh start.", msg.Text)
+	thinking := ""
+	for _, ev := range r.ev.all() {
+		if ev.Type == messages.EventReasoningDelta && ev.ConversationID == to {
+			thinking += ev.Delta
+		}
+	}
+	require.Equal(t, "Thinking it over.", thinking)
+	itemsOnce(t, r.srv, to, r.ev.all())
+}
+
 func TestSubagentMirrored(t *testing.T) {
 	sc := scenario(
 		agytest.Subagents(2, "look around",

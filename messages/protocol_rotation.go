@@ -11,4 +11,8 @@ type ConversationRotated struct {
 	Gen  Gen
 	From string
 	To   string
+	// New: To appeared after the watcher's first read (a /clear's, a first
+	// turn's), so every step of it happened while the session watched;
+	// false for a conversation the watcher knew, more recently active.
+	New bool
 }

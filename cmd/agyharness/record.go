@@ -28,7 +28,7 @@ import (
 //	{"kind":"turn","payload":{"text":"..."}}                                     this session sent a turn (origin harness)
 //	{"kind":"resolved","payload":{"elicitation_id":"E","action":"accept","step_index":7}}  an answer reached agy
 //	{"kind":"models","payload":{"<enum>":{"model":"...","displayName":"..."}}}   the model catalog
-//	{"kind":"bind","conversation_id":"C"}                                          the session bound (or rotated to) C
+//	{"kind":"bind","conversation_id":"C","payload":{"pane_owned":true,"live":true}}  the session bound (or rotated to) C; payload optional
 //
 // Unknown kinds are skipped, so older replayers read newer captures.
 const captureVersion = 1

@@ -102,6 +102,7 @@ type replayer struct {
 	unbound   []string // turns the session typed before agy had a conversation
 	noConv    bool     // the session's no_conversation status was published
 	paneOwned bool     // the session owned agy's pane (a bind record says so)
+	live      bool     // the bind record being applied says every step of its conversation happened while the session watched
 }
 
 func newReplayer(sessionID string, emit func(*messages.Event)) *replayer {
@@ -133,7 +134,7 @@ func (p *replayer) bind(conv string, t messages.Event) {
 		p.publish(t)
 	}
 	p.root = conv
-	p.recs[conv] = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: p.models, PaneOwned: p.paneOwned})
+	p.recs[conv] = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: p.models, PaneOwned: p.paneOwned, Live: p.live})
 	for _, text := range p.unbound {
 		p.recs[conv].ExpectTurn(text) // typed into a fresh agy before it had a conversation
 	}
@@ -154,12 +155,15 @@ func (p *replayer) apply(rec captureRecord) error {
 	case "bind":
 		var b struct {
 			PaneOwned bool `json:"pane_owned"`
+			Live      bool `json:"live"`
 		}
 		if len(rec.Payload) > 0 {
 			_ = json.Unmarshal(rec.Payload, &b) // an older capture's bind has none
 		}
 		p.paneOwned = b.PaneOwned
+		p.live = b.Live
 		p.bind(rec.ConversationID, stamp)
+		p.live = false
 	case "models":
 		var models map[string]wire.ModelInfo
 		if err := json.Unmarshal(rec.Payload, &models); err != nil {

@@ -51,3 +51,30 @@ func TestReplayOfEveryGoldenCapture(t *testing.T) {
 		})
 	}
 }
+
+// A bind record that says its conversation is live (the session followed a
+// /clear it watched happen) replays a planner step first seen finished with
+// its thinking, as the session gave it; without it, the first read is
+// history and gives none.
+func TestReplayOfALiveBindKeepsTheThinking(t *testing.T) {
+	const step = `{"type":"CORTEX_STEP_TYPE_PLANNER_RESPONSE","status":"CORTEX_STEP_STATUS_DONE",` +
+		`"metadata":{"sourceTrajectoryStepInfo":{"stepIndex":1}},"plannerResponse":{"thinking":"Hmm.","response":"Hi."}}`
+	capture := func(bind string) string {
+		return `{"kind":"capture","version":1,"time":"2026-01-02T15:04:05Z"}` + "\n" +
+			`{"kind":"bind","conversation_id":"c","time":"2026-01-02T15:04:05Z"` + bind + "}\n" +
+			`{"kind":"snapshot","conversation_id":"c","time":"2026-01-02T15:04:06Z","payload":{"steps":[` +
+			`{"type":"CORTEX_STEP_TYPE_USER_INPUT","status":"CORTEX_STEP_STATUS_DONE","userInput":{"userResponse":"hello"}},` + step +
+			`],"offset":0,"runStatus":"CASCADE_RUN_STATUS_IDLE"}}` + "\n"
+	}
+	thinking := func(bind string) string {
+		text := ""
+		require.NoError(t, replayCapture(strings.NewReader(capture(bind)), "replay", func(ev *messages.Event) {
+			if ev.Type == messages.EventReasoningDelta {
+				text += ev.Delta
+			}
+		}))
+		return text
+	}
+	assert.Equal(t, "Hmm.", thinking(`,"payload":{"live":true}`))
+	assert.Empty(t, thinking(""), "a first read's history")
+}
