@@ -129,13 +129,16 @@ func (d *driver) check(res *Result) {
 		res.problem("%s: %d turns did not reach idle", tag, d.stuck)
 	}
 	for i, seq := range d.stuckAfter {
-		var after []*messages.Event
-		for _, ev := range evs {
+		// Its events, and the 10 before it: what the driver saw before it sent.
+		from := len(evs)
+		for j, ev := range evs {
 			if ev.Seq > seq {
-				after = append(after, ev)
+				from = j
+				break
 			}
 		}
-		res.problem("%s: the turn sent after seq %d did not reach idle (%s); its events:%s", tag, seq, d.stuckState[i], dumpTail(after[:min(len(after), 40)], 40))
+		around := evs[max(0, from-10):]
+		res.problem("%s: the turn sent after seq %d did not reach idle (%s); the events from 10 before it on:%s", tag, seq, d.stuckState[i], dumpTail(around[:min(len(around), 50)], 50))
 	}
 
 	for _, e := range d.seqErrors {

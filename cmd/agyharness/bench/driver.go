@@ -16,6 +16,7 @@ import (
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // deltaArrival is a text delta as the consumer keeps it: the text version
@@ -85,6 +86,7 @@ type driver struct {
 	rewinds                               int      // RevertToCascadeStep calls agy took
 	rewindOwed                            bool     // a rewind drawn and not done yet (rewind_settle.go)
 	lastKind                              string   // the kind of the last turn sent
+	lastText                              string   // the text of the last turn sent (for a stuck turn's report)
 	lastTurnSeq                           uint64   // the last seq before it
 	stuckAfter                            []uint64 // the last seq before each stuck turn
 	stuckState                            []string // the fake's state when each turn was given up
@@ -386,7 +388,8 @@ func (d *driver) turn(ctx context.Context, kind string) {
 	d.lastTurnSeq = seq
 	tctx, cancel := context.WithTimeout(ctx, d.turnWait)
 	defer cancel()
-	if err := d.s.SendTurn(tctx, kind+" turn "+strconv.Itoa(d.turns), ""); err != nil {
+	d.lastText = kind + " turn " + strconv.Itoa(d.turns)
+	if err := d.s.SendTurn(tctx, d.lastText, ""); err != nil {
 		// Refused with an error (a 5xx on the send): the driver was told,
 		// and tries again a moment later, as a person would.
 		d.turnsFailed++
@@ -474,7 +477,7 @@ func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-ch
 		case <-ctx.Done():
 			d.stuck++
 			d.stuckAfter = append(d.stuckAfter, seq)
-			d.stuckState = append(d.stuckState, d.fakeState())
+			d.stuckState = append(d.stuckState, fmt.Sprintf("turn %q; %s", d.lastText, d.fakeState()))
 			return
 		}
 	}
@@ -621,8 +624,11 @@ func (d *driver) fakeState() string {
 		fmt.Fprintf(&b, ", prompt open at step %d", p.Index())
 	}
 	steps := d.srv.Steps(conv)
-	for _, st := range steps[max(0, len(steps)-4):] {
+	for _, st := range steps[max(0, len(steps)-8):] {
 		fmt.Fprintf(&b, "; %d %s %s", st.Index(), st.Type, st.Status)
+		if st.Type == wire.StepUserInput && st.UserInput != nil {
+			fmt.Fprintf(&b, " %q", st.UserInput.UserResponse)
+		}
 	}
 	return b.String()
 }

@@ -139,3 +139,22 @@ func TestTheCheckFindsEveryStepsThinking(t *testing.T) {
 	require.Len(t, res.Problems, 1)
 	assert.Contains(t, res.Problems[0], `"Lost."`)
 }
+
+// A stuck turn's report names the turn and shows the events from the ten
+// before it was sent: what the driver saw before it sent it.
+func TestAStuckTurnsReportShowsTheEventsBeforeIt(t *testing.T) {
+	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1)}
+	for i := 1; i <= 30; i++ {
+		d.receive(&messages.Event{Type: messages.EventMessage, ID: fmt.Sprintf("c/%d/message", i), Seq: uint64(i)}, time.Now())
+	}
+	d.stuck = 1
+	d.stuckAfter = []uint64{25}
+	d.stuckState = []string{`turn "text turn 3"; fake: …`}
+	var res Result
+	d.check(&res)
+	problems := strings.Join(res.Problems, "\n")
+	assert.Contains(t, problems, `the turn sent after seq 25 did not reach idle (turn "text turn 3"`)
+	assert.Contains(t, problems, "c/16/message", "the tenth event before it")
+	assert.NotContains(t, problems, "c/15/message")
+	assert.Contains(t, problems, "c/30/message")
+}
