@@ -102,7 +102,6 @@ type replayer struct {
 	unbound   []string // turns the session typed before agy had a conversation
 	noConv    bool     // the session's no_conversation status was published
 	paneOwned bool     // the session owned agy's pane (a bind record says so)
-	live      bool     // the bind record being applied says every step of its conversation happened while the session watched
 }
 
 func newReplayer(sessionID string, emit func(*messages.Event)) *replayer {
@@ -119,7 +118,9 @@ func (p *replayer) publish(evs ...messages.Event) {
 	}
 }
 
-func (p *replayer) bind(conv string, t messages.Event) {
+// bind makes conv the root; live: every step of it happened while the
+// session watched (a bind record says so).
+func (p *replayer) bind(conv string, t messages.Event, live bool) {
 	if conv == "" && p.root == "" && !p.noConv {
 		// The session found agy without a conversation.
 		p.noConv = true
@@ -134,7 +135,7 @@ func (p *replayer) bind(conv string, t messages.Event) {
 		p.publish(t)
 	}
 	p.root = conv
-	p.recs[conv] = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: p.models, PaneOwned: p.paneOwned, Live: p.live})
+	p.recs[conv] = mapper.NewReconciler(mapper.Config{ConversationID: conv, Models: p.models, PaneOwned: p.paneOwned, Live: live})
 	for _, text := range p.unbound {
 		p.recs[conv].ExpectTurn(text) // typed into a fresh agy before it had a conversation
 	}
@@ -161,9 +162,7 @@ func (p *replayer) apply(rec captureRecord) error {
 			_ = json.Unmarshal(rec.Payload, &b) // an older capture's bind has none
 		}
 		p.paneOwned = b.PaneOwned
-		p.live = b.Live
-		p.bind(rec.ConversationID, stamp)
-		p.live = false
+		p.bind(rec.ConversationID, stamp, b.Live)
 	case "models":
 		var models map[string]wire.ModelInfo
 		if err := json.Unmarshal(rec.Payload, &models); err != nil {
@@ -179,7 +178,7 @@ func (p *replayer) apply(rec captureRecord) error {
 			return fmt.Errorf("frame: %w", err)
 		}
 		if p.root == "" {
-			p.bind(firstNonEmpty(f.Update.ConversationID, rec.ConversationID), stamp)
+			p.bind(firstNonEmpty(f.Update.ConversationID, rec.ConversationID), stamp, false)
 		}
 		if c := f.Update.ConversationID; c != "" && c != p.root {
 			return nil // the session ignores frames of other conversations too
@@ -198,7 +197,7 @@ func (p *replayer) apply(rec captureRecord) error {
 		}
 		conv := firstNonEmpty(rec.ConversationID, p.root)
 		if p.root == "" {
-			p.bind(conv, stamp)
+			p.bind(conv, stamp, false)
 		}
 		p.applyTo(conv, snap.Observation(steps, rec.Time))
 	case "turn":

@@ -231,14 +231,9 @@ func (d *driver) checkThinking(res *Result, steps []wire.Step, conv, tag string)
 			continue
 		}
 		res.ThinkingLost++
-		res.problem("%s: conversation %s: the thinking %q of step %s was never told in reasoning deltas", tag, conv,
-			clip(thinking), stepIndexOf(st))
+		res.problem("%s: conversation %s: the thinking %q of step %d was never told in reasoning deltas", tag, conv,
+			clip(thinking), st.Index())
 	}
-}
-
-// stepIndexOf is a step's metadata stepIndex as text.
-func stepIndexOf(st wire.Step) string {
-	return strconv.Itoa(int(st.Metadata.SourceTrajectoryStepInfo.StepIndex))
 }
 
 // clip is s cut to 80 bytes for a problem line.
