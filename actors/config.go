@@ -102,6 +102,13 @@ type Config struct {
 	// turn; past it the session reports an error (the turn is never typed
 	// again: it could come twice). Default 30s.
 	TypedTurnTimeout time.Duration
+	// TurnTakenTimeout is how long agy may stay idle after accepting a
+	// turn over RPC without showing it as a user turn of its conversation;
+	// past it, and a read that confirms it, the session reports an error
+	// (code messages.ErrorTurnNotTaken; the turn is never sent again). While
+	// agy works the wait starts again: the turn may be queued behind the
+	// run. Default 10s.
+	TurnTakenTimeout time.Duration
 	// PromptRetryWait is how long an answer waits for agy to re-open a
 	// prompt that timed out before the answer reached it. Default 2m.
 	PromptRetryWait time.Duration
@@ -172,6 +179,7 @@ func (c Config) withDefaults() Config {
 	def(&c.InterruptDeadline, 10*time.Second)
 	def(&c.PromptRetryWait, 2*time.Minute)
 	def(&c.TypedTurnTimeout, 30*time.Second)
+	def(&c.TurnTakenTimeout, 10*time.Second)
 	if c.RestartBudget <= 0 {
 		c.RestartBudget = 10
 	}

@@ -35,7 +35,11 @@ func testConfig() actors.Config {
 		DeliveryAttempts:    2,
 		InterruptDeadline:   5 * time.Second,
 		PromptRetryWait:     5 * time.Second,
-		Logger:              testLogger(),
+		// Short, so that every test's turns are checked for being taken: a
+		// turn_not_taken error where agy took the turn fails the tests
+		// that expect no error.
+		TurnTakenTimeout: 300 * time.Millisecond,
+		Logger:           testLogger(),
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 //     the bound conversation and one per subagent child (each mirrored by a
 //     Subagent), and applying what the readers observe;
 //   - desk (session_turns.go): turns and interrupts, held while no port is
-//     bound, and turns typed into agy's terminal;
+//     bound, and turns sent or typed that agy has not shown yet;
 //   - prompts (session_prompts.go): an Interaction per open prompt, and the
 //     answers on their way to agy;
 //   - kids (session_children.go): the kind of each child, for its
@@ -68,7 +68,8 @@ type session struct {
 // Messages the session takes that are this package's own: it sends them
 // itself (timers), or they carry a live object (a subscription), so they
 // never cross a node. What its children send it is declared beside them
-// (frameReceived, turnNotSent, interruptDone, interruptNotDone, turnTyped)
+// (frameReceived, turnNotSent, turnOutcome, interruptDone, interruptNotDone,
+// turnTyped)
 // or in package messages.
 
 // subscribe asks a session (from the embedding API) for a new subscriber:
@@ -91,6 +92,10 @@ type restartNow struct {
 // typedTurnCheck is sent by the session to itself when a typed turn's time
 // to show is up.
 type typedTurnCheck struct{ id int }
+
+// sentTurnCheck is sent by the session to itself to check that agy took a
+// turn it accepted over RPC (checkSent).
+type sentTurnCheck struct{ id int }
 
 // conversationWaitOver is sent by the session to itself when
 // Spec.WaitConversation has passed since it found agy without a
@@ -194,6 +199,10 @@ func (s *session) Receive(ctx actor.Context) {
 		s.checkTyped(ctx, m.id)
 	case *turnTyped:
 		s.onTurnTyped(ctx, m)
+	case *turnOutcome:
+		s.onTurnOutcome(m)
+	case *sentTurnCheck:
+		s.checkSent(ctx, m.id)
 	case *conversationWaitOver:
 		if s.conv() == "" && s.link.noConvSince.Equal(m.since) {
 			s.endWithError(ctx, fmt.Sprintf("agy has no conversation after %s: no first turn was typed into agy's terminal", s.shared.spec.WaitConversation))

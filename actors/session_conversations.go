@@ -147,6 +147,9 @@ func (s *session) onSnapshot(ctx actor.Context, m *messages.SnapshotRead) {
 		obs = obs.WithLength(m.Length)
 	}
 	s.apply(ctx, m.ConversationID, obs)
+	if m.ConversationID == s.conv() {
+		s.confirmSent(ctx)
+	}
 }
 
 func (s *session) onFrame(ctx actor.Context, m *frameReceived) {
@@ -249,7 +252,7 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 			s.tellTurnActive(ctx)
 		}
 	case messages.EventUserMessage:
-		if rec == s.convs.root && ev.Origin == messages.OriginHarness {
+		if rec == s.convs.root && !s.desk.sawSent(ev.Text) && ev.Origin == messages.OriginHarness {
 			s.desk.sawTyped(ev.Text)
 		}
 	case messages.EventElicitationRequest:

@@ -11,8 +11,8 @@ import (
 )
 
 // turnDesk is the session's part that takes turns and interrupts: those
-// held while no port is bound, and the turns typed into agy's terminal not
-// yet seen in its conversation. One incarnation's.
+// held while no port is bound, and the turns sent over RPC or typed into
+// agy's terminal not yet seen in its conversation. One incarnation's.
 type turnDesk struct {
 	// held are turns and interrupts that arrived while no port was bound;
 	// they go out once one is (or are dropped past their deadline).
@@ -21,6 +21,21 @@ type turnDesk struct {
 	// turns in its conversation; each is checked TypedTurnTimeout after.
 	typed     []typedTurn
 	typedNext int
+	// sent are the turns sent over RPC not yet seen as user turns of the
+	// bound conversation, in the order they were sent (checkSent).
+	sent     []sentTurn
+	sentNext int
+}
+
+// sentTurn is a turn sent to agy over RPC, expected back as a user turn of
+// the bound conversation. delivered: agy accepted it (its check runs from
+// then); confirming: agy was found idle without it, and a read was asked
+// for to confirm.
+type sentTurn struct {
+	id         int
+	text       string
+	delivered  bool
+	confirming bool
 }
 
 // heldRequest is a request waiting for the session to be bound: a
@@ -71,6 +86,52 @@ func (d *turnDesk) sawTyped(text string) {
 	}
 }
 
+// addSent notes a turn about to be sent over RPC.
+func (d *turnDesk) addSent(text string) {
+	d.sentNext++
+	d.sent = append(d.sent, sentTurn{id: d.sentNext, text: text})
+}
+
+// sawSent notes that agy took a sent turn with text (the first agy
+// accepted, else the first sent), and says whether there was one. Any user
+// turn of the text counts, whatever its origin, in the form agy would give
+// a paste: a turn agy took is never reported as not taken (a person's turn
+// of the same text, seen first, can only hide a report).
+func (d *turnDesk) sawSent(text string) bool {
+	text = mapper.TypedForm(text)
+	same := func(st sentTurn) bool { return mapper.TypedForm(st.text) == text }
+	i := slices.IndexFunc(d.sent, func(st sentTurn) bool { return st.delivered && same(st) })
+	if i < 0 {
+		i = slices.IndexFunc(d.sent, same)
+	}
+	if i >= 0 {
+		d.sent = slices.Delete(d.sent, i, i+1)
+	}
+	return i >= 0
+}
+
+// forgetUnsent forgets the first sent turn with text agy has not accepted:
+// it is being sent anew (and noted again).
+func (d *turnDesk) forgetUnsent(text string) {
+	if i := slices.IndexFunc(d.sent, func(st sentTurn) bool { return st.text == text && !st.delivered }); i >= 0 {
+		d.sent = slices.Delete(d.sent, i, i+1)
+	}
+}
+
+// sentTurn returns the sent turn id, or nil once it was seen or dropped.
+func (d *turnDesk) sentTurn(id int) *sentTurn {
+	i := slices.IndexFunc(d.sent, func(st sentTurn) bool { return st.id == id })
+	if i < 0 {
+		return nil
+	}
+	return &d.sent[i]
+}
+
+// dropSent forgets the sent turn id.
+func (d *turnDesk) dropSent(id int) {
+	d.sent = slices.DeleteFunc(d.sent, func(st sentTurn) bool { return st.id == id })
+}
+
 // takeTyped removes the typed turn id, and says whether it was still there
 // (not seen, and its typing not failed).
 func (d *turnDesk) takeTyped(id int) (typedTurn, bool) {
@@ -90,6 +151,9 @@ func (s *session) release(ctx actor.Context) {
 	now := time.Now() // a requester's deadline is on the machine's clock (its context's)
 	for _, h := range held {
 		if now.After(h.deadline) {
+			if m, ok := h.msg.(*messages.RunTurn); ok {
+				s.desk.forgetUnsent(m.Text)
+			}
 			continue // the requester has given up: never send it late
 		}
 		switch m := h.msg.(type) {
@@ -98,6 +162,7 @@ func (s *session) release(ctx actor.Context) {
 				ctx.RequestWithCustomSender(s.link.turns, m, h.sender)
 				continue
 			}
+			s.desk.forgetUnsent(m.Text) // routed anew: noted again if sent
 			s.routeTurn(ctx, &messages.SendTurn{Text: m.Text, Model: m.Model, Deadline: m.Deadline}, h.sender)
 		case *messages.SendTurn:
 			s.routeTurn(ctx, m, h.sender)
@@ -132,6 +197,7 @@ func (s *session) routeTurn(ctx actor.Context, m *messages.SendTurn, sender *act
 func (s *session) sendTurn(ctx actor.Context, m *messages.SendTurn, sender *actor.PID) {
 	run := &messages.RunTurn{Text: m.Text, Model: m.Model, LastModel: s.convs.root.LastModel(), Deadline: m.Deadline}
 	s.convs.root.ExpectTurn(m.Text)
+	s.desk.addSent(m.Text)
 	s.record("turn", s.conv(), map[string]string{"text": m.Text}, s.now())
 	ctx.RequestWithCustomSender(s.link.turns, run, sender)
 }
@@ -171,6 +237,82 @@ func (s *session) checkTyped(ctx actor.Context, id int) {
 	}
 	s.publishError(ctx, fmt.Sprintf("the turn typed into agy's terminal did not show in agy's conversation within %s (it was not typed again): %q",
 		s.cfg.TypedTurnTimeout, trimForError(tt.text)), false)
+}
+
+// onTurnOutcome starts the check of a turn agy accepted over RPC, and
+// forgets one it refused (the requester was told). Outcomes come in the
+// order the turns were sent, so the first sent turn with the text not yet
+// delivered is the one.
+func (s *session) onTurnOutcome(m *turnOutcome) {
+	i := slices.IndexFunc(s.desk.sent, func(st sentTurn) bool { return st.text == m.text && !st.delivered })
+	if i < 0 {
+		return // seen already, or sent by an earlier incarnation
+	}
+	st := &s.desk.sent[i]
+	if !m.delivered {
+		s.desk.dropSent(st.id)
+		return
+	}
+	st.delivered = true
+	s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: st.id})
+}
+
+// checkSent runs Config.TurnTakenTimeout after agy accepted a turn over RPC,
+// and again every TurnTakenTimeout while the turn has not shown as a user
+// turn. While agy works (running, or waiting on a prompt) the turn may be
+// queued behind the run: the check waits. Found idle, the session reads the
+// steps once more (confirming); a read, or the next check, that still finds
+// agy idle without the turn reports it: agy accepted the turn and dropped
+// it (an interrupt cancels the turns agy queued behind its run), so the
+// driver, told, may send it again. It is never sent again by the session:
+// it could come twice.
+func (s *session) checkSent(ctx actor.Context, id int) {
+	st := s.desk.sentTurn(id)
+	if st == nil {
+		return
+	}
+	switch {
+	case !s.idleAndRead():
+		st.confirming = false
+	case st.confirming:
+		s.reportNotTaken(ctx, st)
+		return
+	default:
+		st.confirming = true
+		s.readNow(ctx)
+	}
+	s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: id})
+}
+
+// confirmSent reports every sent turn being confirmed that a read of the
+// bound conversation, with agy idle, did not find.
+func (s *session) confirmSent(ctx actor.Context) {
+	if !s.idleAndRead() {
+		return
+	}
+	for _, st := range slices.Clone(s.desk.sent) {
+		if st.confirming {
+			s.reportNotTaken(ctx, &st)
+		}
+	}
+}
+
+// idleAndRead says whether the session reads agy's bound conversation
+// (bound, with a poller) and finds it idle.
+func (s *session) idleAndRead() bool {
+	return s.link.poller != nil && s.convs.root != nil && s.convs.root.State() == messages.StateIdle
+}
+
+// reportNotTaken reports a sent turn agy accepted and never recorded, and
+// forgets it.
+func (s *session) reportNotTaken(ctx actor.Context, st *sentTurn) {
+	s.desk.dropSent(st.id)
+	s.publish(&messages.Event{
+		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.shared.spec.SessionID, s.shared.events.seq+1),
+		ConversationID: s.conv(), Code: messages.ErrorTurnNotTaken, Retryable: messages.Ptr(true), Text: st.text,
+		Message: fmt.Sprintf("agy accepted the turn but did not take it: it is idle and its conversation does not show the turn (it was not sent again): %q",
+			trimForError(st.text)),
+	})
 }
 
 // trimForError shortens a text quoted in an error event.

@@ -25,8 +25,9 @@ import (
 // of the interrupt's conversations is declined first, then the cancel
 // methods run in order until agy reports the cascade IDLE, declining again
 // before each). Each reply is a *messages.TurnResult to the original
-// requester; the session hears which prompts an interrupt declined
-// (interruptDone). It never uses SendAgentMessage, which records a
+// requester; the session hears whether agy accepted each turn
+// (turnOutcome: it checks that agy then takes it) and which prompts an
+// interrupt declined (interruptDone). It never uses SendAgentMessage, which records a
 // SYSTEM_MESSAGE instead of a turn.
 //
 // It reads the catalog once at start and reports it to the session
@@ -133,6 +134,7 @@ func (ts *turnSender) next(ctx actor.Context) {
 		} else {
 			// The requester gets its answer even if this actor stops meanwhile.
 			root.Send(p.reply, res)
+			root.Send(session, &turnOutcome{text: p.msg.Text, delivered: res.Err == nil})
 		}
 		ts.t.send(self, &turnSent{result: res, catalog: cat})
 	})
@@ -143,6 +145,14 @@ func (ts *turnSender) next(ctx actor.Context) {
 type turnNotSent struct {
 	msg   *messages.RunTurn
 	reply *actor.PID
+}
+
+// turnOutcome is sent by the turn sender to its session for every turn it
+// sent or failed to send (but not for one that never reached agy:
+// turnNotSent): whether agy accepted it. In the order the turns were sent.
+type turnOutcome struct {
+	text      string
+	delivered bool
 }
 
 // send sends one turn; it returns the catalog when it had to read it, and

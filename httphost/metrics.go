@@ -138,7 +138,7 @@ func (m *metrics) event(ev *messages.Event, now time.Time, asked map[string]time
 	m.events.WithLabelValues(string(ev.Type)).Inc()
 	if ev.Type == messages.EventError {
 		m.errorEvents.WithLabelValues(strconv.FormatBool(ev.Retryable != nil && *ev.Retryable)).Inc()
-		if ev.Code != "" {
+		if ev.ShownByAgy() {
 			m.agyErrors.WithLabelValues(errorCodeLabel(ev.Code), strconv.FormatBool(ev.Final == nil || *ev.Final)).Inc()
 		}
 	}

@@ -166,7 +166,8 @@ type Event struct {
 	// status
 	State string `json:"state,omitempty"`
 
-	// user_message, message
+	// user_message, message; an error of code ErrorTurnNotTaken: the turn's
+	// text
 	Text   string `json:"text,omitempty"`
 	Origin string `json:"origin,omitempty"`
 	Role   string `json:"role,omitempty"`
@@ -248,9 +249,10 @@ type Event struct {
 	Message   string `json:"message,omitempty"`
 	Retryable *bool  `json:"retryable,omitempty"`
 	// Code is machine-readable on an error agy showed the user (an
-	// ERROR_MESSAGE step): ErrorQuotaExhausted, ...; empty on the
-	// harness's own errors. Final is false on the notices agy writes while
-	// it retries, true on the error that ended the attempt.
+	// ERROR_MESSAGE step): ErrorQuotaExhausted, ...; on the harness's own
+	// errors it is empty but for ErrorTurnNotTaken (ShownByAgy tells the
+	// two apart). Final is false on the notices agy writes while it
+	// retries, true on the error that ended the attempt.
 	Code  string `json:"code,omitempty"`
 	Final *bool  `json:"final,omitempty"`
 
@@ -269,6 +271,18 @@ const (
 	ErrorMaxTokens         = "max_tokens"         // an output token limit
 	ErrorProviderError     = "provider_error"     // any other failure of the model provider
 )
+
+// ErrorTurnNotTaken is the code of the harness's own error for a turn agy
+// accepted over RPC and then did not take: agy is idle, and its
+// conversation does not show the turn (an interrupt cancels the turns agy
+// queued behind its run). The turn is not sent again; the driver may.
+const ErrorTurnNotTaken = "turn_not_taken"
+
+// ShownByAgy says whether the event is an error agy showed its user (an
+// ERROR_MESSAGE step), not one of the harness's own.
+func (e *Event) ShownByAgy() bool {
+	return e.Type == EventError && e.Code != "" && e.Code != ErrorTurnNotTaken
+}
 
 // Question is one question of a question elicitation.
 type Question struct {

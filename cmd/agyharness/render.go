@@ -190,7 +190,7 @@ func (r *renderer) event(ev *messages.Event) {
 		r.line("%s(agy step type %s is not mapped by this version)%s", p.dim, termtext.Clean(ev.StepType), p.reset)
 	case messages.EventError:
 		switch {
-		case ev.Code == "":
+		case !ev.ShownByAgy():
 			r.line("%s%serror: %s%s", r.prefix(ev), p.red, termtext.Clean(ev.Message), p.reset)
 		case ev.Final != nil && !*ev.Final:
 			r.line("%s%sagy retries (%s): %s%s", r.prefix(ev), p.dim, termtext.Clean(ev.Code), termtext.Clean(ev.Message), p.reset)

@@ -1,0 +1,85 @@
+package actors_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc/agytest"
+	"github.com/agyharness/agyharness/wire"
+)
+
+// longAnswer is a turn that streams for about a second (40 chunks 25 ms
+// apart), long enough to send another turn behind it.
+func longAnswer() *agytest.Scenario {
+	return scenario(agytest.Say("A long answer that streams for a while, chunk after chunk after chunk.", 40))
+}
+
+func takenConfig() actors.Config {
+	cfg := testConfig()
+	cfg.TurnTakenTimeout = 200 * time.Millisecond
+	return cfg
+}
+
+// A turn agy accepted while it ran another, then dropped when an interrupt
+// cancelled the run (agy queues it behind the run; the cancel drops the
+// queue): the session reports it once agy is idle without it, by code and
+// text, and does not send it again.
+func TestATurnAgyAcceptedAndDroppedIsReported(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: longAnswer(), ChunkDelay: 25 * time.Millisecond})
+	r := newRigWith(t, takenConfig(), srv, actors.Spec{})
+	seq := r.turn("one")
+	r.ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.Seq > seq && e.State == messages.StateRunning })
+	r.turn("two") // queued behind "one"
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	e := r.ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return e.Code == messages.ErrorTurnNotTaken })
+	assert.Equal(t, "two", e.Text)
+	assert.Contains(t, e.Message, `"two"`)
+	assert.False(t, e.ShownByAgy())
+	assert.True(t, *e.Retryable, "the driver may send it again")
+	// Nothing more: the turn is never sent again, and reported once.
+	time.Sleep(5 * takenConfig().TurnTakenTimeout)
+	evs := r.ev.all()
+	for _, ev := range ofType(evs, messages.EventUserMessage) {
+		assert.NotEqual(t, "two", ev.Text, dump(evs))
+	}
+	n := 0
+	for _, ev := range ofType(evs, messages.EventError) {
+		if ev.Code == messages.ErrorTurnNotTaken {
+			n++
+		}
+	}
+	assert.Equal(t, 1, n, dump(evs))
+	inputs := 0
+	for _, st := range srv.Steps(r.s.ConversationID()) {
+		if st.Type == wire.StepUserInput {
+			inputs++
+		}
+	}
+	assert.Equal(t, 1, inputs, "agy recorded one turn")
+}
+
+// A turn queued behind a run that goes on longer than TurnTakenTimeout is
+// not reported: while agy works the check waits, and agy takes the turn
+// once the run ends. Neither is a turn agy takes at once.
+func TestATurnQueuedBehindALongRunIsNotReported(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: longAnswer(), ChunkDelay: 25 * time.Millisecond})
+	r := newRigWith(t, takenConfig(), srv, actors.Spec{})
+	seq := r.turn("one")
+	r.ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.Seq > seq && e.State == messages.StateRunning })
+	r.turn("two")
+	user := r.ev.waitFor(t, messages.EventUserMessage, func(e *messages.Event) bool { return e.Text == "two" })
+	assert.Equal(t, messages.OriginHarness, user.Origin)
+	r.ev.waitIdleAfter(t, user.Seq)
+	r.ev.waitIdleAfter(t, r.turn("three"))
+	time.Sleep(5 * takenConfig().TurnTakenTimeout)
+	evs := r.ev.all()
+	assert.Empty(t, ofType(evs, messages.EventError), dump(evs))
+}
