@@ -16,6 +16,7 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/agyharness/agyharness/wire"
 	sdk "github.com/coder/acp-go-sdk"
@@ -156,6 +157,7 @@ func fastHost() actors.Config {
 		RestartBackoffMin:   10 * time.Millisecond,
 		RestartBackoffMax:   100 * time.Millisecond,
 		InterruptDeadline:   5 * time.Second,
+		TurnTakenTimeout:    300 * time.Millisecond,
 	}
 }
 
@@ -904,4 +906,71 @@ func TestPermissionAllowAlwaysIsGivenInAgysPane(t *testing.T) {
 	assert.Contains(t, r.client.permissions[0].Options[1].Name, "in this conversation for commands that start with 'make'")
 	assert.Equal(t, [][]string{{"2", "Enter"}}, term.Pressed(), "agy's row 2, pressed in its pane")
 	assert.Zero(t, r.srv.Calls("HandleCascadeUserInteraction"), "no RPC answer")
+}
+
+// A prompt sent while agy runs a turn typed in its terminal waits in agy's
+// queue behind it; the person's interrupt drops the queue. The prompt fails
+// with the session's turn_not_taken error instead of waiting for good, and
+// the thread says what happened.
+func TestAPromptAgyDroppedFailsWithTheReason(t *testing.T) {
+	r := startRig(t, agytest.Options{Conversation: true, PromptTimeout: -1, ChunkDelay: 25 * time.Millisecond,
+		Scenario: scenario(agytest.Say("A long answer that streams for a while, chunk after chunk after chunk.", 40))}, nil)
+	sess := r.newSession(t)
+	require.NoError(t, r.srv.TypeTurn("a person's turn"))
+	r.client.waitFor(t, "the person's run streams", func(us []sdk.SessionNotification) bool {
+		message, _ := texts(us)
+		return message != ""
+	})
+	sends := r.srv.Calls(rpc.MethodSendUserCascadeMessage)
+	type result struct {
+		res sdk.PromptResponse
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := r.conn.Prompt(ctx(t), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("the client's turn")}})
+		done <- result{res, err}
+	}()
+	require.Eventually(t, func() bool { return r.srv.Calls(rpc.MethodSendUserCascadeMessage) > sends }, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, wire.RunRunning, r.srv.RunStatus(r.srv.ConversationID()), "queued behind the person's turn")
+	client, err := rpc.NewClient(rpc.Config{Port: r.srv.Port()})
+	require.NoError(t, err)
+	defer client.Close()
+	require.NoError(t, client.Cancel(ctx(t), rpc.MethodCancelCascadeSteps, r.srv.ConversationID())) // the person's Esc
+	var got result
+	select {
+	case got = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the prompt agy dropped never ended")
+	}
+	require.Error(t, got.err, "not end_turn: agy never took it")
+	assert.Contains(t, got.err.Error(), "did not take it")
+	r.client.waitFor(t, "the thread says so", func(us []sdk.SessionNotification) bool {
+		message, _ := texts(us)
+		return strings.Contains(message, "did not take it")
+	})
+}
+
+// A prompt queued behind a person's run that agy then takes ends with its
+// own run, not sooner and not never.
+func TestAPromptQueuedBehindAPersonsTurnEndsWithItsOwnRun(t *testing.T) {
+	r := startRig(t, agytest.Options{Conversation: true, PromptTimeout: -1, ChunkDelay: 10 * time.Millisecond,
+		Scenario: scenario(agytest.Say("An answer that streams for a little while, chunk after chunk.", 20))}, nil)
+	sess := r.newSession(t)
+	require.NoError(t, r.srv.TypeTurn("a person's turn"))
+	r.client.waitFor(t, "the person's run streams", func(us []sdk.SessionNotification) bool {
+		message, _ := texts(us)
+		return message != ""
+	})
+	res, err := r.prompt(t, sess.SessionId, "the client's turn")
+	require.NoError(t, err)
+	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
+	inputs := 0
+	for _, st := range r.srv.GroundTruth(r.srv.ConversationID()) {
+		if st.Type == wire.StepUserInput {
+			inputs++
+		}
+	}
+	assert.Equal(t, 2, inputs, "agy took both turns")
+	assert.Equal(t, wire.RunIdle, r.srv.RunStatus(r.srv.ConversationID()), "the prompt ended with its own run")
 }

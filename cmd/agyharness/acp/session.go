@@ -57,6 +57,8 @@ type session struct {
 	// it could not show). agy may still say something between our decline
 	// of its prompt and the cancel: that is not shown, up to the next turn.
 	stopped bool
+	// busy: agy runs, or waits on a prompt, as its last status said.
+	busy    bool
 	models  []wire.ModelInfo
 	current string                        // the model agy runs now, as last reported
 	chosen  string                        // the model the client picked for the next turns
@@ -67,10 +69,12 @@ type session struct {
 type turn struct {
 	ctx  context.Context // the prompt request's: cancelled by session/cancel
 	done chan struct{}   // closed by finish
+	text string          // what the client said
 
 	// under session.mu
 	sawUser   bool   // our user_message came back from agy
 	sawRun    bool   // agy reported running after we sent it
+	queued    bool   // agy was busy when we sent it: only our user_message makes a run ours
 	cancelled bool   // session/cancel arrived
 	failure   string // why the turn failed, if it did
 	code      string // the code of the error agy showed that failed it (messages.Error*), if any
@@ -186,8 +190,9 @@ func (s *session) prompt(ctx context.Context, text string) (sdk.PromptResponse, 
 	}
 	defer func() { <-s.turnSlot }()
 
-	t := &turn{ctx: ctx, done: make(chan struct{})}
+	t := &turn{ctx: ctx, done: make(chan struct{}), text: text}
 	s.mu.Lock()
+	t.queued = s.busy
 	s.turn = t
 	s.stopped = false
 	model := s.chosen
@@ -297,7 +302,11 @@ func (s *session) response(t *turn, reason sdk.StopReason) sdk.PromptResponse {
 func (s *session) finish(failure string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := s.turn
+	s.finishLocked(s.turn, failure)
+}
+
+// finishLocked ends turn t, if it runs, with a failure or none; s.mu held.
+func (s *session) finishLocked(t *turn, failure string) {
 	if t == nil || t.finished {
 		return
 	}
@@ -489,6 +498,9 @@ func (s *session) muted(ev *messages.Event) bool {
 }
 
 func (s *session) onStatus(state string) {
+	s.mu.Lock()
+	s.busy = state == messages.StateRunning || state == messages.StateWaiting
+	s.mu.Unlock()
 	switch state {
 	case messages.StateRunning:
 		s.mu.Lock()
@@ -497,9 +509,12 @@ func (s *session) onStatus(state string) {
 		}
 		s.mu.Unlock()
 	case messages.StateIdle:
+		// The idle of a run that was not the prompt's (agy's terminal's,
+		// with the prompt queued behind it) does not end the prompt: its
+		// run follows, or the session reports agy did not take it.
 		s.mu.Lock()
 		t := s.turn
-		ours := t != nil && (t.sawUser || t.sawRun)
+		ours := t != nil && (t.sawUser || t.sawRun && !t.queued)
 		s.mu.Unlock()
 		if ours {
 			s.finish("")
@@ -635,13 +650,25 @@ func (s *session) modelChanged(ev *messages.Event) {
 func (s *session) agyError(ev *messages.Event) {
 	retryable := ev.Retryable != nil && *ev.Retryable
 	s.log.Warn("agy error", "message", ev.Message, "retryable", retryable, "code", ev.Code)
-	if ev.Code != "" {
+	if ev.ShownByAgy() {
 		s.shownError(ev)
 		return
 	}
 	s.mu.Lock()
 	inTurn := s.turn != nil
 	s.mu.Unlock()
+	if ev.Code == messages.ErrorTurnNotTaken {
+		// The client's message was lost: say so even after its prompt
+		// ended (the idle of the run it was queued behind ends it), and
+		// fail its prompt if it still waits (no idle of its own will come).
+		s.note("agy: " + ev.Message)
+		s.mu.Lock()
+		if t := s.turn; t != nil && t.text == ev.Text && !t.sawUser {
+			s.finishLocked(t, ev.Message)
+		}
+		s.mu.Unlock()
+		return
+	}
 	if !inTurn {
 		return
 	}
