@@ -153,7 +153,13 @@ type Result struct {
 	ReadMode           string  `json:"read_mode"`
 	Turns              int     `json:"turns"`
 	TurnsFailedClearly int     `json:"turns_failed_clearly"`
-	Interrupts         int     `json:"interrupts"`
+	// TurnsNotTaken: turns agy accepted and then dropped (an interrupt
+	// cancelled the run they were queued behind), each reported by an
+	// error of code turn_not_taken; TurnsNotTakenWrongly: those reported
+	// that agy did take (counted in Failed).
+	TurnsNotTaken        int `json:"turns_not_taken"`
+	TurnsNotTakenWrongly int `json:"turns_not_taken_wrongly"`
+	Interrupts           int `json:"interrupts"`
 	// agy's live behaviours the campaign drew from (beyond those every fake
 	// has: prompts parked without a frame, cancels that spare WAITING
 	// prompts): interrupts while agy waited on a prompt, questions
@@ -287,12 +293,14 @@ type Result struct {
 }
 
 // Failed says whether the campaign found a fault in the harness: anything
-// lost (thinking too), doubled, out of order or misdelivered, unresolved or stuck, or a
+// lost (thinking too), doubled, out of order or misdelivered, unresolved or stuck, a turn
+// reported not taken that agy took, or a
 // goroutine leak; in a floor run, any problem (a reader that failed).
 func (r *Result) Failed() bool {
 	return r.Floor && len(r.Problems) > 0 ||
 		r.Lost > 0 || r.ThinkingLost > 0 || r.Duplicated > 0 || r.OutOfOrder > 0 || r.SeqErrors > 0 ||
 		r.PromptsMisdelivered > 0 || r.PromptsUnresolved > 0 || r.StuckTurns > 0 || r.RewindsUnreported > 0 ||
+		r.TurnsNotTakenWrongly > 0 ||
 		r.GoroutinesAfter > r.GoroutinesBefore
 }
 
@@ -436,6 +444,7 @@ func hostConfig(log *slog.Logger) actors.Config {
 		RestartBackoffMax:   200 * time.Millisecond,
 		InterruptDeadline:   5 * time.Second,
 		PromptRetryWait:     5 * time.Second,
+		TurnTakenTimeout:    2 * time.Second,
 	}
 }
 

@@ -121,6 +121,7 @@ func (d *driver) check(res *Result) {
 	res.StuckTurns += d.stuck
 	res.Events += d.received
 	tag := fmt.Sprintf("session %d (fault %q, fake seed %d%s)", d.i, d.fault, res.Seed+int64(d.i), d.fake.live)
+	d.checkNotTaken(res, tag)
 	if d.ended {
 		res.StuckTurns++
 		res.problem("%s: the session ended during the run: %v", tag, d.s.Err())
@@ -174,7 +175,7 @@ func (d *driver) check(res *Result) {
 		}
 		shown := 0
 		for _, ev := range evs {
-			if ev.ConversationID == conv && ev.Type == messages.EventError && ev.Code != "" {
+			if ev.ConversationID == conv && ev.ShownByAgy() {
 				shown++
 			}
 		}
@@ -200,6 +201,30 @@ func (d *driver) check(res *Result) {
 		}
 	}
 	d.checkPrompts(res, evs, tag)
+}
+
+// checkNotTaken counts the turns the session reported agy did not take,
+// and checks each against the fake's ground truth: no conversation of it
+// has a user turn with its text (the driver's texts are its own, each sent
+// once).
+func (d *driver) checkNotTaken(res *Result, tag string) {
+	d.mu.Lock()
+	notTaken := slices.Clone(d.notTaken)
+	d.mu.Unlock()
+	res.TurnsNotTaken += len(notTaken)
+	if d.srv == nil {
+		return
+	}
+	for _, text := range notTaken {
+		for _, conv := range d.srv.Conversations() {
+			if slices.ContainsFunc(d.srv.GroundTruth(conv), func(st wire.Step) bool {
+				return st.Type == wire.StepUserInput && st.UserInput != nil && st.UserInput.UserResponse == text
+			}) {
+				res.TurnsNotTakenWrongly++
+				res.problem("%s: the session reported that agy did not take the turn %q, which agy recorded in conversation %s", tag, text, conv)
+			}
+		}
+	}
 }
 
 // checkThinking checks that every committed planner step of conv with

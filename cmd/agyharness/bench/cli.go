@@ -108,7 +108,8 @@ func report(w io.Writer, r *Result, asJSON bool) error {
 		return enc.Encode(r)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "seed %d: %d sessions, %d turns, %d interrupts in %.1fs (read mode %s)\n", r.Seed, r.Sessions, r.Turns, r.Interrupts, r.DurationS, r.ReadMode)
+	fmt.Fprintf(&b, "seed %d: %d sessions, %d turns (%d accepted and dropped by agy, reported; %d of those wrongly), %d interrupts in %.1fs (read mode %s)\n",
+		r.Seed, r.Sessions, r.Turns, r.TurnsNotTaken, r.TurnsNotTakenWrongly, r.Interrupts, r.DurationS, r.ReadMode)
 	fmt.Fprintf(&b, "items: %d expected, %d emitted; lost %d, duplicated %d, out of order %d, seq errors %d; thinking of %d steps, %d lost\n",
 		r.ItemsExpected, r.ItemsEmitted, r.Lost, r.Duplicated, r.OutOfOrder, r.SeqErrors, r.Thinking, r.ThinkingLost)
 	fmt.Fprintf(&b, "prompts: %d; misdelivered %d, failed clearly %d, unresolved %d, left to agy %d; stuck turns %d\n", r.Prompts, r.PromptsMisdelivered, r.PromptsFailedClearly, r.PromptsUnresolved, r.PromptsLeftToAgy, r.StuckTurns)

@@ -77,6 +77,7 @@ type driver struct {
 	last        uint64   // seq of the last event
 	seqErrors   []string // events whose seq was not above the one before
 	lastIdle    uint64   // seq of the last idle status
+	notTaken    []string // the texts of the turns the session reported agy did not take
 	wake        chan struct{}
 	latencies   sample[time.Duration] // arrival minus the event's Time (the harness's own share)
 
@@ -268,6 +269,8 @@ func (d *driver) receive(ev *messages.Event, now time.Time) {
 		case ev.Type == messages.EventMessage && ev.Text == backgroundReply:
 			d.wakes++
 			d.lastWake = ev.Seq
+		case ev.Type == messages.EventError && ev.Code == messages.ErrorTurnNotTaken:
+			d.notTaken = append(d.notTaken, ev.Text)
 		}
 		if !d.lean {
 			d.evs = append(d.evs, ev)
@@ -307,6 +310,14 @@ func (d *driver) idleAfter(seq uint64) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.lastIdle > seq
+}
+
+// reportedNotTaken says whether the session reported that agy did not take
+// the turn with text (its texts are the driver's own, each sent once).
+func (d *driver) reportedNotTaken(text string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Contains(d.notTaken, text)
 }
 
 // drive sends turns until deadline, each waited to its end.
@@ -450,6 +461,11 @@ func (d *driver) waitTurn(ctx context.Context, seq uint64, churn, interrupt <-ch
 		if d.idleAfter(seq) && len(d.reqs) == 0 {
 			return
 		}
+		if d.reportedNotTaken(d.lastText) {
+			// agy dropped it (an interrupt cancelled the run it was queued
+			// behind), and the session said so: no idle of its own comes.
+			return
+		}
 		select {
 		case req := <-d.reqs:
 			if interrupt != nil && d.rng.IntN(6) == 0 {
@@ -550,7 +566,7 @@ func (d *driver) waitSettled(deadline time.Time) {
 // million items, and would then be reported as one item doubled, never
 // hide one.
 func (d *driver) countItem(ev *messages.Event) {
-	if !isItem(ev.Type) && (ev.Type != messages.EventError || ev.Code == "") {
+	if !isItem(ev.Type) && !ev.ShownByAgy() {
 		return
 	}
 	if d.items == nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/messages"
+	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/agyharness/agyharness/wire"
 )
 
@@ -157,4 +158,33 @@ func TestAStuckTurnsReportShowsTheEventsBeforeIt(t *testing.T) {
 	assert.Contains(t, problems, "c/16/message", "the tenth event before it")
 	assert.NotContains(t, problems, "c/15/message")
 	assert.Contains(t, problems, "c/30/message")
+}
+
+// A turn the session reported agy did not take is counted; one the fake
+// recorded after all is a wrong report, counted in Failed.
+func TestTheCheckFindsATurnReportedNotTakenThatAgyTook(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Conversation: true})
+	require.NoError(t, srv.TypeTurn("text turn 1"))
+	require.Eventually(t, func() bool {
+		for _, conv := range srv.Conversations() {
+			for _, st := range srv.GroundTruth(conv) {
+				if st.Type == wire.StepUserInput {
+					return true
+				}
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+	d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1), srv: srv}
+	for i, text := range []string{"text turn 1", "text turn 2"} {
+		d.receive(&messages.Event{Type: messages.EventError, ID: fmt.Sprintf("s/error/%d", i+1), Seq: uint64(i + 1),
+			Code: messages.ErrorTurnNotTaken, Text: text, Message: "agy accepted the turn but did not take it"}, time.Now())
+	}
+	var res Result
+	d.checkNotTaken(&res, "session 0")
+	assert.Equal(t, 2, res.TurnsNotTaken)
+	assert.Equal(t, 1, res.TurnsNotTakenWrongly)
+	require.Len(t, res.Problems, 1)
+	assert.Contains(t, res.Problems[0], `"text turn 1"`)
+	assert.True(t, res.Failed())
 }
