@@ -85,6 +85,7 @@ type driver struct {
 	turnPending bool   // a turn was sent and has not gone idle yet
 	turnSeen    bool   // its user_message arrived
 	turnActive  bool   // and agy did something for it (an item after the user_message)
+	turnText    string // its text
 	nextTurn    int    // index into cfg.turns
 	inflight    int    // commands queued or running on the worker
 	eof         bool
@@ -305,6 +306,12 @@ func (d *driver) onEvent(ev *messages.Event) {
 	case messages.EventConversationRotated:
 		// A new conversation: the turn in flight, if any, is not coming back.
 		d.turnDone()
+	case messages.EventError:
+		if ev.Code == messages.ErrorTurnNotTaken && d.turnPending && ev.Text == d.turnText {
+			// agy dropped the turn in flight (the error says so): no idle
+			// of its own will come.
+			d.turnDone()
+		}
 	case messages.EventElicitationRequest:
 		d.onPrompt(ev)
 	case messages.EventElicitationResolved:
@@ -357,6 +364,7 @@ func (d *driver) sendNextTurn() {
 func (d *driver) sendTurn(c messages.Command) {
 	// Pending before sending: the turn's running edge may arrive before Do returns.
 	d.turnPending, d.turnSeen, d.turnActive = true, false, false
+	d.turnText = c.Text
 	d.submit(c)
 }
 

@@ -315,3 +315,37 @@ func TestDriverStatusLineNamesTheModelFromTheCatalog(t *testing.T) {
 	assert.NotContains(t, out.String(), "MODEL_PLACEHOLDER_M20")
 	assert.Contains(t, out.String(), "── running · MODEL_PLACEHOLDER_M99", "an enum the catalog does not name")
 }
+
+// A scripted turn agy accepted and dropped (the session's turn_not_taken
+// error names it) ends like one that went idle: the error is shown, and the
+// script moves on instead of waiting for an idle that never comes.
+func TestDriverMovesOnFromATurnAgyDidNotTake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sess := newScriptedSession()
+		out := &syncBuffer{}
+		turns := []messages.Command{{Type: messages.CommandTurn, Text: "one"}, {Type: messages.CommandTurn, Text: "two"}}
+		d := newDriver(driverConfig{auto: true, turns: turns, exitAfterTurns: true, noTypedTurns: true},
+			sess, out, nil, nil, slog.New(slog.DiscardHandler))
+		done := make(chan error, 1)
+		go func() { done <- d.run(context.Background()) }()
+		synctest.Wait()
+		require.Len(t, sess.commands(), 1)
+		// An error for another text is not this turn's.
+		sess.push(messages.Event{Type: messages.EventError, Code: messages.ErrorTurnNotTaken, Text: "zero", Message: "agy accepted the turn but did not take it: \"zero\""})
+		synctest.Wait()
+		require.Len(t, sess.commands(), 1)
+		sess.push(messages.Event{Type: messages.EventError, Code: messages.ErrorTurnNotTaken, Text: "one", Message: "agy accepted the turn but did not take it: \"one\""})
+		synctest.Wait()
+		require.Len(t, sess.commands(), 2, "the script moved on")
+		sess.push(messages.Event{Type: messages.EventUserMessage, Text: "two", Origin: messages.OriginHarness})
+		sess.push(messages.Event{Type: messages.EventMessage, Text: "done", ItemID: "m"})
+		sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(5 * time.Second):
+			t.Fatal("the driver did not detach after the last turn")
+		}
+		assert.Contains(t, out.String(), `did not take it: "one"`)
+	})
+}
