@@ -429,8 +429,9 @@ class SessionView {
         this.add(el("div", { class: "note", text: "agy started a new conversation." }));
         break;
       case "error":
-        // agy's own errors carry a code (quota_exhausted, ...); a retry
-        // agy makes itself is not final.
+        // agy's own errors carry a code (quota_exhausted, ...), and so
+        // does a turn agy dropped (turn_not_taken); a retry agy makes
+        // itself is not final.
         this.add(el("div", { class: ev.final === false ? "note" : "turn error", role: ev.final === false ? null : "alert",
           text: ev.code ? `${ev.message} (${ev.code})` : ev.message }));
         break;
