@@ -102,12 +102,12 @@ type Config struct {
 	// turn; past it the session reports an error (the turn is never typed
 	// again: it could come twice). Default 30s.
 	TypedTurnTimeout time.Duration
-	// TurnTakenTimeout is how long agy may stay idle after accepting a
-	// turn over RPC without showing it as a user turn of its conversation;
-	// past it, and a read that confirms it, the session reports an error
-	// (code messages.ErrorTurnNotTaken; the turn is never sent again). While
-	// agy works the wait starts again: the turn may be queued behind the
-	// run. Default 10s.
+	// TurnTakenTimeout is how often the session looks for a turn agy
+	// accepted over RPC and has not shown as a user turn of its
+	// conversation: two looks in a row that find agy idle without it, each
+	// confirmed by a read, report an error (code messages.ErrorTurnNotTaken;
+	// the turn is never sent again). A look that finds agy working starts
+	// over: the turn may be queued behind the run. Default 5s.
 	TurnTakenTimeout time.Duration
 	// PromptRetryWait is how long an answer waits for agy to re-open a
 	// prompt that timed out before the answer reached it. Default 2m.
@@ -179,7 +179,7 @@ func (c Config) withDefaults() Config {
 	def(&c.InterruptDeadline, 10*time.Second)
 	def(&c.PromptRetryWait, 2*time.Minute)
 	def(&c.TypedTurnTimeout, 30*time.Second)
-	def(&c.TurnTakenTimeout, 10*time.Second)
+	def(&c.TurnTakenTimeout, 5*time.Second)
 	if c.RestartBudget <= 0 {
 		c.RestartBudget = 10
 	}

@@ -148,7 +148,7 @@ func (s *session) onSnapshot(ctx actor.Context, m *messages.SnapshotRead) {
 	}
 	s.apply(ctx, m.ConversationID, obs)
 	if m.ConversationID == s.conv() {
-		s.confirmSent(ctx)
+		s.confirmSent()
 	}
 }
 

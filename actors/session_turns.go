@@ -29,13 +29,14 @@ type turnDesk struct {
 
 // sentTurn is a turn sent to agy over RPC, expected back as a user turn of
 // the bound conversation. delivered: agy accepted it (its check runs from
-// then); confirming: agy was found idle without it, and a read was asked
-// for to confirm.
+// then); confirming: a check found agy idle without it and asked for a
+// read; idleReads: how many such reads in a row found agy idle without it.
 type sentTurn struct {
 	id         int
 	text       string
 	delivered  bool
 	confirming bool
+	idleReads  int
 }
 
 // heldRequest is a request waiting for the session to be bound: a
@@ -260,39 +261,47 @@ func (s *session) onTurnOutcome(m *turnOutcome) {
 // checkSent runs Config.TurnTakenTimeout after agy accepted a turn over RPC,
 // and again every TurnTakenTimeout while the turn has not shown as a user
 // turn. While agy works (running, or waiting on a prompt) the turn may be
-// queued behind the run: the check waits. Found idle, the session reads the
-// steps once more (confirming); a read, or the next check, that still finds
-// agy idle without the turn reports it: agy accepted the turn and dropped
-// it (an interrupt cancels the turns agy queued behind its run), so the
-// driver, told, may send it again. It is never sent again by the session:
-// it could come twice.
+// queued behind the run: the check waits. Found idle, the session has the
+// steps read (confirmSent counts the read); two such reads in a row, a
+// TurnTakenTimeout apart, that find agy idle without the turn report it:
+// agy accepted the turn and dropped it (an interrupt cancels the turns agy
+// queued behind its run), so the driver, told, may send it again. (Two, so
+// that a moment of idle between a run and the turn queued behind it is
+// never taken for a drop.) It is never sent again by the session: it could
+// come twice.
 func (s *session) checkSent(ctx actor.Context, id int) {
 	st := s.desk.sentTurn(id)
 	if st == nil {
 		return
 	}
-	switch {
-	case !s.idleAndRead():
-		st.confirming = false
-	case st.confirming:
-		s.reportNotTaken(ctx, st)
-		return
-	default:
+	if s.idleAndRead() {
 		st.confirming = true
 		s.readNow(ctx)
+	} else {
+		st.idleReads = 0
 	}
 	s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: id})
 }
 
-// confirmSent reports every sent turn being confirmed that a read of the
-// bound conversation, with agy idle, did not find.
-func (s *session) confirmSent(ctx actor.Context) {
-	if !s.idleAndRead() {
-		return
-	}
-	for _, st := range slices.Clone(s.desk.sent) {
-		if st.confirming {
-			s.reportNotTaken(ctx, &st)
+// confirmSent counts a read of the bound conversation for every sent turn a
+// check asked it for: one that finds agy idle (the turn not in it: it was
+// not seen) counts towards the report, one that finds agy working starts
+// the count over.
+func (s *session) confirmSent() {
+	idle := s.idleAndRead()
+	for i := 0; i < len(s.desk.sent); i++ {
+		st := &s.desk.sent[i]
+		if !st.confirming {
+			continue
+		}
+		st.confirming = false
+		if !idle {
+			st.idleReads = 0
+			continue
+		}
+		if st.idleReads++; st.idleReads >= 2 {
+			s.reportNotTaken(*st)
+			i-- // reportNotTaken removed it
 		}
 	}
 }
@@ -305,7 +314,7 @@ func (s *session) idleAndRead() bool {
 
 // reportNotTaken reports a sent turn agy accepted and never recorded, and
 // forgets it.
-func (s *session) reportNotTaken(ctx actor.Context, st *sentTurn) {
+func (s *session) reportNotTaken(st sentTurn) {
 	s.desk.dropSent(st.id)
 	s.publish(&messages.Event{
 		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.shared.spec.SessionID, s.shared.events.seq+1),

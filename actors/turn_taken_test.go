@@ -35,12 +35,16 @@ func TestATurnAgyAcceptedAndDroppedIsReported(t *testing.T) {
 	r := newRigWith(t, takenConfig(), srv, actors.Spec{})
 	seq := r.turn("one")
 	r.ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.Seq > seq && e.State == messages.StateRunning })
+	sent := time.Now()
 	r.turn("two") // queued behind "one"
 	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
 	defer cancel()
 	require.NoError(t, r.s.Interrupt(ctx))
 	e := r.ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return e.Code == messages.ErrorTurnNotTaken })
 	assert.Equal(t, "two", e.Text)
+	// Two looks a TurnTakenTimeout apart found agy idle without it: a
+	// moment of idle before a queued turn starts is never taken for a drop.
+	assert.GreaterOrEqual(t, e.Time.Sub(sent), 2*takenConfig().TurnTakenTimeout)
 	assert.Contains(t, e.Message, `"two"`)
 	assert.False(t, e.ShownByAgy())
 	assert.True(t, *e.Retryable, "the driver may send it again")
