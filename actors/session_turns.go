@@ -119,8 +119,8 @@ func (d *turnDesk) forgetUnsent(text string) {
 	}
 }
 
-// sentTurn returns the sent turn id, or nil once it was seen or dropped.
-func (d *turnDesk) sentTurn(id int) *sentTurn {
+// sentByID returns the sent turn id, or nil once it was seen or dropped.
+func (d *turnDesk) sentByID(id int) *sentTurn {
 	i := slices.IndexFunc(d.sent, func(st sentTurn) bool { return st.id == id })
 	if i < 0 {
 		return nil
@@ -270,7 +270,7 @@ func (s *session) onTurnOutcome(m *turnOutcome) {
 // never taken for a drop.) It is never sent again by the session: it could
 // come twice.
 func (s *session) checkSent(ctx actor.Context, id int) {
-	st := s.desk.sentTurn(id)
+	st := s.desk.sentByID(id)
 	if st == nil {
 		return
 	}
