@@ -326,12 +326,35 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 			trajectories[conv] = steps
 		}
 		idx := *ev.DeliveredStepIndex
-		if idx < 0 || idx >= len(steps) || !echoes(steps[idx], a) {
-			res.PromptsMisdelivered++
-			res.problem("%s: prompt %s (%s, accept=%v option=%q) resolved at step %d, where agy does not echo that answer%s%s\n    events from its request on:%s",
-				tag, a.elicitationID, a.kind, a.accept, a.option, idx, recorded(steps, idx), truthSummary(steps), naming(evs, a.elicitationID))
+		if idx >= 0 && idx < len(steps) && echoes(steps[idx], a) {
+			continue
 		}
+		if cutAfter(evs, ev, idx) && echoedAt(d.srv.GroundTruth(conv), idx, a) {
+			// A rewind after the answer cut its step away (another now
+			// stands at idx, or none): agy recorded the answer on the
+			// step before it was cut.
+			continue
+		}
+		res.PromptsMisdelivered++
+		res.problem("%s: prompt %s (%s, accept=%v option=%q) resolved at step %d, where agy does not echo that answer%s%s\n    events from its request on:%s",
+			tag, a.elicitationID, a.kind, a.accept, a.option, idx, recorded(steps, idx), truthSummary(steps), naming(evs, a.elicitationID))
 	}
+}
+
+// cutAfter says whether the session reported a rewind of the answer's
+// conversation to idx or before, after the answer's resolution: the step at
+// idx was cut away after it.
+func cutAfter(evs []*messages.Event, resolved *messages.Event, idx int) bool {
+	return slices.ContainsFunc(evs, func(ev *messages.Event) bool {
+		return ev.Type == messages.EventConversationRewound && ev.ConversationID == resolved.ConversationID &&
+			ev.Seq > resolved.Seq && ev.ToStep != nil && *ev.ToStep <= idx
+	})
+}
+
+// echoedAt says whether a committed step at index idx of truth (every
+// step as it first finished, rewound ones too) echoes answer a.
+func echoedAt(truth []wire.Step, idx int, a answer) bool {
+	return slices.ContainsFunc(truth, func(st wire.Step) bool { return st.Index() == idx && echoes(st, a) })
 }
 
 // echoes says whether agy recorded answer a on step st: in its first

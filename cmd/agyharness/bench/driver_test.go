@@ -188,3 +188,31 @@ func TestTheCheckFindsATurnReportedNotTakenThatAgyTook(t *testing.T) {
 	assert.Contains(t, res.Problems[0], `"text turn 1"`)
 	assert.True(t, res.Failed())
 }
+
+// An answer whose step a later rewind cut away is checked against the step
+// as it first finished (the ground truth keeps it), not against the step
+// that now stands at its index; a rewind before the answer, or of another
+// conversation, or to a later step, does not make it so.
+func TestAnAnswerWhoseStepWasRewoundIsCheckedOnTheStepItReached(t *testing.T) {
+	at := func(i int, allow bool) wire.Step {
+		st := wire.Step{Type: wire.StepRunCommand, Status: wire.StatusDone,
+			CompletedInteractions: []wire.CompletedInteraction{{Response: &wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: allow}}}}}
+		st.Metadata.SourceTrajectoryStepInfo.StepIndex = wire.Int(i)
+		return st
+	}
+	accept := answer{elicitationID: "c/r1/prompt/7", kind: messages.KindPermission, accept: true}
+	truth := []wire.Step{at(7, true), at(7, false)} // answered, then another step at 7 after a rewind
+	assert.True(t, echoedAt(truth, 7, accept))
+	assert.False(t, echoedAt(truth[1:], 7, accept))
+	assert.False(t, echoedAt(truth, 6, accept))
+
+	resolved := &messages.Event{Type: messages.EventElicitationResolved, ConversationID: "c", Seq: 10}
+	rewound := func(conv string, seq uint64, to int) []*messages.Event {
+		return []*messages.Event{resolved, {Type: messages.EventConversationRewound, ConversationID: conv, Seq: seq, ToStep: messages.Ptr(to)}}
+	}
+	assert.True(t, cutAfter(rewound("c", 12, 5), resolved, 7))
+	assert.True(t, cutAfter(rewound("c", 12, 7), resolved, 7))
+	assert.False(t, cutAfter(rewound("c", 12, 8), resolved, 7), "cut after the step")
+	assert.False(t, cutAfter(rewound("c", 8, 5), resolved, 7), "cut before the answer")
+	assert.False(t, cutAfter(rewound("d", 12, 5), resolved, 7), "another conversation")
+}
