@@ -508,3 +508,54 @@ func TestAnswerInFlightAttributesAnEarlyDoneToTheHarness(t *testing.T) {
 	evs = r2.Apply(snapshot(1, wire.RunRunning, u, done))
 	assert.Equal(t, messages.ByTerminal, findEvent(t, evs, messages.EventElicitationResolved).By)
 }
+
+// An answer in flight that agy's record contradicts is not the harness's:
+// agy (its timeout, or its terminal) answered first, so the prompt closes
+// as answered elsewhere, with what agy recorded.
+func TestAnswerInFlightIsNotClaimedWhenAgyShowsAnother(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		inFlight string
+		allow    bool
+		want     string
+		by       string
+	}{
+		{"ours accept, agy shows not allowed", messages.ActionAccept, false, messages.ActionDecline, messages.ByTerminal},
+		{"ours decline, agy shows allowed", messages.ActionDecline, true, messages.ActionAccept, messages.ByTerminal},
+		{"ours cancel, agy shows not allowed: ours", messages.ActionCancel, false, messages.ActionCancel, messages.ByHarness},
+		{"ours accept, agy shows allowed: ours", messages.ActionAccept, true, messages.ActionAccept, messages.ByHarness},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTestReconciler()
+			u := userStep("run it", "")
+			evs := r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "pwd")))
+			req := findEvent(t, evs, messages.EventElicitationRequest)
+			r.AnswerInFlight(req.ElicitationID, tc.inFlight)
+			answered := commandStep(wire.StatusRunning, "pwd")
+			answered.CompletedInteractions = []wire.CompletedInteraction{{Response: &wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: tc.allow}}}}
+			evs = r.Apply(snapshot(1, wire.RunRunning, u, answered))
+			res := findEvent(t, evs, messages.EventElicitationResolved)
+			assert.Equal(t, tc.by, res.By)
+			assert.Equal(t, tc.want, res.Action)
+		})
+	}
+}
+
+// The campaign's case: an MCP elicitation accepted by the harness while
+// agy's own timeout cancelled it; agy shows cancel, so the prompt closes as
+// answered elsewhere, cancel.
+func TestElicitationAcceptInFlightThatAgyCancelledIsNotTheHarnesss(t *testing.T) {
+	r := newTestReconciler()
+	u := userStep("go", "")
+	s := genericStep(wire.StatusWaiting, "mcp_tool", `{}`, "")
+	s.RequestedInteraction = &wire.Interaction{Elicitation: &wire.ElicitationRequest{ServerName: "tracker", Mode: "form", Message: "Which project?", RequestedSchemaJSON: `{"type":"object"}`}}
+	evs := r.Apply(snapshot(1, wire.RunRunning, u, s))
+	req := findEvent(t, evs, messages.EventElicitationRequest)
+	r.AnswerInFlight(req.ElicitationID, messages.ActionAccept)
+	done := genericStep(wire.StatusDone, "mcp_tool", `{}`, "")
+	done.CompletedInteractions = []wire.CompletedInteraction{{Response: &wire.InteractionResponse{Elicitation: &wire.ElicitationAnswer{Action: messages.ActionCancel}}}}
+	evs = r.Apply(snapshot(2, wire.RunRunning, u, done))
+	res := findEvent(t, evs, messages.EventElicitationResolved)
+	assert.Equal(t, messages.ByTerminal, res.By)
+	assert.Equal(t, messages.ActionCancel, res.Action)
+}

@@ -320,13 +320,18 @@ func (r *Reconciler) expireBehind(index int, s *wire.Step) {
 
 // closeAnswered closes a prompt agy shows answered: by the harness when an
 // answer of ours was in flight (the trajectory can show it before the
-// delivery's reply arrives), else in agy's own terminal.
+// delivery's reply arrives) and agy shows it, else in agy's own terminal.
+// An answer agy shows that is not ours (accepted where ours declined, or the
+// other way round: agy's terminal, or agy's own timeout, answered first) is
+// not the harness's, in flight or not. A decline and a cancel count alike:
+// agy records a permission's answer as allowed or not.
 func (r *Reconciler) closeAnswered(p *promptState, s *wire.Step, index int) {
-	if p.inFlight != "" {
+	shown := answeredAction(s, p.Kind)
+	if p.inFlight != "" && (p.inFlight == messages.ActionAccept) == (shown == messages.ActionAccept) {
 		r.closePrompt(p, p.inFlight, messages.ByHarness, messages.Ptr(index))
 		return
 	}
-	r.closePrompt(p, answeredAction(s, p.Kind), messages.ByTerminal, messages.Ptr(index))
+	r.closePrompt(p, shown, messages.ByTerminal, messages.Ptr(index))
 }
 
 // AnswerInFlight records that the harness is delivering an answer with
