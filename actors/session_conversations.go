@@ -252,8 +252,8 @@ func (s *session) react(ctx actor.Context, rec *mapper.Reconciler, ev *messages.
 			s.tellTurnActive(ctx)
 		}
 	case messages.EventUserMessage:
-		if rec == s.convs.root && !s.desk.sawSent(ev.Text) && ev.Origin == messages.OriginHarness {
-			s.desk.sawTyped(ev.Text)
+		if rec == s.convs.root {
+			s.sawUserTurn(ev)
 		}
 	case messages.EventElicitationRequest:
 		s.warnInteraction(ev)

@@ -97,18 +97,30 @@ func (d *turnDesk) addSent(text string) {
 // accepted, else the first sent), and says whether there was one. Any user
 // turn of the text counts, whatever its origin, in the form agy would give
 // a paste: a turn agy took is never reported as not taken (a person's turn
-// of the same text, seen first, can only hide a report).
-func (d *turnDesk) sawSent(text string) bool {
+// of the same text, seen first, can only hide a report). passed are the
+// turns agy accepted before that one and has not shown: agy takes the turns
+// it queued in order, so it dropped them (the caller reports them).
+func (d *turnDesk) sawSent(text string) (passed []sentTurn, ok bool) {
 	text = mapper.TypedForm(text)
 	same := func(st sentTurn) bool { return mapper.TypedForm(st.text) == text }
 	i := slices.IndexFunc(d.sent, func(st sentTurn) bool { return st.delivered && same(st) })
 	if i < 0 {
+		// Shown before agy's answer to its send reached the session.
 		i = slices.IndexFunc(d.sent, same)
 	}
-	if i >= 0 {
-		d.sent = slices.Delete(d.sent, i, i+1)
+	if i < 0 {
+		return nil, false
 	}
-	return i >= 0
+	for _, st := range d.sent[:i] {
+		if st.delivered {
+			passed = append(passed, st)
+		}
+	}
+	d.sent = slices.Delete(d.sent, i, i+1)
+	for _, st := range passed {
+		d.dropSent(st.id)
+	}
+	return passed, true
 }
 
 // forgetUnsent forgets the first sent turn with text agy has not accepted:
@@ -256,6 +268,19 @@ func (s *session) onTurnOutcome(m *turnOutcome) {
 	}
 	st.delivered = true
 	s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: st.id})
+}
+
+// sawUserTurn notes a user turn of the bound conversation: a turn the
+// session sent, or typed, that agy took; and reports the turns agy accepted
+// before it and passed over.
+func (s *session) sawUserTurn(ev *messages.Event) {
+	passed, ok := s.desk.sawSent(ev.Text)
+	for _, st := range passed {
+		s.reportNotTaken(st) // dropSent again: a no-op
+	}
+	if !ok && ev.Origin == messages.OriginHarness {
+		s.desk.sawTyped(ev.Text)
+	}
 }
 
 // checkSent runs Config.TurnTakenTimeout after agy accepted a turn over RPC,

@@ -87,3 +87,24 @@ func TestATurnQueuedBehindALongRunIsNotReported(t *testing.T) {
 	evs := r.ev.all()
 	assert.Empty(t, ofType(evs, messages.EventError), dump(evs))
 }
+
+// A turn agy took after a dropped one tells at once that the dropped one is
+// gone (agy takes the turns it queued in order), without waiting for agy to
+// stay idle: a driver that goes on sending learns of it with its next turn.
+func TestATurnPassedOverIsReportedWhenALaterOneShows(t *testing.T) {
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: longAnswer(), ChunkDelay: 25 * time.Millisecond})
+	cfg := testConfig()
+	cfg.TurnTakenTimeout = time.Minute // the looks never come within the test
+	r := newRigWith(t, cfg, srv, actors.Spec{})
+	seq := r.turn("one")
+	r.ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.Seq > seq && e.State == messages.StateRunning })
+	r.turn("two") // queued behind "one"
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	require.NoError(t, r.s.Interrupt(ctx))
+	r.turn("three")
+	user := r.ev.waitFor(t, messages.EventUserMessage, func(e *messages.Event) bool { return e.Text == "three" })
+	e := r.ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return e.Code == messages.ErrorTurnNotTaken })
+	assert.Equal(t, "two", e.Text)
+	assert.Equal(t, user.Seq+1, e.Seq, "reported with the turn that passed it")
+}
