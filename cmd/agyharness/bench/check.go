@@ -314,6 +314,12 @@ func (d *driver) checkPrompts(res *Result, evs []*messages.Event, tag string) {
 			// Expired or answered elsewhere, and said so.
 			res.PromptsFailedClearly++
 			continue
+		case (ev.Action == messages.ActionAccept) != a.accept && errorNames(evs, a.elicitationID):
+			// The harness's other answer to it reached agy first (an
+			// interrupt's decline while this answer was on its way), and
+			// the session said this one was not delivered.
+			res.PromptsFailedClearly++
+			continue
 		case ev.DeliveredStepIndex == nil:
 			res.PromptsMisdelivered++
 			res.problem("%s: prompt %s resolved by the harness without a delivered step", tag, a.elicitationID)

@@ -216,3 +216,29 @@ func TestAnAnswerWhoseStepWasRewoundIsCheckedOnTheStepItReached(t *testing.T) {
 	assert.False(t, cutAfter(rewound("c", 8, 5), resolved, 7), "cut before the answer")
 	assert.False(t, cutAfter(rewound("d", 12, 5), resolved, 7), "another conversation")
 }
+
+// An answer beaten by the harness's own other answer (an interrupt's
+// decline reached agy first) is failed clearly when the session said the
+// answer was not delivered, and misdelivered when it did not.
+func TestAnAnswerBeatenByTheInterruptsDeclineFailsClearlyWhenSaidSo(t *testing.T) {
+	resolved := &messages.Event{Type: messages.EventElicitationResolved, ConversationID: "c", Seq: 2, ElicitationID: "c/prompt/5",
+		Action: messages.ActionCancel, By: messages.ByHarness, DeliveredStepIndex: messages.Ptr(5)}
+	notDelivered := &messages.Event{Type: messages.EventError, Seq: 3,
+		Message: "answer to c/prompt/5 not delivered: agy no longer asks it (answered decline elsewhere at step 5): the answer was not sent"}
+	for _, said := range []bool{true, false} {
+		d := &driver{mode: actors.ReadStream, wake: make(chan struct{}, 1), srv: agytest.Start(t, agytest.Options{}),
+			answers: []answer{{elicitationID: "c/prompt/5", kind: messages.KindPermission, accept: true}}}
+		evs := []*messages.Event{resolved}
+		if said {
+			evs = append(evs, notDelivered)
+		}
+		var res Result
+		d.checkPrompts(&res, evs, "session 0")
+		if said {
+			assert.Equal(t, 1, res.PromptsFailedClearly)
+			assert.Zero(t, res.PromptsMisdelivered)
+		} else {
+			assert.Equal(t, 1, res.PromptsMisdelivered)
+		}
+	}
+}
