@@ -483,16 +483,31 @@ func TestQuestionFromAStreamedCopyWaitsForItsFlags(t *testing.T) {
 	assert.Len(t, r.OpenPrompts(), 1)
 }
 
-func TestAnswerInFlightAttributesAnEarlyDoneToTheHarness(t *testing.T) {
+// answerInFlight has a reconciler see a command wait on its permission
+// ("run it", then pwd) and the harness's answer with action go out.
+func answerInFlight(t *testing.T, action string) (*Reconciler, wire.Step, messages.Event) {
+	t.Helper()
 	r := newTestReconciler()
 	u := userStep("run it", "")
 	evs := r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "pwd")))
 	req := findEvent(t, evs, messages.EventElicitationRequest)
-	r.AnswerInFlight(req.ElicitationID, messages.ActionAccept)
+	r.AnswerInFlight(req.ElicitationID, action)
+	return r, u, req
+}
+
+// permissionAnswered is the pwd command step with status, agy's record of
+// its permission allowed or not.
+func permissionAnswered(status wire.StepStatus, allow bool) wire.Step {
+	s := commandStep(status, "pwd")
+	s.CompletedInteractions = []wire.CompletedInteraction{{Response: &wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: allow}}}}
+	return s
+}
+
+func TestAnswerInFlightAttributesAnEarlyDoneToTheHarness(t *testing.T) {
+	r, u, req := answerInFlight(t, messages.ActionAccept)
 	// agy shows the step answered before the delivery's reply reaches the session.
-	done := commandStep(wire.StatusDone, "pwd")
-	done.CompletedInteractions = []wire.CompletedInteraction{{Response: &wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: true}}}}
-	evs = r.Apply(snapshot(1, wire.RunRunning, u, done))
+	done := permissionAnswered(wire.StatusDone, true)
+	evs := r.Apply(snapshot(1, wire.RunRunning, u, done))
 	res := findEvent(t, evs, messages.EventElicitationResolved)
 	assert.Equal(t, messages.ByHarness, res.By)
 	assert.Equal(t, messages.ActionAccept, res.Action)
@@ -500,10 +515,7 @@ func TestAnswerInFlightAttributesAnEarlyDoneToTheHarness(t *testing.T) {
 	assert.False(t, ok, "resolved once, not twice")
 
 	// A failed delivery clears it: a later answer in agy's terminal is the terminal's.
-	r2 := newTestReconciler()
-	evs = r2.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "pwd")))
-	req = findEvent(t, evs, messages.EventElicitationRequest)
-	r2.AnswerInFlight(req.ElicitationID, messages.ActionAccept)
+	r2, _, req := answerInFlight(t, messages.ActionAccept)
 	r2.AnswerInFlight(req.ElicitationID, "")
 	evs = r2.Apply(snapshot(1, wire.RunRunning, u, done))
 	assert.Equal(t, messages.ByTerminal, findEvent(t, evs, messages.EventElicitationResolved).By)
@@ -526,14 +538,8 @@ func TestAnswerInFlightIsNotClaimedWhenAgyShowsAnother(t *testing.T) {
 		{"ours accept, agy shows allowed: ours", messages.ActionAccept, true, messages.ActionAccept, messages.ByHarness},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newTestReconciler()
-			u := userStep("run it", "")
-			evs := r.Apply(snapshot(0, wire.RunRunning, u, commandStep(wire.StatusWaiting, "pwd")))
-			req := findEvent(t, evs, messages.EventElicitationRequest)
-			r.AnswerInFlight(req.ElicitationID, tc.inFlight)
-			answered := commandStep(wire.StatusRunning, "pwd")
-			answered.CompletedInteractions = []wire.CompletedInteraction{{Response: &wire.InteractionResponse{Permission: &wire.PermissionAnswer{Allow: tc.allow}}}}
-			evs = r.Apply(snapshot(1, wire.RunRunning, u, answered))
+			r, u, _ := answerInFlight(t, tc.inFlight)
+			evs := r.Apply(snapshot(1, wire.RunRunning, u, permissionAnswered(wire.StatusRunning, tc.allow)))
 			res := findEvent(t, evs, messages.EventElicitationResolved)
 			assert.Equal(t, tc.by, res.By)
 			assert.Equal(t, tc.want, res.Action)

@@ -192,6 +192,21 @@ func testDriverAutoAnswersAndRunsTheScript(t *testing.T) {
 	sess.push(messages.Event{Type: messages.EventElicitationResolved, ElicitationID: "q", Action: "accept", By: "harness"})
 	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
 	waitCmds(3)
+	lastTurnEnds(t, sess, done)
+	assert.Equal(t, []messages.Command{
+		turns[0],
+		{Type: messages.CommandResolve, ElicitationID: "q", Action: "accept", Answers: []messages.Answer{{Question: "Which?", SelectedOptionIDs: []string{"1"}}}},
+		turns[1],
+	}, sess.commands())
+	assert.Contains(t, out.String(), "> one")
+	assert.Contains(t, out.String(), "✓ answered: Which?")
+	assert.Contains(t, out.String(), "done")
+}
+
+// lastTurnEnds plays the script's last turn, "two", to its idle, and checks
+// that the driver then detaches (run's result on done).
+func lastTurnEnds(t *testing.T, sess *scriptedSession, done <-chan error) {
+	t.Helper()
 	sess.push(messages.Event{Type: messages.EventUserMessage, Text: "two", Origin: messages.OriginHarness})
 	sess.push(messages.Event{Type: messages.EventMessage, Text: "done", ItemID: "m"})
 	sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
@@ -201,14 +216,6 @@ func testDriverAutoAnswersAndRunsTheScript(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the driver did not detach after the last turn")
 	}
-	assert.Equal(t, []messages.Command{
-		turns[0],
-		{Type: messages.CommandResolve, ElicitationID: "q", Action: "accept", Answers: []messages.Answer{{Question: "Which?", SelectedOptionIDs: []string{"1"}}}},
-		turns[1],
-	}, sess.commands())
-	assert.Contains(t, out.String(), "> one")
-	assert.Contains(t, out.String(), "✓ answered: Which?")
-	assert.Contains(t, out.String(), "done")
 }
 
 func TestDriverReportsAnOverlongCommandLineAndReadsOn(t *testing.T) {
@@ -337,15 +344,7 @@ func TestDriverMovesOnFromATurnAgyDidNotTake(t *testing.T) {
 		sess.push(messages.Event{Type: messages.EventError, Code: messages.ErrorTurnNotTaken, Text: "one", Message: "agy accepted the turn but did not take it: \"one\""})
 		synctest.Wait()
 		require.Len(t, sess.commands(), 2, "the script moved on")
-		sess.push(messages.Event{Type: messages.EventUserMessage, Text: "two", Origin: messages.OriginHarness})
-		sess.push(messages.Event{Type: messages.EventMessage, Text: "done", ItemID: "m"})
-		sess.push(messages.Event{Type: messages.EventStatus, State: messages.StateIdle})
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(5 * time.Second):
-			t.Fatal("the driver did not detach after the last turn")
-		}
+		lastTurnEnds(t, sess, done)
 		assert.Contains(t, out.String(), `did not take it: "one"`)
 	})
 }

@@ -908,19 +908,28 @@ func TestPermissionAllowAlwaysIsGivenInAgysPane(t *testing.T) {
 	assert.Zero(t, r.srv.Calls("HandleCascadeUserInteraction"), "no RPC answer")
 }
 
-// A prompt sent while agy runs a turn typed in its terminal waits in agy's
-// queue behind it; the person's interrupt drops the queue. The prompt fails
-// with the session's turn_not_taken error instead of waiting for good, and
-// the thread says what happened.
-func TestAPromptAgyDroppedFailsWithTheReason(t *testing.T) {
-	r := startRig(t, agytest.Options{Conversation: true, PromptTimeout: -1, ChunkDelay: 25 * time.Millisecond,
-		Scenario: scenario(agytest.Say("A long answer that streams for a while, chunk after chunk after chunk.", 40))}, nil)
+// busyWithAPersonsTurn starts a rig and a session whose agy runs a turn a
+// person typed in its terminal: an answer in chunks chunks, chunkDelay
+// apart, already streaming to the thread.
+func busyWithAPersonsTurn(t *testing.T, chunkDelay time.Duration, chunks int) (*rig, sdk.NewSessionResponse) {
+	t.Helper()
+	r := startRig(t, agytest.Options{Conversation: true, PromptTimeout: -1, ChunkDelay: chunkDelay,
+		Scenario: scenario(agytest.Say("A long answer that streams for a while, chunk after chunk after chunk.", chunks))}, nil)
 	sess := r.newSession(t)
 	require.NoError(t, r.srv.TypeTurn("a person's turn"))
 	r.client.waitFor(t, "the person's run streams", func(us []sdk.SessionNotification) bool {
 		message, _ := texts(us)
 		return message != ""
 	})
+	return r, sess
+}
+
+// A prompt sent while agy runs a turn typed in its terminal waits in agy's
+// queue behind it; the person's interrupt drops the queue. The prompt fails
+// with the session's turn_not_taken error instead of waiting for good, and
+// the thread says what happened.
+func TestAPromptAgyDroppedFailsWithTheReason(t *testing.T) {
+	r, sess := busyWithAPersonsTurn(t, 25*time.Millisecond, 40)
 	sends := r.srv.Calls(rpc.MethodSendUserCascadeMessage)
 	type result struct {
 		res sdk.PromptResponse
@@ -954,14 +963,7 @@ func TestAPromptAgyDroppedFailsWithTheReason(t *testing.T) {
 // A prompt queued behind a person's run that agy then takes ends with its
 // own run, not sooner and not never.
 func TestAPromptQueuedBehindAPersonsTurnEndsWithItsOwnRun(t *testing.T) {
-	r := startRig(t, agytest.Options{Conversation: true, PromptTimeout: -1, ChunkDelay: 10 * time.Millisecond,
-		Scenario: scenario(agytest.Say("An answer that streams for a little while, chunk after chunk.", 20))}, nil)
-	sess := r.newSession(t)
-	require.NoError(t, r.srv.TypeTurn("a person's turn"))
-	r.client.waitFor(t, "the person's run streams", func(us []sdk.SessionNotification) bool {
-		message, _ := texts(us)
-		return message != ""
-	})
+	r, sess := busyWithAPersonsTurn(t, 10*time.Millisecond, 20)
 	res, err := r.prompt(t, sess.SessionId, "the client's turn")
 	require.NoError(t, err)
 	assert.Equal(t, sdk.StopReasonEndTurn, res.StopReason)
