@@ -276,7 +276,7 @@ func (s *session) onTurnOutcome(m *turnOutcome) {
 func (s *session) sawUserTurn(ev *messages.Event) {
 	passed, ok := s.desk.sawSent(ev.Text)
 	for _, st := range passed {
-		s.reportNotTaken(st) // dropSent again: a no-op
+		s.reportNotTaken(st, notTakenPassed) // dropSent again: a no-op
 	}
 	if !ok && ev.Origin == messages.OriginHarness {
 		s.desk.sawTyped(ev.Text)
@@ -325,7 +325,7 @@ func (s *session) confirmSent() {
 			continue
 		}
 		if st.idleReads++; st.idleReads >= 2 {
-			s.reportNotTaken(*st)
+			s.reportNotTaken(*st, notTakenIdle)
 			i-- // reportNotTaken removed it
 		}
 	}
@@ -337,15 +337,20 @@ func (s *session) idleAndRead() bool {
 	return s.link.poller != nil && s.convs.root != nil && s.convs.root.State() == messages.StateIdle
 }
 
+// Why a turn is reported not taken (reportNotTaken).
+const (
+	notTakenIdle   = "agy is idle and its conversation does not show the turn"
+	notTakenPassed = "agy took a turn sent after it first"
+)
+
 // reportNotTaken reports a sent turn agy accepted and never recorded, and
-// forgets it.
-func (s *session) reportNotTaken(st sentTurn) {
+// forgets it; why is notTakenIdle or notTakenPassed.
+func (s *session) reportNotTaken(st sentTurn, why string) {
 	s.desk.dropSent(st.id)
 	s.publish(&messages.Event{
 		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.shared.spec.SessionID, s.shared.events.seq+1),
 		ConversationID: s.conv(), Code: messages.ErrorTurnNotTaken, Retryable: messages.Ptr(true), Text: st.text,
-		Message: fmt.Sprintf("agy accepted the turn but did not take it: it is idle and its conversation does not show the turn (it was not sent again): %q",
-			trimForError(st.text)),
+		Message: fmt.Sprintf("agy accepted the turn but did not take it: %s (it was not sent again): %q", why, trimForError(st.text)),
 	})
 }
 

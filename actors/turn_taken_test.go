@@ -46,6 +46,7 @@ func TestATurnAgyAcceptedAndDroppedIsReported(t *testing.T) {
 	// moment of idle before a queued turn starts is never taken for a drop.
 	assert.GreaterOrEqual(t, e.Time.Sub(sent), 2*takenConfig().TurnTakenTimeout)
 	assert.Contains(t, e.Message, `"two"`)
+	assert.Contains(t, e.Message, "agy is idle and its conversation does not show the turn")
 	assert.False(t, e.ShownByAgy())
 	assert.True(t, *e.Retryable, "the driver may send it again")
 	// Nothing more: the turn is never sent again, and reported once.
@@ -107,4 +108,5 @@ func TestATurnPassedOverIsReportedWhenALaterOneShows(t *testing.T) {
 	e := r.ev.waitFor(t, messages.EventError, func(e *messages.Event) bool { return e.Code == messages.ErrorTurnNotTaken })
 	assert.Equal(t, "two", e.Text)
 	assert.Equal(t, user.Seq+1, e.Seq, "reported with the turn that passed it")
+	assert.Contains(t, e.Message, "agy took a turn sent after it first")
 }
