@@ -23,10 +23,16 @@ func (s *session) publish(ev *messages.Event) {
 }
 
 func (s *session) publishError(ctx actor.Context, msg string, retryable bool) {
-	s.publish(&messages.Event{
+	s.publish(s.errorEvent(msg, retryable))
+}
+
+// errorEvent is the session's own error event with msg, the next to be
+// published.
+func (s *session) errorEvent(msg string, retryable bool) *messages.Event {
+	return &messages.Event{
 		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.shared.spec.SessionID, s.shared.events.seq+1),
 		ConversationID: s.conv(), Message: msg, Retryable: messages.Ptr(retryable),
-	})
+	}
 }
 
 // endWithError ends the session for good: an error event (not retryable)

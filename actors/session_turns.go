@@ -99,7 +99,8 @@ func (d *turnDesk) addSent(text string) {
 // a paste: a turn agy took is never reported as not taken (a person's turn
 // of the same text, seen first, can only hide a report). passed are the
 // turns agy accepted before that one and has not shown: agy takes the turns
-// it queued in order, so it dropped them (the caller reports them).
+// it queued in order, so it dropped them (the caller reports them, which
+// forgets them).
 func (d *turnDesk) sawSent(text string) (passed []sentTurn, ok bool) {
 	text = mapper.TypedForm(text)
 	same := func(st sentTurn) bool { return mapper.TypedForm(st.text) == text }
@@ -117,9 +118,6 @@ func (d *turnDesk) sawSent(text string) (passed []sentTurn, ok bool) {
 		}
 	}
 	d.sent = slices.Delete(d.sent, i, i+1)
-	for _, st := range passed {
-		d.dropSent(st.id)
-	}
 	return passed, true
 }
 
@@ -276,7 +274,7 @@ func (s *session) onTurnOutcome(m *turnOutcome) {
 func (s *session) sawUserTurn(ev *messages.Event) {
 	passed, ok := s.desk.sawSent(ev.Text)
 	for _, st := range passed {
-		s.reportNotTaken(st, notTakenPassed) // dropSent again: a no-op
+		s.reportNotTaken(st, notTakenPassed)
 	}
 	if !ok && ev.Origin == messages.OriginHarness {
 		s.desk.sawTyped(ev.Text)
@@ -347,11 +345,9 @@ const (
 // forgets it; why is notTakenIdle or notTakenPassed.
 func (s *session) reportNotTaken(st sentTurn, why string) {
 	s.desk.dropSent(st.id)
-	s.publish(&messages.Event{
-		Type: messages.EventError, ID: fmt.Sprintf("%s/error/%d", s.shared.spec.SessionID, s.shared.events.seq+1),
-		ConversationID: s.conv(), Code: messages.ErrorTurnNotTaken, Retryable: messages.Ptr(true), Text: st.text,
-		Message: fmt.Sprintf("agy accepted the turn but did not take it: %s (it was not sent again): %q", why, trimForError(st.text)),
-	})
+	ev := s.errorEvent(fmt.Sprintf("agy accepted the turn but did not take it: %s (it was not sent again): %q", why, trimForError(st.text)), true)
+	ev.Code, ev.Text = messages.ErrorTurnNotTaken, st.text
+	s.publish(ev)
 }
 
 // trimForError shortens a text quoted in an error event.

@@ -27,8 +27,8 @@ import (
 // before each). Each reply is a *messages.TurnResult to the original
 // requester; the session hears whether agy accepted each turn
 // (turnOutcome: it checks that agy then takes it) and which prompts an
-// interrupt declined (interruptDone). It never uses SendAgentMessage, which records a
-// SYSTEM_MESSAGE instead of a turn.
+// interrupt declined (interruptDone). It never uses SendAgentMessage, which
+// records a SYSTEM_MESSAGE instead of a turn.
 //
 // It reads the catalog once at start and reports it to the session
 // (*messages.ModelsLoaded). A lost port is a failure (the session

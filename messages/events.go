@@ -273,9 +273,10 @@ const (
 )
 
 // ErrorTurnNotTaken is the code of the harness's own error for a turn agy
-// accepted over RPC and then did not take: agy is idle, and its
-// conversation does not show the turn (an interrupt cancels the turns agy
-// queued behind its run). The turn is not sent again; the driver may.
+// accepted over RPC and then did not take: agy stays idle and its
+// conversation does not show the turn, or agy took a turn sent after it
+// first (an interrupt cancels the turns agy queued behind its run). The
+// turn is not sent again; the driver may.
 const ErrorTurnNotTaken = "turn_not_taken"
 
 // ShownByAgy says whether the event is an error agy showed its user (an

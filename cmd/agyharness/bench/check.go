@@ -261,12 +261,20 @@ func (d *driver) checkThinking(res *Result, steps []wire.Step, conv, tag string)
 	}
 }
 
-// clip is s cut to 80 bytes for a problem line.
+// clip is s cut to at most 80 bytes, at a character's start, for a problem
+// line.
 func clip(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
+	if len(s) <= 80 {
+		return s
 	}
-	return s
+	cut := 0
+	for i := range s {
+		if i > 80 {
+			break
+		}
+		cut = i
+	}
+	return s[:cut] + "…"
 }
 
 // checkPrompts checks every answer we gave: resolved by the harness at the

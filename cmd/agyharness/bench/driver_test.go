@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 	"testing"
 	"time"
 
@@ -241,4 +242,12 @@ func TestAnAnswerBeatenByTheInterruptsDeclineFailsClearlyWhenSaidSo(t *testing.T
 			assert.Equal(t, 1, res.PromptsMisdelivered)
 		}
 	}
+}
+
+func TestClipCutsAtACharactersStart(t *testing.T) {
+	assert.Equal(t, "short", clip("short"))
+	long := strings.Repeat("a", 79) + "éé"
+	got := clip(long)
+	assert.Equal(t, strings.Repeat("a", 79)+"…", got, "é at bytes 79–80 does not fit")
+	assert.True(t, utf8.ValidString(got))
 }
