@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/hostcluster/clusterpb"
+	"github.com/agyharness/agyharness/internal/loopport"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/stretchr/testify/require"
 )
@@ -198,12 +198,19 @@ func (f *fakeLocal) Read(ctx context.Context, id, what string) ([]byte, error) {
 	return s.docs[what], nil
 }
 
+// freePort is a loopback port to name to a server before it binds it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return freePorts(t, 1)[0]
+}
+
+// freePorts is n distinct such ports (loopport: outside the kernel's
+// ephemeral range, so no other bind or connection takes one meanwhile).
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports, err := loopport.Pick(n)
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 // testNodes starts nodes on loopback with the automanaged provider, each
@@ -216,10 +223,9 @@ func testNodes(t *testing.T, names ...string) ([]*Node, []*fakeLocal) {
 // testNodesTuned is testNodes with each node's Config changed by tune.
 func testNodesTuned(t *testing.T, tune func(*Config), names ...string) ([]*Node, []*fakeLocal) {
 	t.Helper()
-	ports := make([]int, len(names))
+	ports := freePorts(t, len(names))
 	peers := make([]string, len(names))
 	for i := range names {
-		ports[i] = freePort(t)
 		peers[i] = fmt.Sprintf("127.0.0.1:%d", ports[i])
 	}
 	providers := make([]Provider, len(names))
@@ -318,8 +324,9 @@ func startEtcd(t *testing.T) string {
 	if err != nil {
 		t.Skip("etcd is not installed (apt-get install etcd-server)")
 	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
+	ports := freePorts(t, 2)
+	client := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cmd := exec.Command(bin, "--name", "test", "--data-dir", t.TempDir(),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,

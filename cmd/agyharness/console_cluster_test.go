@@ -71,7 +71,7 @@ func pageValue[T any](t *testing.T, ctx context.Context, expr string) T {
 // on you once agy asks), and its page on A shows its transcript and
 // agy's models, read from B.
 func TestConsoleOfAClusterShowsAnotherNodesSession(t *testing.T) {
-	ports := []int{freeLoopbackPort(t), freeLoopbackPort(t)}
+	ports := freeLoopbackPorts(t, 2)
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
 	var nodes []*clusterNodeProc
 	for i, name := range []string{"A", "B"} {

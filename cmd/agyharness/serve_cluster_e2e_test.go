@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/agyharness/agyharness/hostcluster"
+	"github.com/agyharness/agyharness/internal/loopport"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc/agytest"
 	"github.com/stretchr/testify/assert"
@@ -161,12 +161,20 @@ func (n *clusterNodeProc) kill() {
 	}
 }
 
+// freeLoopbackPort is a loopback port to name to a server before it binds it.
 func freeLoopbackPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return freeLoopbackPorts(t, 1)[0]
+}
+
+// freeLoopbackPorts is n distinct such ports (loopport: outside the
+// kernel's ephemeral range, so no other bind or connection takes one
+// meanwhile).
+func freeLoopbackPorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports, err := loopport.Pick(n)
 	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports
 }
 
 type nodesView struct {
@@ -208,7 +216,7 @@ func (n *clusterNodeProc) sessions() map[string]sessionView {
 }
 
 func TestClusterOfThreeAutomanagedNodes(t *testing.T) {
-	ports := []int{freeLoopbackPort(t), freeLoopbackPort(t), freeLoopbackPort(t)}
+	ports := freeLoopbackPorts(t, 3)
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1], ports[2])
 	var nodes []*clusterNodeProc
 	for i, name := range []string{"A", "B", "C"} {
@@ -375,8 +383,9 @@ func startEtcdServer(t *testing.T) string {
 	if err != nil {
 		t.Skip("etcd is not installed (apt-get install etcd-server)")
 	}
-	client := fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freeLoopbackPort(t))
+	ports := freeLoopbackPorts(t, 2)
+	client := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cmd := exec.Command(bin, "--name", "e2e", "--data-dir", t.TempDir(),
 		"--listen-client-urls", "http://"+client, "--advertise-client-urls", "http://"+client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -402,7 +411,7 @@ func startEtcdServer(t *testing.T) string {
 // (SIGCONT) after the provider dropped it, it joins again and its live
 // sessions are listed and driven again.
 func TestClusterNodeCutOffAndBack(t *testing.T) {
-	ports := []int{freeLoopbackPort(t), freeLoopbackPort(t)}
+	ports := freeLoopbackPorts(t, 2)
 	peers := fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d", ports[0], ports[1])
 	a := startClusterNode(t, "A", "--cluster", "cut", "--cluster-provider", "automanaged", "--peers", peers, "--provider-port", strconv.Itoa(ports[0]))
 	b := startClusterNode(t, "B", "--cluster", "cut", "--cluster-provider", "automanaged", "--peers", peers, "--provider-port", strconv.Itoa(ports[1]))
@@ -483,8 +492,9 @@ func startEtcdTLSServer(t *testing.T) (endpoint string, flags []string) {
 		{Name: "etcd", Hosts: []string{"127.0.0.1"}}, {Name: "client", Hosts: []string{"127.0.0.1"}}}, time.Hour, false)
 	require.NoError(t, err)
 	server, client := files[0], files[1]
-	endpoint = fmt.Sprintf("127.0.0.1:%d", freeLoopbackPort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freeLoopbackPort(t))
+	ports := freeLoopbackPorts(t, 2)
+	endpoint = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	cmd := exec.Command(bin, "--name", "e2e", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", "https://"+endpoint, "--advertise-client-urls", "https://"+endpoint,
 		"--cert-file", server.Cert, "--key-file", server.Key, "--client-cert-auth", "--trusted-ca-file", ca,

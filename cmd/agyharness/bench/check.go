@@ -263,13 +263,16 @@ func (d *driver) checkThinking(res *Result, steps []wire.Step, conv, tag string)
 
 // clip is s cut to at most 80 bytes, at a character's start, for a problem
 // line.
-func clip(s string) string {
-	if len(s) <= 80 {
+func clip(s string) string { return clipTo(s, 80) }
+
+// clipTo is s cut to at most n bytes, at a character's start.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
 	cut := 0
 	for i := range s {
-		if i > 80 {
+		if i > n {
 			break
 		}
 		cut = i

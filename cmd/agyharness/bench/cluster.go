@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,12 +17,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agyharness/agyharness/actors"
+	"github.com/agyharness/agyharness/internal/loopport"
 	"github.com/agyharness/agyharness/messages"
 )
 
@@ -76,9 +77,18 @@ type clusterNode struct {
 	cmd  *exec.Cmd
 	done chan error
 
+	logEnded chan struct{} // closed once its log is read to its end
+
 	mu     sync.Mutex
-	errors int // ERROR lines in its log
+	errors int      // ERROR lines in its log
+	tail   []string // its log's last lines (maxTailLines, each clipped)
 }
+
+// What a node's start failure quotes of its log.
+const (
+	maxTailLines = 5
+	maxTailLine  = 400
+)
 
 var (
 	listeningAt = regexp.MustCompile(`listening on (https?://\S+)`)
@@ -113,18 +123,16 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 				"--remote-tls-key", filepath.Join(certDir, name+"-key.pem"), "--remote-tls-ca", filepath.Join(certDir, "ca.pem")}
 		}
 	}
-	ports := make([]string, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		ports[i] = strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-		_ = l.Close()
+	// The provider ports are named to every node before any binds its own.
+	picked, err := loopport.Pick(n)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
 	}
+	ports := make([]string, n)
 	peers := make([]string, n)
-	for i, p := range ports {
-		peers[i] = "127.0.0.1:" + p
+	for i, p := range picked {
+		ports[i] = strconv.Itoa(p)
+		peers[i] = "127.0.0.1:" + ports[i]
 	}
 	var nodes []*clusterNode
 	stopAll := func() { stopClusterNodes(nodes) }
@@ -144,7 +152,7 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 			stopAll()
 			return nil, fmt.Errorf("bench: start node %s: %w", name, err)
 		}
-		node := &clusterNode{name: name, cmd: cmd, done: make(chan error, 1)}
+		node := &clusterNode{name: name, cmd: cmd, done: make(chan error, 1), logEnded: make(chan struct{})}
 		nodes = append(nodes, node)
 		found := make(chan string, 1)
 		logs, err := nodeLog(profileDir, name, stderr)
@@ -153,13 +161,16 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 			return nil, err
 		}
 		go node.readLog(logs, found)
-		go func() { node.done <- cmd.Wait() }()
+		go func() {
+			<-node.logEnded // Wait closes the pipe: read the log to its end first
+			node.done <- cmd.Wait()
+		}()
 		select {
 		case node.base = <-found:
 		case err := <-node.done:
 			node.done <- err
 			stopAll()
-			return nil, fmt.Errorf("bench: node %s exited: %v", name, err)
+			return nil, fmt.Errorf("bench: node %s exited: %v; the end of its log: %s", name, err, node.lastLines())
 		case <-time.After(30 * time.Second):
 			stopAll()
 			return nil, fmt.Errorf("bench: node %s did not join the cluster", name)
@@ -170,6 +181,7 @@ func startClusterNodes(ctx context.Context, harness string, n int, token string,
 
 // readLog takes the node's address from its log, then counts its errors.
 func (c *clusterNode) readLog(r io.Reader, found chan<- string) {
+	defer close(c.logEnded)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var base string
@@ -186,12 +198,31 @@ func (c *clusterNode) readLog(r io.Reader, found chan<- string) {
 			found <- base
 			found = nil
 		}
+		c.mu.Lock()
 		if strings.Contains(l, "level=ERROR") {
-			c.mu.Lock()
 			c.errors++
-			c.mu.Unlock()
 		}
+		if len(c.tail) == maxTailLines {
+			c.tail = slices.Delete(c.tail, 0, 1)
+		}
+		c.tail = append(c.tail, clipTo(l, maxTailLine))
+		c.mu.Unlock()
 	}
+	_, _ = io.Copy(io.Discard, r) // past a line over the scanner's limit: the node must not block on a full pipe
+}
+
+// lastLines is the end of the node's log, each line quoted, or "(empty)".
+func (c *clusterNode) lastLines() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.tail) == 0 {
+		return "(empty)"
+	}
+	quoted := make([]string, len(c.tail))
+	for i, l := range c.tail {
+		quoted[i] = strconv.Quote(l)
+	}
+	return strings.Join(quoted, "; ")
 }
 
 func stopClusterNodes(nodes []*clusterNode) {

@@ -61,3 +61,22 @@ func TestShortClusterCampaign(t *testing.T) {
 	_, err = Run(context.Background(), Options{Sessions: 3, Duration: time.Second, Cluster: 3, Harness: harness, ClusterTrace: true})
 	assert.ErrorContains(t, err, "--cluster-profile")
 }
+
+// TestANodeThatExitsWhileStartingIsReportedWithItsLog: a node that dies
+// before it joins (a port taken, a bad flag) fails the campaign with the
+// end of its log, which says why, not with its exit status alone.
+func TestANodeThatExitsWhileStartingIsReportedWithItsLog(t *testing.T) {
+	dir := t.TempDir()
+	harness := filepath.Join(dir, "harness")
+	script := "#!/bin/sh\n" +
+		"echo 'level=INFO msg=starting' >&2\n" +
+		"echo 'level=ERROR msg=\"automanaged provider: listen tcp 127.0.0.1:1: bind: address already in use\"' >&2\n" +
+		"exit 3\n"
+	require.NoError(t, os.WriteFile(harness, []byte(script), 0o700))
+
+	nodes, err := startClusterNodes(context.Background(), harness, 2, "token", dir, false, "", false)
+	require.Error(t, err)
+	assert.Nil(t, nodes)
+	assert.ErrorContains(t, err, "node n1 exited: exit status 3")
+	assert.ErrorContains(t, err, `"level=INFO msg=starting"; "level=ERROR msg=\"automanaged provider: listen tcp 127.0.0.1:1: bind: address already in use\""`)
+}
