@@ -4,13 +4,19 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// quietHandler passes a log record on at most once per interval for each
-// message: Proto.Actor's cluster logs the same failure each time it tries
-// (automanaged asks an absent peer twice a second, at ERROR), which would
-// bury the host's own logs while a node is down.
+// quietHandler is the handler of Proto.Actor's logs. It passes a record on
+// at most once per interval for each message: Proto.Actor's cluster logs
+// the same failure each time it tries (automanaged asks an absent peer twice
+// a second, at ERROR), which would bury the host's own logs while a node is
+// down. Once its generation leaves (leaving), it passes warnings and errors
+// on at INFO, marked leaving=true: Proto.Actor logs its own orderly stop as
+// failures ("Automanaged server stopping..!" with "http: Server closed", an
+// endpoint writer's "lost connection" to a connection it is closing), which
+// would read as faults of a node that was told to stop.
 type quietHandler struct {
 	next     slog.Handler
 	interval time.Duration
@@ -19,9 +25,13 @@ type quietHandler struct {
 }
 
 type quietState struct {
-	mu   sync.Mutex
-	last map[string]time.Time
+	mu      sync.Mutex
+	last    map[string]time.Time
+	leaving atomic.Bool
 }
+
+// leave marks what is logged from now on as the generation's leaving.
+func (h *quietHandler) leave() { h.state.leaving.Store(true) }
 
 func newQuietHandler(next slog.Handler, interval time.Duration) *quietHandler {
 	return &quietHandler{next: next, interval: interval, now: time.Now, state: &quietState{last: make(map[string]time.Time)}}
@@ -43,6 +53,14 @@ func (h *quietHandler) Handle(ctx context.Context, r slog.Record) error {
 	h.state.mu.Unlock()
 	if !pass {
 		return nil
+	}
+	if r.Level > slog.LevelInfo && h.state.leaving.Load() {
+		if !h.next.Enabled(ctx, slog.LevelInfo) {
+			return nil
+		}
+		r = r.Clone()
+		r.Level = slog.LevelInfo
+		r.AddAttrs(slog.Bool("leaving", true))
 	}
 	return h.next.Handle(ctx, r)
 }

@@ -115,3 +115,23 @@ func TestQuietHandlerPassesEachMessageOncePerInterval(t *testing.T) {
 	assert.Equal(t, 2, strings.Count(buf.String(), "Bad connection"))
 	assert.Equal(t, 1, strings.Count(buf.String(), "another"))
 }
+
+func TestQuietHandlerLogsALeavingGenerationsFailuresAsInfo(t *testing.T) {
+	var info, warn strings.Builder
+	atInfo := newQuietHandler(slog.NewTextHandler(&info, nil), 30*time.Second)
+	atWarn := newQuietHandler(slog.NewTextHandler(&warn, &slog.HandlerOptions{Level: slog.LevelWarn}), 30*time.Second)
+	for _, h := range []*quietHandler{atInfo, atWarn} {
+		log := slog.New(h)
+		log.Error("EndpointWriter lost connection", "address", "127.0.0.1:1")
+		h.leave()
+		log.Error("Automanaged server stopping..!", "error", "http: Server closed")
+		log.Warn("a warning while leaving")
+		log.Info("still information")
+	}
+	assert.Contains(t, info.String(), `level=ERROR msg="EndpointWriter lost connection"`, "before leaving: as logged")
+	assert.Contains(t, info.String(), `level=INFO msg="Automanaged server stopping..!" error="http: Server closed" leaving=true`)
+	assert.Contains(t, info.String(), `level=INFO msg="a warning while leaving" leaving=true`)
+	assert.Contains(t, info.String(), `level=INFO msg="still information"`+"\n", "information is passed on as it is")
+	assert.Equal(t, 1, strings.Count(warn.String(), "level="), "a handler at WARN takes the failure before leaving alone:\n%s", warn.String())
+	assert.Contains(t, warn.String(), "EndpointWriter lost connection")
+}

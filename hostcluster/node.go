@@ -117,6 +117,7 @@ type generation struct {
 	actor        *actor.PID
 	sub          *eventstream.Subscription
 	stopProvider func()
+	log          *quietHandler // Proto.Actor's logs, told when the generation leaves
 
 	mu      sync.Mutex
 	streams map[*actor.PID]bool // stream actors reading other nodes
@@ -144,7 +145,8 @@ func (g *generation) untrack(pid *actor.PID) {
 // join starts a generation on the node's address.
 func (n *Node) join() (*generation, error) {
 	cfg := n.cfg
-	logger := slog.New(newQuietHandler(cfg.Logger.Handler(), 30*time.Second))
+	quiet := newQuietHandler(cfg.Logger.Handler(), 30*time.Second)
+	logger := slog.New(quiet)
 	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return logger }),
 		actor.WithDeadLetterThrottleInterval(50*time.Millisecond),
@@ -166,7 +168,7 @@ func (n *Node) join() (*generation, error) {
 	rc := remote.Configure(n.host, n.port, remote.WithAdvertisedHost(net.JoinHostPort(n.host, strconv.Itoa(n.port))),
 		remote.WithServerOptions(serverOpts...), remote.WithDialOptions(dialOpts...))
 	rc.MaxRetryCount = 2
-	g := &generation{system: system, stopProvider: stopProvider, streams: make(map[*actor.PID]bool)}
+	g := &generation{system: system, stopProvider: stopProvider, streams: make(map[*actor.PID]bool), log: quiet}
 	g.cluster = cluster.New(system, cluster.Configure(cfg.Cluster, provider, disthash.New(), rc))
 	n.mu.Lock()
 	n.gen = g // what requests made while it joins go through
@@ -200,6 +202,7 @@ func (n *Node) leave(g *generation) {
 		return
 	}
 	g.left = true
+	g.log.leave()
 	streams := g.streams
 	g.streams = nil
 	g.mu.Unlock()
