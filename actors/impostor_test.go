@@ -29,6 +29,7 @@ import (
 
 	"github.com/agyharness/agyharness/actors"
 	"github.com/agyharness/agyharness/internal/agyproc"
+	"github.com/agyharness/agyharness/internal/loopport"
 	"github.com/agyharness/agyharness/messages"
 	"github.com/agyharness/agyharness/rpc/agytest"
 )
@@ -130,10 +131,9 @@ func TestImpostorPortInAgysLogIsNotProbed(t *testing.T) {
 	require.Equal(t, first, s.Port())
 
 	// agy moves; then a stranger listens and writes agy's log line for its port.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopport.Pick(1) // free, and outside what the kernel hands out meanwhile
 	require.NoError(t, err)
-	strangerPort := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
+	strangerPort := ports[0]
 	imp := startImpostor(t, strangerPort)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGHUP))
 	second := nextPortFromLog(t, logFile, first)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agyharness/agyharness/internal/loopport"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 	"github.com/agyharness/agyharness/wire"
@@ -99,10 +100,9 @@ func TestErrorDetailsAndStepIndex(t *testing.T) {
 }
 
 func TestDeadPortIsPortGone(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopport.Pick(1) // nothing listens, nor will the kernel hand it to anyone meanwhile
 	require.NoError(t, err)
-	port := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
+	port := ports[0]
 
 	c, err := rpc.NewClient(rpc.Config{Port: port})
 	require.NoError(t, err)

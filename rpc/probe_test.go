@@ -3,7 +3,6 @@ package rpc_test
 import (
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agyharness/agyharness/internal/loopport"
 	"github.com/agyharness/agyharness/rpc"
 	"github.com/agyharness/agyharness/rpc/internal/connectserver"
 )
@@ -49,10 +49,9 @@ func TestProbe(t *testing.T) {
 	assert.ErrorIs(t, err, rpc.ErrNotLoopback)
 
 	// A port nothing listens on any more.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := loopport.Pick(1) // nothing listens, nor will the kernel hand it to anyone meanwhile
 	require.NoError(t, err)
-	dead := l.Addr().(*net.TCPAddr).Port
-	require.NoError(t, l.Close())
+	dead := ports[0]
 	ok, err = rpc.Probe(context.Background(), rpc.Config{Port: dead}, conv)
 	assert.False(t, ok)
 	assert.ErrorIs(t, err, rpc.ErrPortGone)
