@@ -1,7 +1,7 @@
 // Package loopport picks loopback TCP ports for servers that must be told
-// their port before they bind it: the nodes of a cluster started on one
-// machine, each given every peer's address up front (the bench's
-// --cluster, the cluster tests).
+// their port before they bind it (the nodes of a cluster started on one
+// machine, each given every peer's address up front: the bench's --cluster,
+// the cluster tests), and for tests that need a port nobody listens on.
 //
 // A port found free by binding port 0 and closing the listener is the
 // kernel's to hand out again at once, to the next bind of port 0 or the
