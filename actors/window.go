@@ -29,7 +29,7 @@ type trajectoryWindow struct {
 	// prints: the createdAt (hashed) of the steps read at the last
 	// maxCreatedPrints indices, for a trajectory found shorter
 	// (window_shorter.go).
-	prints map[int]uint64
+	prints *createdPrints
 }
 
 // maxWindows bounds the answers a read holds at once (those it has not

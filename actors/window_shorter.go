@@ -24,6 +24,37 @@ const maxCreatedPrints = 1024
 
 var createdSeed = maphash.MakeSeed()
 
+// createdPrints are the createdAt prints of the last maxCreatedPrints
+// indices noted: a slot for each index modulo maxCreatedPrints, which a
+// later index noted there takes over (16 KiB, where a map of as many
+// indices took about 80).
+type createdPrints [maxCreatedPrints]struct {
+	index int
+	print uint64 // 0: none
+}
+
+// get is the print of index i, if it still has it.
+func (p *createdPrints) get(i int) (uint64, bool) {
+	if p == nil || i < 0 {
+		return 0, false
+	}
+	s := &p[i%maxCreatedPrints]
+	if s.print == 0 || s.index != i {
+		return 0, false
+	}
+	return s.print, true
+}
+
+// put notes h as the print of index i.
+func (p *createdPrints) put(i int, h uint64) {
+	if i >= 0 {
+		p[i%maxCreatedPrints] = struct {
+			index int
+			print uint64
+		}{i, h}
+	}
+}
+
 // createdHash is a step's createdAt hashed; 0 for none.
 func createdHash(s *wire.Step) uint64 { return hashCreated(s.Metadata.CreatedAt) }
 
@@ -36,26 +67,18 @@ func hashCreated(created string) uint64 {
 }
 
 // notePrints records the createdAt of the steps a read handed on, from
-// trajectory index offset, and lets go of those far behind.
+// trajectory index offset.
 func (w *trajectoryWindow) notePrints(steps []wire.Step, offset int) {
 	if len(steps) == 0 {
 		return
 	}
 	if w.prints == nil {
-		w.prints = make(map[int]uint64)
+		w.prints = new(createdPrints)
 	}
 	at := mapper.Indexer(steps, offset)
 	for i := range steps {
 		if h := createdHash(&steps[i]); h != 0 {
-			w.prints[at(i)] = h
-		}
-	}
-	hi := at(len(steps) - 1)
-	if len(w.prints) > 2*maxCreatedPrints {
-		for i := range w.prints {
-			if i <= hi-maxCreatedPrints {
-				delete(w.prints, i)
-			}
+			w.prints.put(at(i), h)
 		}
 	}
 }
@@ -71,9 +94,9 @@ func (w *trajectoryWindow) notePrintsOf(known map[int]string) {
 	for i, created := range known {
 		if h := hashCreated(created); h != 0 && i > hi-maxCreatedPrints {
 			if w.prints == nil {
-				w.prints = make(map[int]uint64)
+				w.prints = new(createdPrints)
 			}
-			w.prints[i] = h
+			w.prints.put(i, h)
 		}
 	}
 }
@@ -85,7 +108,7 @@ func (w *trajectoryWindow) shorterStart(count int) int {
 	if count <= 0 {
 		return 0
 	}
-	if _, ok := w.prints[count-1]; ok {
+	if _, ok := w.prints.get(count - 1); ok {
 		return count - 1
 	}
 	return 0
@@ -95,7 +118,7 @@ func (w *trajectoryWindow) shorterStart(count int) int {
 // the window has a print of there (true when it has none: nothing to
 // compare). An empty answer where a step was read is no match.
 func (w *trajectoryWindow) matches(off int, ws []wire.Step) bool {
-	h, ok := w.prints[off]
+	h, ok := w.prints.get(off)
 	if !ok {
 		return true
 	}

@@ -73,3 +73,42 @@ func TestWindowedReadOfAShorterTrajectoryStartsAtItsEnd(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []int{0}, offsets)
 }
+
+// TestAWindowKeepsThePrintsOfItsLastIndices: after reads over a long
+// trajectory the window has the print of each of the last
+// maxCreatedPrints indices read, none of an index further behind (it is
+// then read from 0), and a print read again at an index replaces the old.
+func TestAWindowKeepsThePrintsOfItsLastIndices(t *testing.T) {
+	const n = 5000
+	steps := make([]wire.Step, n)
+	for i := range steps {
+		steps[i].Metadata.CreatedAt = "at-" + strconv.Itoa(i)
+	}
+	var w trajectoryWindow
+	for from := 0; from < n; from += 300 {
+		w.notePrints(steps[from:min(from+300, n)], from)
+	}
+	for i := n - maxCreatedPrints; i < n; i++ {
+		h, ok := w.prints.get(i)
+		require.True(t, ok, "index %d", i)
+		require.Equal(t, createdHash(&steps[i]), h, "index %d", i)
+	}
+	for _, i := range []int{0, 1, n - maxCreatedPrints - 1, n, -1} {
+		_, ok := w.prints.get(i)
+		assert.False(t, ok, "index %d is not among the last read", i)
+	}
+	assert.Equal(t, n-1, w.shorterStart(n), "the last step read: a read starts there")
+	assert.Equal(t, 0, w.shorterStart(100), "a step far behind: a read starts at 0")
+
+	// History written anew from n-10: the new steps' prints replace the old.
+	again := []wire.Step{{}, {}}
+	again[0].Metadata.CreatedAt, again[1].Metadata.CreatedAt = "new-a", "new-b"
+	w.notePrints(again, n-10)
+	assert.True(t, w.matches(n-10, again))
+	assert.False(t, w.matches(n-10, steps[n-10:]), "the old step there is another step now")
+
+	var none trajectoryWindow
+	_, ok := none.prints.get(3)
+	assert.False(t, ok, "a window that read nothing has no print")
+	assert.True(t, none.matches(3, steps[3:]), "nothing to compare")
+}
