@@ -228,7 +228,7 @@ func (s *session) rotate(ctx actor.Context, to string, isNew bool) {
 	s.link.gen++
 	// A turn sent to the conversation left behind shows there, if at all:
 	// the new one is not checked for it.
-	s.desk.sent = nil
+	s.desk.forgetSent()
 	s.bindConversation(to, isNew)
 	s.link.boundAt = time.Now() // compared with agy's times: the machine's clock
 	s.markBound(to, s.link.client.Port())

@@ -37,6 +37,16 @@ type sentTurn struct {
 	delivered  bool
 	confirming bool
 	idleReads  int
+	stopCheck  func() // cancels its pending sentTurnCheck; nil: none
+}
+
+// forget cancels the turn's pending check: it is seen, reported or given
+// up, and its timer need not wait out Config.TurnTakenTimeout.
+func (st *sentTurn) forget() {
+	if st.stopCheck != nil {
+		st.stopCheck()
+		st.stopCheck = nil
+	}
 }
 
 // heldRequest is a request waiting for the session to be bound: a
@@ -117,6 +127,7 @@ func (d *turnDesk) sawSent(text string) (passed []sentTurn, ok bool) {
 			passed = append(passed, st)
 		}
 	}
+	d.sent[i].forget()
 	d.sent = slices.Delete(d.sent, i, i+1)
 	return passed, true
 }
@@ -140,7 +151,20 @@ func (d *turnDesk) sentByID(id int) *sentTurn {
 
 // dropSent forgets the sent turn id.
 func (d *turnDesk) dropSent(id int) {
-	d.sent = slices.DeleteFunc(d.sent, func(st sentTurn) bool { return st.id == id })
+	d.sent = slices.DeleteFunc(d.sent, func(st sentTurn) bool {
+		if st.id == id {
+			st.forget()
+		}
+		return st.id == id
+	})
+}
+
+// forgetSent forgets every sent turn.
+func (d *turnDesk) forgetSent() {
+	for i := range d.sent {
+		d.sent[i].forget()
+	}
+	d.sent = nil
 }
 
 // takeTyped removes the typed turn id, and says whether it was still there
@@ -265,7 +289,7 @@ func (s *session) onTurnOutcome(m *turnOutcome) {
 		return
 	}
 	st.delivered = true
-	s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: st.id})
+	st.stopCheck = s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: st.id})
 }
 
 // sawUserTurn notes a user turn of the bound conversation: a turn the
@@ -303,7 +327,7 @@ func (s *session) checkSent(ctx actor.Context, id int) {
 	} else {
 		st.idleReads = 0
 	}
-	s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: id})
+	st.stopCheck = s.t.after(s.cfg.TurnTakenTimeout, s.self, &sentTurnCheck{id: id})
 }
 
 // confirmSent counts a read of the bound conversation for every sent turn a

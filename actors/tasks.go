@@ -49,16 +49,17 @@ func (t *tasks) send(pid *actor.PID, msg any) {
 }
 
 // after sends msg to pid after d on the clock, unless the incarnation
-// stops first.
-func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) {
-	t.afterFunc(d, func() { t.send(pid, msg) })
+// stops first or stop is called.
+func (t *tasks) after(d time.Duration, pid *actor.PID, msg any) (stop func()) {
+	return t.afterFunc(d, func() { t.send(pid, msg) })
 }
 
 // afterFunc calls f, in a goroutine of the clock's, after d on the clock,
-// unless the incarnation stops first. f must not block.
-func (t *tasks) afterFunc(d time.Duration, f func()) {
+// unless the incarnation stops first or stop is called (a call already
+// under way is not undone). f must not block.
+func (t *tasks) afterFunc(d time.Duration, f func()) (stop func()) {
 	if t.ctx.Err() != nil {
-		return
+		return func() {}
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -73,6 +74,14 @@ func (t *tasks) afterFunc(d time.Duration, f func()) {
 		t.timers = make(map[Timer]struct{})
 	}
 	t.timers[tm] = struct{}{}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if _, pending := t.timers[tm]; pending {
+			tm.Stop()
+			delete(t.timers, tm)
+		}
+	}
 }
 
 // alarm is a call of f that its owner sets again and again, one pending at

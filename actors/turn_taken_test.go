@@ -2,6 +2,7 @@ package actors_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,4 +110,77 @@ func TestATurnPassedOverIsReportedWhenALaterOneShows(t *testing.T) {
 	assert.Equal(t, "two", e.Text)
 	assert.Equal(t, user.Seq+1, e.Seq, "reported with the turn that passed it")
 	assert.Contains(t, e.Message, "agy took a turn sent after it first")
+}
+
+// pendingClock is the machine's clock that counts its timers of one
+// duration that have neither fired nor been stopped.
+type pendingClock struct {
+	d  time.Duration
+	mu sync.Mutex
+	n  int
+}
+
+func (c *pendingClock) Now() time.Time { return time.Now() }
+
+func (c *pendingClock) AfterFunc(d time.Duration, f func()) actors.Timer {
+	if d != c.d {
+		return time.AfterFunc(d, f)
+	}
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	pt := &pendingTimer{c: c}
+	pt.tm = time.AfterFunc(d, func() {
+		if pt.end() {
+			f()
+		}
+	})
+	return pt
+}
+
+func (c *pendingClock) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+type pendingTimer struct {
+	c    *pendingClock
+	tm   *time.Timer
+	once sync.Once
+}
+
+// end counts the timer out once; false if it was already.
+func (t *pendingTimer) end() (first bool) {
+	t.once.Do(func() {
+		first = true
+		t.c.mu.Lock()
+		t.c.n--
+		t.c.mu.Unlock()
+	})
+	return first
+}
+
+func (t *pendingTimer) Stop() bool {
+	t.tm.Stop()
+	return t.end()
+}
+
+// A turn agy took leaves no check of it pending: its timer is stopped once
+// the turn shows, not left to run out TurnTakenTimeout (one per turn sent,
+// which a driver sending turns quickly would pile up).
+func TestATurnAgyTookLeavesNoCheckPending(t *testing.T) {
+	cfg := testConfig()
+	cfg.TurnTakenTimeout = 97 * time.Minute // no other timer of the session's is that long
+	clock := &pendingClock{d: cfg.TurnTakenTimeout}
+	cfg.Clock = clock
+	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Done.", 1))})
+	r := newRigWith(t, cfg, srv, actors.Spec{})
+	for _, text := range []string{"one", "two", "three"} {
+		seq := r.turn(text)
+		r.ev.waitFor(t, messages.EventUserMessage, func(e *messages.Event) bool { return e.Seq > seq && e.Text == text })
+		r.ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.Seq > seq && e.State == messages.StateIdle })
+	}
+	require.Eventually(t, func() bool { return clock.pending() == 0 }, waitLong, 5*time.Millisecond,
+		"checks pending after the turns showed: %d", clock.pending())
 }
