@@ -152,10 +152,11 @@ func (d *turnDesk) sentByID(id int) *sentTurn {
 // dropSent forgets the sent turn id.
 func (d *turnDesk) dropSent(id int) {
 	d.sent = slices.DeleteFunc(d.sent, func(st sentTurn) bool {
-		if st.id == id {
-			st.forget()
+		if st.id != id {
+			return false
 		}
-		return st.id == id
+		st.forget()
+		return true
 	})
 }
 

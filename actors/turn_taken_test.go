@@ -2,7 +2,6 @@ package actors_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -112,58 +111,19 @@ func TestATurnPassedOverIsReportedWhenALaterOneShows(t *testing.T) {
 	assert.Contains(t, e.Message, "agy took a turn sent after it first")
 }
 
-// pendingClock is the machine's clock that counts its timers of one
-// duration that have neither fired nor been stopped.
-type pendingClock struct {
-	d  time.Duration
-	mu sync.Mutex
-	n  int
+// checksClock is a TestClock that keeps its timers of one delay, the
+// sent turns' checks, on a TestClock of their own, to count those pending.
+type checksClock struct {
+	*actors.TestClock
+	delay  time.Duration
+	checks *actors.TestClock
 }
 
-func (c *pendingClock) Now() time.Time { return time.Now() }
-
-func (c *pendingClock) AfterFunc(d time.Duration, f func()) actors.Timer {
-	if d != c.d {
-		return time.AfterFunc(d, f)
+func (c *checksClock) AfterFunc(d time.Duration, f func()) actors.Timer {
+	if d == c.delay {
+		return c.checks.AfterFunc(d, f)
 	}
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-	pt := &pendingTimer{c: c}
-	pt.tm = time.AfterFunc(d, func() {
-		if pt.end() {
-			f()
-		}
-	})
-	return pt
-}
-
-func (c *pendingClock) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.n
-}
-
-type pendingTimer struct {
-	c    *pendingClock
-	tm   *time.Timer
-	once sync.Once
-}
-
-// end counts the timer out once; false if it was already.
-func (t *pendingTimer) end() (first bool) {
-	t.once.Do(func() {
-		first = true
-		t.c.mu.Lock()
-		t.c.n--
-		t.c.mu.Unlock()
-	})
-	return first
-}
-
-func (t *pendingTimer) Stop() bool {
-	t.tm.Stop()
-	return t.end()
+	return c.TestClock.AfterFunc(d, f)
 }
 
 // A turn agy took leaves no check of it pending: its timer is stopped once
@@ -172,7 +132,7 @@ func (t *pendingTimer) Stop() bool {
 func TestATurnAgyTookLeavesNoCheckPending(t *testing.T) {
 	cfg := testConfig()
 	cfg.TurnTakenTimeout = 97 * time.Minute // no other timer of the session's is that long
-	clock := &pendingClock{d: cfg.TurnTakenTimeout}
+	clock := &checksClock{TestClock: actors.NewTestClock(), delay: cfg.TurnTakenTimeout, checks: actors.NewTestClock()}
 	cfg.Clock = clock
 	srv := agytest.Start(t, agytest.Options{Conversation: true, Scenario: scenario(agytest.Say("Done.", 1))})
 	r := newRigWith(t, cfg, srv, actors.Spec{})
@@ -181,6 +141,6 @@ func TestATurnAgyTookLeavesNoCheckPending(t *testing.T) {
 		r.ev.waitFor(t, messages.EventUserMessage, func(e *messages.Event) bool { return e.Seq > seq && e.Text == text })
 		r.ev.waitFor(t, messages.EventStatus, func(e *messages.Event) bool { return e.Seq > seq && e.State == messages.StateIdle })
 	}
-	require.Eventually(t, func() bool { return clock.pending() == 0 }, waitLong, 5*time.Millisecond,
-		"checks pending after the turns showed: %d", clock.pending())
+	require.Eventually(t, func() bool { return clock.checks.Pending() == 0 }, waitLong, 5*time.Millisecond,
+		"checks pending after the turns showed: %d", clock.checks.Pending())
 }

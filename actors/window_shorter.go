@@ -26,11 +26,13 @@ var createdSeed = maphash.MakeSeed()
 
 // createdPrints are the createdAt prints of the last maxCreatedPrints
 // indices noted: a slot for each index modulo maxCreatedPrints, which a
-// later index noted there takes over (16 KiB, where a map of as many
-// indices took about 80).
-type createdPrints [maxCreatedPrints]struct {
+// later index noted there takes over (16 KiB).
+type createdPrints [maxCreatedPrints]createdPrint
+
+// createdPrint is the print of the step at index; 0: none.
+type createdPrint struct {
 	index int
-	print uint64 // 0: none
+	print uint64
 }
 
 // get is the print of index i, if it still has it.
@@ -48,10 +50,7 @@ func (p *createdPrints) get(i int) (uint64, bool) {
 // put notes h as the print of index i.
 func (p *createdPrints) put(i int, h uint64) {
 	if i >= 0 {
-		p[i%maxCreatedPrints] = struct {
-			index int
-			print uint64
-		}{i, h}
+		p[i%maxCreatedPrints] = createdPrint{index: i, print: h}
 	}
 }
 
