@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/agyharness/agyharness/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 // The entry found by its key is the one the whole answer's decode gives,
@@ -84,4 +86,52 @@ func TestFindSummaryAllocatesNothingPerListedConversation(t *testing.T) {
 	}
 	// A whole decode allocates thousands more for 1,000; -race may add one.
 	assert.LessOrEqual(t, allocs(large), allocs(small)+2)
+}
+
+// A keyFinder finds what bytes.Index finds, from any offset, whatever the
+// text: its byte rare, common, or common only past the sample it was
+// chosen on (the fall back to bytes.Index).
+func TestKeyFinderFindsWhatBytesIndexFinds(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		alphabet := rapid.SampledFrom([]string{`ab"`, `abc:"{}`, "a"}).Draw(t, "alphabet")
+		letter := rapid.SampledFrom([]byte(alphabet))
+		text := func(label string, max int) []byte {
+			return rapid.SliceOfN(letter, 0, max).Draw(t, label)
+		}
+		key := rapid.SliceOfN(letter, 2, 6).Draw(t, "key")
+		sample := text("sample", 2*keyFinderSample)
+		data := append(append(sample, text("rest", 3000)...), key...)
+		data = append(data, text("tail", 40)...)
+		from := rapid.IntRange(0, len(data)).Draw(t, "from")
+		want := bytes.Index(data[from:], key)
+		if want >= 0 {
+			want += from
+		}
+		if got := newKeyFinder(key, data).index(data, from); got != want {
+			t.Fatalf("index(%q, %d) = %d, bytes.Index gives %d", key, from, got, want)
+		}
+	})
+}
+
+// In a list of 1,000 conversations with ids and times of every hex digit,
+// the entry is found by its key alone, after children naming it and
+// before another entry whose key differs from it in its last character.
+func TestFindSummaryInALongListOfUUIDs(t *testing.T) {
+	const conv = "7c3e1a55-2b9d-4f6e-8a10-c4d2e9f1b370"
+	all := TrajectoriesResponse{TrajectorySummaries: map[string]TrajectorySummary{
+		conv:                     {Status: wire.RunRunning, StepCount: 41},
+		conv[:len(conv)-1] + "1": {Status: wire.RunIdle, StepCount: 7},
+		"0" + conv[1:]:           {Status: wire.RunIdle, StepCount: 8},
+	}}
+	for i := range 1000 {
+		all.TrajectorySummaries[fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", i*2654435761, i, i%4096, (i*7)%4096, i*40503)] = TrajectorySummary{
+			Status: wire.RunIdle, StepCount: wire.Int(i), TrajectoryID: fmt.Sprintf("%08x-1d2e-4c3b-9a8f-%012x", i*97, i*31),
+			LastUserInputTime: "2026-11-30T10:00:00.123456789Z", LastModifiedTime: "2026-11-30T10:00:02.123456789Z",
+			TrajectoryMetadata: TrajectoryMetadata{ParentConversationID: conv, RootConversationID: conv}}
+	}
+	data, err := json.Marshal(all)
+	require.NoError(t, err)
+	got, ok := findSummary(data, conv)
+	require.True(t, ok, "found by its key alone")
+	assert.Equal(t, all.TrajectorySummaries[conv], got)
 }

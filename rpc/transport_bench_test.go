@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/agyharness/agyharness/rpc"
+	"github.com/agyharness/agyharness/wire"
 )
 
 // BenchmarkStreamTransport reads a stream of 4.3 KiB frames two ways: through
@@ -235,6 +237,52 @@ func BenchmarkUnaryCall(b *testing.B) {
 		if _, err := c.GetCascadeTrajectorySteps(ctx, conv); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64((cpuNow()-before).Nanoseconds())/float64(b.N), "cpu-ns/call")
+}
+
+// BenchmarkStatusReadOf1000 reads one conversation's summary from agy's
+// list of 1,000 conversations (about 350 KB) over one connection, as a
+// turn's end or a subagent's mirror does. Besides ns/op it reports
+// cpu-ns/call, client and server together (getrusage).
+func BenchmarkStatusReadOf1000(b *testing.B) {
+	const conv = "7c3e1a55-2b9d-4f6e-8a10-c4d2e9f1b370"
+	all := rpc.TrajectoriesResponse{TrajectorySummaries: map[string]rpc.TrajectorySummary{conv: {Status: wire.RunIdle, StepCount: 4}}}
+	for i := range 999 {
+		all.TrajectorySummaries[fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", i*2654435761, i, i%4096, (i*7)%4096, i*40503)] = rpc.TrajectorySummary{
+			Status: wire.RunIdle, StepCount: wire.Int(i), TrajectoryID: fmt.Sprintf("%08x-1d2e-4c3b-9a8f-%012x", i*97, i*31),
+			LastUserInputTime: "2026-11-30T10:00:00.123456789Z", LastModifiedTime: "2026-11-30T10:00:02.123456789Z", LastUserInputStepIndex: 88}
+	}
+	answer, err := json.Marshal(all)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	defer srv.Close()
+	c, err := rpc.NewClient(rpc.Config{Port: srv.Listener.Addr().(*net.TCPAddr).Port})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	read := func() {
+		if s, ok, err := c.TrajectorySummaryOf(ctx, conv); err != nil || !ok || s.StepCount != 4 {
+			b.Fatal(s, ok, err)
+		}
+	}
+	read() // the connection is made before the clock starts
+	before := cpuNow()
+	b.ResetTimer()
+	for range b.N {
+		read()
 	}
 	b.StopTimer()
 	b.ReportMetric(float64((cpuNow()-before).Nanoseconds())/float64(b.N), "cpu-ns/call")
