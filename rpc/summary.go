@@ -131,28 +131,39 @@ func findSummary(data []byte, conv string) (TrajectorySummary, bool) {
 // first byte, a quote, and a JSON text has one every few bytes: on agy's
 // list of 1,000 conversations it stops so often that it falls back to
 // comparing the key at every position (some 200 µs for 350 KB). A keyFinder
-// looks instead for the key's byte that is rarest in the answer's first
-// KiB (a UUID's characters are spread over the others' ids and times) and
+// looks instead for the key's byte that is rarest in a sample of the answer
+// (a UUID's characters are spread over the others' ids and times) and
 // compares the key only where that byte is. Where that byte turns out
-// common further on, it gives the rest of the search to bytes.Index, as
-// bytes.Index itself does, so that no answer costs much more than
-// bytes.Index would.
+// common beyond the sample, it gives the rest of the search to
+// bytes.Index, as bytes.Index itself does, so that no answer costs much
+// more than bytes.Index would.
 type keyFinder struct {
 	key []byte
 	at  int  // the offset in key of the byte looked for
 	c   byte // key[at]
 }
 
-// keyFinderSample is how much of the answer newKeyFinder counts bytes in.
-const keyFinderSample = 1 << 10
+// The sample newKeyFinder counts bytes in: keyFinderWindows windows of
+// keyFinderWindow bytes spread evenly over the answer (a list in the order
+// of its ids has ids of one first character together).
+const (
+	keyFinderWindows = 4
+	keyFinderWindow  = 256
+)
 
 // newKeyFinder is a keyFinder for key (two bytes at least) in data.
 func newKeyFinder(key, data []byte) keyFinder {
-	sample := data[:min(len(data), keyFinderSample)]
-	f, fewest := keyFinder{key: key}, len(sample)+1
+	var seen [256]int
+	for w := range keyFinderWindows {
+		start := w * len(data) / keyFinderWindows
+		for _, b := range data[start:min(len(data), start+keyFinderWindow)] {
+			seen[b]++
+		}
+	}
+	f := keyFinder{key: key}
 	for j := range key {
-		if n := bytes.Count(sample, key[j:j+1]); n < fewest {
-			f.at, fewest = j, n
+		if seen[key[j]] < seen[key[f.at]] {
+			f.at = j
 		}
 	}
 	f.c = key[f.at]

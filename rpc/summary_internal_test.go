@@ -89,7 +89,7 @@ func TestFindSummaryAllocatesNothingPerListedConversation(t *testing.T) {
 }
 
 // A keyFinder finds what bytes.Index finds, from any offset, whatever the
-// text: its byte rare, common, or common only past the sample it was
+// text: its byte rare, common, or common only outside the sample it was
 // chosen on (the fall back to bytes.Index).
 func TestKeyFinderFindsWhatBytesIndexFinds(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -99,7 +99,7 @@ func TestKeyFinderFindsWhatBytesIndexFinds(t *testing.T) {
 			return rapid.SliceOfN(letter, 0, max).Draw(t, label)
 		}
 		key := rapid.SliceOfN(letter, 2, 6).Draw(t, "key")
-		sample := text("sample", 2*keyFinderSample)
+		sample := text("sample", 2*keyFinderWindows*keyFinderWindow)
 		data := append(append(sample, text("rest", 3000)...), key...)
 		data = append(data, text("tail", 40)...)
 		from := rapid.IntRange(0, len(data)).Draw(t, "from")
