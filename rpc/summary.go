@@ -151,7 +151,7 @@ const (
 	keyFinderWindow  = 256
 )
 
-// newKeyFinder is a keyFinder for key (two bytes at least) in data.
+// newKeyFinder is a keyFinder for key (not empty) in data.
 func newKeyFinder(key, data []byte) keyFinder {
 	var seen [256]int
 	for w := range keyFinderWindows {
