@@ -208,25 +208,33 @@ func bareStream(b *testing.B, port, frames int) int {
 	}
 }
 
+// answeringClient is a client of an HTTPS server that answers every call
+// with answer, both closed when b ends.
+func answeringClient(b *testing.B, answer []byte) *rpc.Client {
+	b.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(answer)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	c, err := rpc.NewClient(rpc.Config{Port: srv.Listener.Addr().(*net.TCPAddr).Port})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return c
+}
+
 // BenchmarkUnaryCall makes one unary call after another on one connection
 // (GetCascadeTrajectorySteps answered with an empty trajectory): what an idle
 // session's background reads cost. Besides ns/op it reports cpu-ns/call,
 // client and server together (getrusage).
 func BenchmarkUnaryCall(b *testing.B) {
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"steps":[]}`))
-	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	defer srv.Close()
-	c, err := rpc.NewClient(rpc.Config{Port: srv.Listener.Addr().(*net.TCPAddr).Port})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := answeringClient(b, []byte(`{"steps":[]}`))
 	ctx := context.Background()
 	if _, err := c.GetCascadeTrajectorySteps(ctx, conv); err != nil {
 		b.Fatal(err) // the connection is made before the clock starts
@@ -258,20 +266,7 @@ func BenchmarkStatusReadOf1000(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(answer)
-	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0)
-	srv.StartTLS()
-	defer srv.Close()
-	c, err := rpc.NewClient(rpc.Config{Port: srv.Listener.Addr().(*net.TCPAddr).Port})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	c := answeringClient(b, answer)
 	ctx := context.Background()
 	read := func() {
 		if s, ok, err := c.TrajectorySummaryOf(ctx, conv); err != nil || !ok || s.StepCount != 4 {
