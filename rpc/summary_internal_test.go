@@ -118,17 +118,9 @@ func TestKeyFinderFindsWhatBytesIndexFinds(t *testing.T) {
 // before another entry whose key differs from it in its last character.
 func TestFindSummaryInALongListOfUUIDs(t *testing.T) {
 	const conv = "7c3e1a55-2b9d-4f6e-8a10-c4d2e9f1b370"
-	all := TrajectoriesResponse{TrajectorySummaries: map[string]TrajectorySummary{
-		conv:                     {Status: wire.RunRunning, StepCount: 41},
-		conv[:len(conv)-1] + "1": {Status: wire.RunIdle, StepCount: 7},
-		"0" + conv[1:]:           {Status: wire.RunIdle, StepCount: 8},
-	}}
-	for i := range 1000 {
-		all.TrajectorySummaries[fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", i*2654435761, i, i%4096, (i*7)%4096, i*40503)] = TrajectorySummary{
-			Status: wire.RunIdle, StepCount: wire.Int(i), TrajectoryID: fmt.Sprintf("%08x-1d2e-4c3b-9a8f-%012x", i*97, i*31),
-			LastUserInputTime: "2026-11-30T10:00:00.123456789Z", LastModifiedTime: "2026-11-30T10:00:02.123456789Z",
-			TrajectoryMetadata: TrajectoryMetadata{ParentConversationID: conv, RootConversationID: conv}}
-	}
+	all := ListedWith(conv, TrajectorySummary{Status: wire.RunRunning, StepCount: 41}, 1000, conv)
+	all.TrajectorySummaries[conv[:len(conv)-1]+"1"] = TrajectorySummary{Status: wire.RunIdle, StepCount: 7}
+	all.TrajectorySummaries["0"+conv[1:]] = TrajectorySummary{Status: wire.RunIdle, StepCount: 8}
 	data, err := json.Marshal(all)
 	require.NoError(t, err)
 	got, ok := findSummary(data, conv)

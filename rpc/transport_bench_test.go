@@ -256,12 +256,7 @@ func BenchmarkUnaryCall(b *testing.B) {
 // cpu-ns/call, client and server together (getrusage).
 func BenchmarkStatusReadOf1000(b *testing.B) {
 	const conv = "7c3e1a55-2b9d-4f6e-8a10-c4d2e9f1b370"
-	all := rpc.TrajectoriesResponse{TrajectorySummaries: map[string]rpc.TrajectorySummary{conv: {Status: wire.RunIdle, StepCount: 4}}}
-	for i := range 999 {
-		all.TrajectorySummaries[fmt.Sprintf("%08x-%04x-4%03x-a%03x-%012x", i*2654435761, i, i%4096, (i*7)%4096, i*40503)] = rpc.TrajectorySummary{
-			Status: wire.RunIdle, StepCount: wire.Int(i), TrajectoryID: fmt.Sprintf("%08x-1d2e-4c3b-9a8f-%012x", i*97, i*31),
-			LastUserInputTime: "2026-11-30T10:00:00.123456789Z", LastModifiedTime: "2026-11-30T10:00:02.123456789Z", LastUserInputStepIndex: 88}
-	}
+	all := rpc.ListedWith(conv, rpc.TrajectorySummary{Status: wire.RunIdle, StepCount: 4}, 999, "")
 	answer, err := json.Marshal(all)
 	if err != nil {
 		b.Fatal(err)
